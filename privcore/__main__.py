@@ -1,0 +1,7 @@
+"""``python -m privcore``: see :mod:`privcore.cli`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

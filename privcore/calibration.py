@@ -1,0 +1,32 @@
+"""Calibration entry point: noise scale of any method from (epsilon, delta) and a problem.
+
+Pure and instant (no data, no training). See each method module for the formula it implements.
+"""
+
+from __future__ import annotations
+
+from .methods import METHOD_NAMES, get_method
+from .types import CalibrationError, NoiseScale, PrivacyBudget, Problem
+
+__all__ = ["calibrate", "calibrate_all"]
+
+
+def calibrate(method: str, budget: PrivacyBudget, problem: Problem | None = None, accounting: str = "corrected") -> NoiseScale:
+    """Noise scale for ``method`` meeting ``budget`` on ``problem`` under ``accounting``.
+
+    Raises :class:`CalibrationError` when the method cannot meet the request (e.g. DP-SGD with
+    delta = 0) with a message saying what would work instead.
+    """
+    return get_method(method).calibrate(budget, problem if problem is not None else Problem(), accounting)
+
+
+def calibrate_all(budget: PrivacyBudget, problem: Problem | None = None,
+                  accounting: str = "corrected") -> dict[str, NoiseScale | CalibrationError]:
+    """Calibrate every registered method; unsupported requests map to their error (not raised)."""
+    out: dict[str, NoiseScale | CalibrationError] = {}
+    for name in METHOD_NAMES:
+        try:
+            out[name] = calibrate(name, budget, problem, accounting)
+        except CalibrationError as err:
+            out[name] = err
+    return out

@@ -1,0 +1,125 @@
+"""Command line: ``python -m privcore calibrate ...`` and ``python -m privcore sweep ...``.
+
+Invalid input exits with code 2 and one line on stderr naming the problem (no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import warnings
+from typing import Callable, Sequence
+
+from .methods import METHOD_NAMES
+from .types import ACCOUNTING_MODES
+
+__all__ = ["main", "build_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as one line (exit 2) instead of usage + message."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageError(message)
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _number(kind: Callable[[str], object]) -> Callable[[str], object]:
+    what = "an integer" if kind is int else "a number"
+
+    def parse(text: str) -> object:
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    parse.__name__ = "integer" if kind is int else "number"
+    return parse
+
+
+def _epsilon(text: str) -> float:
+    if text.strip().lower() in ("inf", "infinity"):
+        return math.inf
+    return float(text)
+
+
+def _add_problem_args(p: argparse.ArgumentParser) -> None:
+    from .types import Problem
+
+    d = Problem()
+    p.add_argument("--budget", type=_number(int), default=d.budget, help="inference budget B (default %(default)s)")
+    p.add_argument("--classes", type=_number(int), default=None, help="number of classes C")
+    p.add_argument("--dim", type=_number(int), default=None, help="input dimension D (PCA for sweeps)")
+    p.add_argument("--teachers", type=_number(int), default=d.teachers, help="subsample models T (default %(default)s)")
+    p.add_argument("--batch-size", type=_number(int), default=d.batch_size, help="DP-SGD expected batch (default %(default)s)")
+    p.add_argument("--epochs", type=_number(int), default=d.epochs, help="DP-SGD epochs (default %(default)s)")
+    p.add_argument("--clip", type=_number(float), default=d.clip, help="DP-SGD clip norm nu (default %(default)s)")
+    p.add_argument("--lr", type=_number(float), default=d.learning_rate, help="DP-SGD step size (default %(default)s)")
+    p.add_argument("--accounting", choices=ACCOUNTING_MODES, default="corrected",
+                   help="paper (as published), corrected (default) or tight")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of both sub-commands."""
+    parser = _Parser(prog="python -m privcore", description="Private prediction trade-offs: calibrate and sweep.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    cal = sub.add_parser("calibrate", help="noise scale of one method (instant, no data)")
+    cal.add_argument("--method", required=True, choices=METHOD_NAMES)
+    cal.add_argument("--epsilon", required=True, type=_number(_epsilon))
+    cal.add_argument("--delta", type=_number(float), default=0.0)
+    cal.add_argument("--n", type=_number(int), default=4000, help="training-set size N (default %(default)s)")
+    cal.add_argument("--lam", type=_number(float), default=1e-3, help="L2 weight lambda, average form (default %(default)s)")
+    _add_problem_args(cal)
+    cal.add_argument("--json", action="store_true", help="print one JSON object")
+
+    from .engine.cli_sweep import add_sweep_parser
+
+    add_sweep_parser(sub, _add_problem_args, _number, _epsilon)
+    return parser
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from .calibration import calibrate
+    from .types import PrivacyBudget, Problem
+
+    problem = Problem(n=args.n, dim=args.dim or 784, classes=args.classes or 10, lam=args.lam, budget=args.budget,
+                      teachers=args.teachers, batch_size=args.batch_size, epochs=args.epochs, clip=args.clip,
+                      learning_rate=args.lr)
+    scale = calibrate(args.method, PrivacyBudget(args.epsilon, args.delta), problem, args.accounting)
+    out = scale.to_dict()
+    if args.json:
+        print(json.dumps(out))
+    else:
+        for key in ("method", "epsilon", "delta", "accounting", "noise", "sigma", "beta", "rho", "noise_multiplier",
+                    "per_query_epsilon", "per_query_delta", "sensitivity", "formula"):
+            if out[key] is not None:
+                print(f"{key:>18}: {out[key]}")
+        for note in out["notes"]:
+            print(f"{'note':>18}: {note}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code (0 ok, 2 invalid input, 130 interrupted)."""
+    warnings.filterwarnings("ignore", category=UserWarning, module="opacus")
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "calibrate":
+            return _calibrate(args)
+        from .engine.cli_sweep import run_sweep_command
+
+        return run_sweep_command(args)
+    except _UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError) as err:  # validation errors name parameter, range and value
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130

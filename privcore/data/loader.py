@@ -1,0 +1,310 @@
+"""``load_dataset``: source -> class filter -> split -> subsample/grow -> PCA -> unit-ball clip.
+
+Results are memoised in-process for identical arguments (a user file is keyed by path, mtime and
+size, full MNIST by its folder and file versions), so repeated calls in one run are free.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Hashable
+
+import numpy as np
+
+from ..validation import check_choice, check_int, check_real, fmt_value
+from . import mnist_download, sources, userfile
+from .augment import choose_sources, deform_rows_into
+from .dataset import Dataset
+from .errors import DataFileError
+from .sources import RawSource
+from .transforms import clip_to_unit_ball, pca_apply, pca_fit, stratified_split, stratified_subsample
+
+__all__ = ["DATASET_NAMES", "IMAGE_SOURCES", "MIN_N", "load_dataset", "clear_caches"]
+
+DATASET_NAMES: tuple[str, ...] = ("mnist-5k", "digits", "mnist", "file", "synthetic")
+IMAGE_SOURCES: tuple[str, ...] = ("mnist-5k", "mnist", "digits")
+MIN_N = 10
+_MEMO_MAXSIZE = 8
+# A 1M-row augmented MNIST is 3.1 GB; keeping eight of those alive would exhaust memory, so data
+# sets above this size are rebuilt on every call instead of memoised.
+_MEMO_MAX_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class _Args:
+    name: str
+    data_file: str | None
+    n: int | None
+    dim: int | None
+    classes: int | None
+    seed: int
+    test_fraction: float
+    augment: bool
+    cache_dir: str | None
+
+
+def load_dataset(
+    name: str = "mnist-5k",
+    *,
+    data_file: str | None = None,
+    n: int | None = None,
+    dim: int | None = None,
+    classes: int | None = None,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+    augment: bool = True,
+    cache_dir: str | None = None,
+) -> Dataset:
+    """Load, split and normalise a data set; every row of the result lies in the unit L2 ball.
+
+    Steps, in order: keep labels ``0..classes-1`` (if ``classes``); seeded stratified train/test
+    split with ``test_fraction`` (``"mnist"`` uses its official 60k/10k split); subsample the
+    training split to ``n`` rows, or grow it to ``n`` with deformed copies of its images when
+    ``n`` exceeds it and ``augment`` (image sources only); scale pixels to [0, 1]; PCA to ``dim``
+    dimensions fitted on the training split; finally ``x <- x / max(1, ||x||)`` per row.
+
+    Returns a :class:`Dataset` with x float32 ``[rows, dim or D0]`` and y int64 ``[rows]``.
+    Raises ``TypeError``/``ValueError`` for bad arguments, :class:`DataFileError` for an unusable
+    ``data_file`` and :class:`DataUnavailableError` when full MNIST is neither on disk nor fetchable.
+    """
+    args = _check_args(name, data_file, n, dim, classes, seed, test_fraction, augment, cache_dir)
+    key = _memo_key(args)
+    hit = _MEMO.get(key)
+    if hit is not None:
+        return hit
+    ds = _build(args)
+    _MEMO.put(key, ds)
+    return ds
+
+
+def clear_caches(*, raw_sources: bool = True) -> None:
+    """Forget memoised data sets and, unless ``raw_sources=False``, the cached raw sources too."""
+    _MEMO.clear()
+    if not raw_sources:
+        return
+    sources.load_mnist5k.cache_clear()
+    sources.load_digits.cache_clear()
+    sources.load_synthetic.cache_clear()
+    userfile.clear_cache()
+    mnist_download.clear_cache()
+
+
+def _check_path(name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(
+            f"{name} must be a path (str or os.PathLike) or None, got {fmt_value(value)} ({type(value).__name__})"
+        )
+    return os.fspath(value)
+
+
+def _check_args(
+    name: Any,
+    data_file: Any,
+    n: Any,
+    dim: Any,
+    classes: Any,
+    seed: Any,
+    test_fraction: Any,
+    augment: Any,
+    cache_dir: Any,
+) -> _Args:
+    name = check_choice("name", name, DATASET_NAMES)
+    data_file = _check_path("data_file", data_file)
+    if name == "file" and data_file is None:
+        raise DataFileError("data_file is required when name='file': give the path of a .csv or .npz file")
+    if name != "file" and data_file is not None:
+        raise ValueError(f"data_file is only used with name='file', got name={name!r}")
+    if not isinstance(augment, bool):
+        raise TypeError(f"augment must be True or False, got {fmt_value(augment)} ({type(augment).__name__})")
+    return _Args(
+        name=name,
+        data_file=data_file,
+        n=None if n is None else check_int("n", n, low=MIN_N),
+        dim=None if dim is None else check_int("dim", dim, low=1),
+        classes=None if classes is None else check_int("classes", classes, low=2),
+        seed=check_int("seed", seed, low=0),
+        test_fraction=check_real("test_fraction", test_fraction, low=0.0, high=1.0, low_open=True, high_open=True),
+        augment=augment,
+        cache_dir=_check_path("cache_dir", cache_dir),
+    )
+
+
+def _memo_key(args: _Args) -> Hashable:
+    if args.name == "file":
+        assert args.data_file is not None
+        version: Hashable = userfile.file_key(args.data_file)  # raises DataFileError if missing
+    elif args.name == "mnist":
+        folder = mnist_download.mnist_folder(args.cache_dir)
+        stamps = []
+        for fname, md5 in mnist_download.MNIST_FILES.items():
+            p = folder / fname
+            st = p.stat() if p.is_file() else None
+            stamps.append((fname, md5, None if st is None else (st.st_mtime_ns, st.st_size)))
+        version = (str(folder), tuple(stamps))
+    else:
+        version = None
+    # cache_dir only matters through ``version`` (for mnist), so it is left out of the key.
+    return (args.name, version, args.n, args.dim, args.classes, args.seed, args.test_fraction, args.augment)
+
+
+def _source(args: _Args) -> RawSource:
+    if args.name == "mnist-5k":
+        return sources.load_mnist5k()
+    if args.name == "digits":
+        return sources.load_digits()
+    if args.name == "mnist":
+        return mnist_download.load_mnist(args.cache_dir)
+    if args.name == "file":
+        assert args.data_file is not None
+        return userfile.load_user_file(args.data_file)
+    # Synthetic data is generated, so make enough that the training split holds n rows: with
+    # per_class rows a class keeps at least per_class * (1 - test_fraction) - 0.5 in training.
+    keep = sources.SYNTHETIC_CLASSES if args.classes is None else min(args.classes, sources.SYNTHETIC_CLASSES)
+    per_class = sources.SYNTHETIC_MIN_PER_CLASS
+    if args.n is not None:
+        per_class = max(per_class, math.ceil((math.ceil(args.n / keep) + 0.5) / (1.0 - args.test_fraction)) + 1)
+    return sources.load_synthetic(per_class, args.seed)
+
+
+def _build(args: _Args) -> Dataset:
+    src = _source(args)
+    classes = src.classes if args.classes is None else check_int("classes", args.classes, low=2, high=src.classes)
+    if args.dim is not None:
+        check_int("dim", args.dim, low=1, high=src.x.shape[1])
+    notes = list(src.notes)
+
+    if src.test is None:
+        keep = np.flatnonzero(src.y < classes)
+        tr, te = stratified_split(src.y[keep], args.test_fraction, args.seed)
+        tr, te = keep[tr], keep[te]
+        x_tr, y_tr, x_te, y_te = src.x[tr], src.y[tr], src.x[te], src.y[te]
+    else:
+        xt, yt = src.test
+        ktr, kte = src.y < classes, yt < classes
+        x_tr, y_tr, x_te, y_te = src.x[ktr], src.y[ktr], xt[kte], yt[kte]
+    # Fancy indexing made fresh copies, so the cached source stays untouched by these in-place ops.
+    scale = np.float32(1.0 / src.pixel_scale)
+    x_tr *= scale
+    x_te *= scale
+
+    x_tr, y_tr = _resize(args, src, x_tr, y_tr, notes)
+
+    if args.dim is not None:
+        mean, comps = pca_fit(x_tr, args.dim)
+        x_tr, x_te = pca_apply(x_tr, mean, comps), pca_apply(x_te, mean, comps)
+        notes.append(
+            f"PCA to {args.dim} dimensions fitted on the training split: a data-dependent step "
+            "not covered by the privacy guarantee"
+        )
+    clipped_tr, clipped_te = clip_to_unit_ball(x_tr), clip_to_unit_ball(x_te)
+    notes.append(
+        "rows mapped into the unit L2 ball by the fixed per-example rule x / max(1, ||x||)"
+        + (" after PCA" if args.dim is not None else "")
+        + f": {clipped_tr} of {x_tr.shape[0]} training and {clipped_te} of {x_te.shape[0]} test rows rescaled"
+    )
+    arrays = (x_tr, y_tr.astype(np.int64, copy=False), x_te, y_te.astype(np.int64, copy=False))
+    return Dataset(
+        name=args.name,
+        x_train=arrays[0],
+        y_train=arrays[1],
+        x_test=arrays[2],
+        y_test=arrays[3],
+        classes=classes,
+        fingerprint=_fingerprint(args, arrays),
+        notes=tuple(notes),
+    )
+
+
+def _resize(
+    args: _Args, src: RawSource, x_tr: np.ndarray, y_tr: np.ndarray, notes: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Subsample the training split to ``args.n`` rows, or grow it with deformed images."""
+    m = y_tr.shape[0]
+    n = args.n
+    if n is None or n == m:
+        return x_tr, y_tr
+    if n < m:
+        idx = stratified_subsample(y_tr, n, args.seed)
+        return x_tr[idx], y_tr[idx]
+    if not args.augment:
+        raise ValueError(
+            f"n={n} exceeds the {m} training rows available in {args.name!r}: choose n <= {m}, "
+            "or pass augment=True to grow an image data set with deformed copies"
+        )
+    if src.image_shape is None:
+        raise ValueError(
+            f"n={n} exceeds the {m} training rows available in {args.name!r}, and augmentation only "
+            f"applies to the image data sets ({', '.join(IMAGE_SOURCES)}): choose n <= {m}"
+        )
+    # Fill one preallocated matrix: originals first, then deformed copies written in place.
+    grown = np.empty((n, x_tr.shape[1]), dtype=np.float32)
+    grown[:m] = x_tr
+    picks = choose_sources(m, n - m, args.seed)
+    deform_rows_into(grown[:m], picks, src.image_shape, args.seed, grown[m:])
+    notes.append(
+        f"training set grown from {m} to {n} rows with InfiMNIST-style deformations of training images "
+        f"(originals first, then copies); each original influences about {n / m:.1f} rows, so a per-row "
+        "privacy guarantee covers an original image only through group privacy"
+    )
+    return grown, np.concatenate([y_tr, y_tr[picks]])
+
+
+def _fingerprint(args: _Args, arrays: tuple[np.ndarray, ...]) -> str:
+    """sha256 of the name, the transform parameters and the bytes (with dtype and shape) of the arrays."""
+    h = hashlib.sha256()
+    params = {
+        "name": args.name,
+        "n": args.n,
+        "dim": args.dim,
+        "classes": args.classes,
+        "seed": args.seed,
+        "test_fraction": args.test_fraction,
+        "augment": args.augment,
+    }
+    h.update(json.dumps(params, sort_keys=True).encode())
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"|{a.dtype.str}{a.shape}|".encode())
+        h.update(memoryview(a).cast("B"))
+    return h.hexdigest()
+
+
+class _Memo:
+    """Thread-safe LRU of built data sets (``functools.lru_cache`` cannot skip oversized entries)."""
+
+    def __init__(self, maxsize: int, max_bytes: int) -> None:
+        self._items: OrderedDict[Hashable, Dataset] = OrderedDict()
+        self._maxsize, self._max_bytes = maxsize, max_bytes
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Dataset | None:
+        with self._lock:
+            ds = self._items.get(key)
+            if ds is not None:
+                self._items.move_to_end(key)
+            return ds
+
+    def put(self, key: Hashable, ds: Dataset) -> None:
+        size = sum(a.nbytes for a in (ds.x_train, ds.y_train, ds.x_test, ds.y_test))
+        if size > self._max_bytes:
+            return
+        with self._lock:
+            self._items[key] = ds
+            self._items.move_to_end(key)
+            while len(self._items) > self._maxsize:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_MEMO = _Memo(_MEMO_MAXSIZE, _MEMO_MAX_BYTES)

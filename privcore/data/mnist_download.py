@@ -1,0 +1,217 @@
+"""The full 70,000-digit MNIST: fetched once into a cache folder, checksummed, parsed from idx.
+
+Nothing here touches the network unless a file is missing. Downloads go to a temporary file in the
+target folder and are moved into place with ``os.replace`` only after the checksum matches, so an
+interrupted or corrupted download never leaves a file that a later run would trust.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import http.client
+import logging
+import os
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+from .errors import DataFileError, DataUnavailableError
+from .sources import RawSource, readonly
+
+__all__ = [
+    "MNIST_FILES",
+    "MNIST_MIRRORS",
+    "default_cache_dir",
+    "mnist_folder",
+    "ensure_mnist_files",
+    "load_mnist",
+    "clear_cache",
+]
+
+log = logging.getLogger(__name__)
+
+# The well-known MD5 sums of the original LeCun release, which every mirror below serves unchanged.
+MNIST_FILES: dict[str, str] = {
+    "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+    "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
+    "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
+    "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
+}
+MNIST_MIRRORS: tuple[str, ...] = (
+    "https://ossci-datasets.s3.amazonaws.com/mnist/",
+    "https://storage.googleapis.com/cvdf-datasets/mnist/",
+)
+_TIMEOUT_S = 60.0
+_IDX_IMAGES, _IDX_LABELS = 2051, 2049  # idx magic numbers: unsigned bytes, 3-d and 1-d
+
+
+def default_cache_dir() -> Path:
+    """``$PRIVCORE_CACHE`` if set, else ``<repo>/cache`` (the folder next to ``privcore/``)."""
+    env = os.environ.get("PRIVCORE_CACHE")
+    return Path(env).expanduser() if env else Path(__file__).resolve().parents[2] / "cache"
+
+
+def mnist_folder(cache_dir: str | os.PathLike[str] | None) -> Path:
+    """The folder holding the four MNIST files: ``<cache_dir or default>/mnist``, made absolute."""
+    base = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    return (base / "mnist").resolve()
+
+
+@functools.lru_cache(maxsize=16)
+def _md5(path: str, mtime_ns: int, size: int) -> str:
+    # Keyed by mtime and size so a replaced file is hashed again; hashing 55 MB costs ~0.1 s.
+    del mtime_ns, size
+    h = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _file_md5(path: Path) -> str:
+    st = path.stat()
+    return _md5(str(path), st.st_mtime_ns, st.st_size)
+
+
+def _unavailable_message(folder: Path, reason: str) -> str:
+    names = "\n".join(f"  {name}  (md5 {md5})" for name, md5 in MNIST_FILES.items())
+    return (
+        f"the full MNIST data set is not available: {reason}.\n"
+        f"Place these 4 files (the original gzipped idx files) in the folder {folder}:\n{names}\n"
+        f"or run once with network access; mirrors tried: {', '.join(MNIST_MIRRORS)}. "
+        f"The offline default 'mnist-5k' needs no download."
+    )
+
+
+def _download(url: str, target: Path, md5: str) -> None:
+    """Fetch ``url`` into ``target`` atomically; raise ``OSError``/``ValueError`` on any failure."""
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    try:
+        h = hashlib.md5(usedforsecurity=False)
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=_TIMEOUT_S) as resp:
+            for block in iter(lambda: resp.read(1 << 20), b""):
+                h.update(block)
+                out.write(block)
+        if h.hexdigest() != md5:
+            raise ValueError(f"{url} has md5 {h.hexdigest()}, expected {md5}")
+        os.replace(tmp_name, target)
+    except BaseException:
+        # Also on KeyboardInterrupt: a half-written file must never survive.
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def ensure_mnist_files(folder: Path) -> dict[str, Path]:
+    """Make sure the four MNIST files are in ``folder`` and match their MD5; return their paths.
+
+    Present files are verified and used without any network access; a present file with the
+    wrong checksum raises :class:`DataUnavailableError` (it is not overwritten: a user put it
+    there). Missing files are downloaded; if that fails, :class:`DataUnavailableError` says which
+    files to place where, and any folder this call created is removed again if left empty.
+    """
+    paths = {name: folder / name for name in MNIST_FILES}
+    for name, path in paths.items():
+        if path.is_file() and _file_md5(path) != MNIST_FILES[name]:
+            raise DataUnavailableError(
+                f"MNIST file {path} failed its checksum (md5 {_file_md5(path)}, expected {MNIST_FILES[name]}): "
+                f"it is corrupt or not the original file. Delete it to download it again, or replace it."
+            )
+    missing = [name for name, path in paths.items() if not path.is_file()]
+    if not missing:
+        return paths
+    created = not folder.exists()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataUnavailableError(_unavailable_message(folder, f"cannot create the folder ({exc})")) from exc
+    try:
+        for name in missing:
+            _fetch_one(name, paths[name])
+    except DataUnavailableError:
+        if created and not any(folder.iterdir()):
+            folder.rmdir()
+        raise
+    return paths
+
+
+def _fetch_one(name: str, target: Path) -> None:
+    errors: list[str] = []
+    for mirror in MNIST_MIRRORS:
+        log.info("downloading %s%s to %s", mirror, name, target)
+        try:
+            _download(mirror + name, target, MNIST_FILES[name])
+            return
+        except (OSError, ValueError, http.client.HTTPException) as exc:  # URLError, timeouts are OSError
+            errors.append(f"{mirror}{name}: {exc}")
+    raise DataUnavailableError(_unavailable_message(target.parent, f"could not download {name} ({'; '.join(errors)})"))
+
+
+def _read_idx(path: Path, magic: int) -> np.ndarray:
+    """Parse one gzipped idx file of unsigned bytes into a uint8 array ``[N, ...]``."""
+    try:
+        with gzip.open(path, "rb") as fh:
+            raw = fh.read()
+    except (OSError, EOFError) as exc:
+        raise DataFileError(f"MNIST file {path} is not a valid gzip file: {exc}") from None
+    ndim = magic - 2048
+    head = 4 + 4 * ndim
+    if len(raw) < head or int.from_bytes(raw[:4], "big") != magic:
+        raise DataFileError(f"MNIST file {path} is not an idx file with magic number {magic}")
+    shape = tuple(int.from_bytes(raw[4 + 4 * k : 8 + 4 * k], "big") for k in range(ndim))
+    if len(raw) - head != int(np.prod(shape)):
+        raise DataFileError(f"MNIST file {path}: header promises shape {shape} but holds {len(raw) - head} bytes")
+    return np.frombuffer(raw, dtype=np.uint8, offset=head).reshape(shape)
+
+
+@functools.lru_cache(maxsize=2)
+def _parse(folder: str, stamp: tuple[tuple[int, int], ...]) -> RawSource:
+    # ``stamp`` (mtime, size of each file) is only a cache key: replaced files are parsed afresh.
+    del stamp
+    base = Path(folder)
+    parts = []
+    shapes = []
+    for split in ("train", "t10k"):
+        images = _read_idx(base / f"{split}-images-idx3-ubyte.gz", _IDX_IMAGES)
+        labels = _read_idx(base / f"{split}-labels-idx1-ubyte.gz", _IDX_LABELS)
+        if images.shape[0] != labels.shape[0]:
+            raise DataFileError(f"MNIST {split} files disagree: {images.shape[0]} images but {labels.shape[0]} labels")
+        if labels.size and labels.max() > 9:
+            raise DataFileError(f"MNIST {split} labels must be 0..9, found {int(labels.max())}")
+        parts.append((images.reshape(images.shape[0], -1).astype(np.float32), labels.astype(np.int64)))
+        shapes.append(images.shape[1:])
+    if shapes[0] != shapes[1]:
+        raise DataFileError(f"MNIST train images are {shapes[0]} but test images are {shapes[1]}")
+    (x, y), (xt, yt) = parts
+    h, w = shapes[0]
+    return RawSource(
+        x=readonly(x),
+        y=readonly(y),
+        classes=10,
+        pixel_scale=255.0,
+        image_shape=(int(h), int(w)),
+        notes=("mnist uses the official MNIST train/test split; test_fraction is ignored",),
+        test=(readonly(xt), readonly(yt)),
+    )
+
+
+def clear_cache() -> None:
+    """Forget parsed MNIST arrays and memoised file checksums."""
+    _parse.cache_clear()
+    _md5.cache_clear()
+
+
+def load_mnist(cache_dir: str | os.PathLike[str] | None = None) -> RawSource:
+    """Full MNIST as a :class:`RawSource`: x ``[60000, 784]`` (0..255) plus the official test split.
+
+    Downloads the four files into ``mnist_folder(cache_dir)`` if needed (see
+    :func:`ensure_mnist_files`); parsed arrays are memoised per folder and file version.
+    """
+    folder = mnist_folder(cache_dir)
+    paths = ensure_mnist_files(folder)
+    stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in paths.values())
+    return _parse(str(folder), stamp)

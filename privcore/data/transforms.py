@@ -1,0 +1,127 @@
+"""Seeded, shape-preserving steps of the data pipeline: class filter, split, subsample, PCA, norm clip.
+
+All randomness comes from ``numpy.random.default_rng(derive_seed(seed, <purpose>))`` so each step
+has its own stream: changing ``n`` never changes which rows land in the test split.
+Steps that touch every row work in chunks so that a million-row training set never needs a second
+full-size temporary.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..device import derive_seed
+
+__all__ = [
+    "stratified_split",
+    "stratified_subsample",
+    "pca_fit",
+    "pca_apply",
+    "clip_to_unit_ball",
+    "max_row_norm",
+]
+
+_ROWS_PER_CHUNK = 65536
+
+
+def _class_indices(y: np.ndarray) -> list[np.ndarray]:
+    return [np.flatnonzero(y == c) for c in np.unique(y)]
+
+
+def stratified_split(y: np.ndarray, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Split row indices of ``y [M]`` into (train, test) index arrays, class by class.
+
+    Each class with ``c >= 2`` rows sends ``round(c * test_fraction)`` rows to the test split,
+    clamped to ``[1, c - 1]`` so both splits see every class; a class with a single row stays in
+    training. Both index arrays come back in a seeded random order (not sorted by class).
+    """
+    rng = np.random.default_rng(derive_seed(seed, "split"))
+    train, test = [], []
+    for idx in _class_indices(y):
+        idx = rng.permutation(idx)
+        c = idx.size
+        k = min(max(int(np.floor(c * test_fraction + 0.5)), 1), c - 1) if c >= 2 else 0
+        test.append(idx[:k])
+        train.append(idx[k:])
+    return rng.permutation(np.concatenate(train)), rng.permutation(np.concatenate(test))
+
+
+def stratified_subsample(y: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """Indices of ``n`` rows of ``y [M]`` (``n <= M``) drawn without replacement, class-proportional.
+
+    Class quotas are ``n * share`` rounded by largest remainder, so a small ``n`` keeps the class
+    balance of the full training split instead of depending on luck.
+    """
+    rng = np.random.default_rng(derive_seed(seed, "subsample"))
+    groups = _class_indices(y)
+    sizes = np.array([g.size for g in groups], dtype=np.float64)
+    exact = n * sizes / sizes.sum()
+    quota = np.floor(exact).astype(np.int64)
+    # Hand the leftover rows to the classes with the largest fractional parts (stable: by class order).
+    order = np.argsort(-(exact - quota), kind="stable")
+    quota[order[: n - int(quota.sum())]] += 1
+    picked = [rng.choice(g, size=int(q), replace=False) for g, q in zip(groups, quota)]
+    return rng.permutation(np.concatenate(picked))
+
+
+def pca_fit(x: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Principal components of ``x [M, D]``: returns (mean ``[D]``, components ``[D, dim]``), float32.
+
+    The covariance is accumulated in float64 chunk by chunk (a [D, D] matrix, not an SVD of the
+    full data), then diagonalised with ``torch.linalg.eigh``. Component signs are fixed
+    (largest-magnitude entry positive) so the projection does not flip between platforms.
+    """
+    m, d = x.shape
+    total = np.zeros(d)
+    gram = np.zeros((d, d))
+    for start in range(0, m, _ROWS_PER_CHUNK):
+        block = x[start : start + _ROWS_PER_CHUNK].astype(np.float64)
+        total += block.sum(axis=0)
+        gram += block.T @ block
+    mean = total / m
+    cov = gram / m - np.outer(mean, mean)
+    # torch's (MKL) eigh in float64; a 784x784 problem takes well under a second.
+    vals_t, vecs_t = torch.linalg.eigh(torch.from_numpy(cov))
+    vals, vecs = vals_t.numpy(), vecs_t.numpy()
+    comps = vecs[:, np.argsort(vals, kind="stable")[::-1][:dim]]
+    pivot = np.abs(comps).argmax(axis=0)
+    comps *= np.sign(comps[pivot, np.arange(comps.shape[1])])
+    return mean.astype(np.float32), np.ascontiguousarray(comps, dtype=np.float32)
+
+
+def pca_apply(x: np.ndarray, mean: np.ndarray, comps: np.ndarray) -> np.ndarray:
+    """Project ``x [M, D]`` onto the components: ``(x - mean) @ comps`` -> float32 ``[M, dim]``."""
+    out = np.empty((x.shape[0], comps.shape[1]), dtype=np.float32)
+    for start in range(0, x.shape[0], _ROWS_PER_CHUNK):
+        out[start : start + _ROWS_PER_CHUNK] = (x[start : start + _ROWS_PER_CHUNK] - mean) @ comps
+    return out
+
+
+def clip_to_unit_ball(x: np.ndarray) -> int:
+    """In place, ``x[i] <- x[i] / max(1, ||x[i]||_2)`` for every row of ``x [M, D]``; returns how many rows changed.
+
+    The rule uses no statistics of the data set, so it is the same map for every example
+    (what per-example sensitivity arguments need). Norms are computed in float64.
+    """
+    changed = 0
+    for start in range(0, x.shape[0], _ROWS_PER_CHUNK):
+        block = x[start : start + _ROWS_PER_CHUNK]
+        norms = np.linalg.norm(block.astype(np.float64), axis=1)
+        big = norms > 1.0
+        changed += int(big.sum())
+        block[big] = (block[big] / norms[big, None]).astype(x.dtype)
+    return changed
+
+
+def max_row_norm(x: np.ndarray) -> float:
+    """Largest L2 norm over the rows of ``x [M, D]`` (float64; NaN if any entry is NaN; 0.0 if ``M == 0``)."""
+    best = 0.0
+    for start in range(0, x.shape[0], _ROWS_PER_CHUNK):
+        block = x[start : start + _ROWS_PER_CHUNK].astype(np.float64)
+        if block.size:
+            top = float(np.sqrt(np.einsum("ij,ij->i", block, block).max()))
+            if np.isnan(top):  # Python's max() would silently drop a NaN
+                return top
+            best = max(best, top)
+    return best

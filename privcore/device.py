@@ -1,0 +1,55 @@
+"""The one place that decides where tensors live, and how seeded generators are made.
+
+Every random draw in privcore takes a ``torch.Generator`` created here from an experiment seed and a
+purpose label, on the same device as the tensors it fills. Nothing seeds torch globally.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import torch
+
+from .validation import check_choice, check_int
+
+__all__ = ["resolve_device", "make_generator", "derive_seed", "DEVICE_CHOICES"]
+
+DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """Map ``"auto" | "cpu" | "cuda"`` (or a ``torch.device``) to a concrete ``torch.device``.
+
+    ``auto`` picks CUDA when available, else CPU. Asking for ``cuda`` without a GPU raises
+    ``ValueError`` with a clear message instead of failing later inside a kernel.
+    """
+    if isinstance(device, torch.device):
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError("device must be 'cpu' or 'auto' here: CUDA was requested but no GPU is available")
+        return device
+    name = check_choice("device", device, DEVICE_CHOICES)
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device must be 'cpu' or 'auto' here: CUDA was requested but no GPU is available")
+    return torch.device(name)
+
+
+def derive_seed(seed: int, *labels: object) -> int:
+    """Deterministically derive a 63-bit seed from an experiment seed and labels.
+
+    Streams for different purposes (data split, noise of method m at repetition r, ...) must be
+    independent of each other and of what else is computed in the same batch, so each one gets
+    its own seed from a hash of (seed, labels), never from a shared generator's position.
+    """
+    check_int("seed", seed, low=0)
+    text = repr((int(seed),) + tuple(str(x) for x in labels)).encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "little") & ((1 << 63) - 1)
+
+
+def make_generator(seed: int, *labels: object, device: torch.device | str = "cpu") -> torch.Generator:
+    """A ``torch.Generator`` on ``device`` seeded with ``derive_seed(seed, *labels)``."""
+    dev = resolve_device(device) if isinstance(device, str) else device
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(derive_seed(seed, *labels))
+    return gen

@@ -1,0 +1,116 @@
+"""Training context: one data set on one device, and the non-private solves methods share.
+
+Model sensitivity, prediction sensitivity and the baseline all need the same regularised
+minimiser theta*(lam): it is solved once per context and reused, so adding noise after training
+costs one solve for any number of repetitions and epsilons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..data import Dataset
+from ..device import make_generator
+from ..solver import SolveResult, solve_softmax
+from ..types import Problem
+
+__all__ = ["TrainContext", "accuracy"]
+
+
+def accuracy(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Mean accuracy over the last axis: pred [..., n] vs labels y [n] -> [...]."""
+    return (pred == y).to(torch.float64).mean(dim=-1)
+
+
+@dataclass
+class TrainContext:
+    """Tensors of one data set on ``device`` (float32 features, int64 labels) plus shared solves.
+
+    x_train [N, D], y_train [N], x_test [M, D], y_test [M]; ``problem`` holds lam, B, T, DP-SGD
+    settings; ``seed`` derives every generator; ``gtol`` is the solver's gradient-norm tolerance.
+    """
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    classes: int
+    problem: Problem
+    seed: int
+    device: torch.device
+    gtol: float = 1e-5
+    stats: dict[str, float] = field(default_factory=dict)
+    _solves: dict[tuple, SolveResult] = field(default_factory=dict, repr=False)
+    _votes: dict[tuple, torch.Tensor] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_dataset(cls, ds: Dataset, problem: Problem, seed: int, device: torch.device, gtol: float = 1e-5) -> "TrainContext":
+        """Move a :class:`Dataset` to ``device``; ``problem.n`` and ``problem.dim`` must match it."""
+        if problem.n != ds.n or problem.dim != ds.dim or problem.classes != ds.classes:
+            raise ValueError(f"problem (n={problem.n}, dim={problem.dim}, classes={problem.classes}) does not match "
+                             f"the data set (n={ds.n}, dim={ds.dim}, classes={ds.classes})")
+
+        def t(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+            return torch.as_tensor(np.ascontiguousarray(a), device=device).to(dtype)
+
+        return cls(t(ds.x_train, torch.float32), t(ds.y_train, torch.int64), t(ds.x_test, torch.float32),
+                   t(ds.y_test, torch.int64), ds.classes, problem, seed, device, gtol)
+
+    def with_problem(self, problem: Problem) -> "TrainContext":
+        """Same data and cached solves, another problem (budget, lam, T, DP-SGD settings)."""
+        ctx = TrainContext(self.x_train, self.y_train, self.x_test, self.y_test, self.classes, problem,
+                           self.seed, self.device, self.gtol, self.stats)
+        ctx._solves, ctx._votes = self._solves, self._votes
+        return ctx
+
+    def generator(self, *labels: object) -> torch.Generator:
+        """A generator on this context's device derived from (seed, *labels)."""
+        return make_generator(self.seed, *labels, device=self.device)
+
+    def _note_solve(self, res: SolveResult) -> None:
+        self.stats["max_grad_norm"] = max(self.stats.get("max_grad_norm", 0.0), float(res.grad_norm.max()))
+        self.stats["solver_iterations"] = self.stats.get("solver_iterations", 0.0) + float(res.iterations.max())
+
+    def solve(self, lam: torch.Tensor, linear: torch.Tensor | None = None, init: torch.Tensor | None = None) -> SolveResult:
+        """Batched solve on the full training set (see :func:`privcore.solver.solve_softmax`)."""
+        res = solve_softmax(self.x_train, self.y_train, lam, linear, classes=self.classes, init=init, gtol=self.gtol)
+        self._note_solve(res)
+        return res
+
+    def nonprivate_theta(self, lam: float) -> torch.Tensor:
+        """theta*(lam) [D, C], the exact minimiser of J (solved once per lam and cached)."""
+        key = ("np", float(lam))
+        if key not in self._solves:
+            lam_t = torch.tensor([lam], dtype=torch.float64, device=self.device)
+            self._solves[key] = self.solve(lam_t)
+        return self._solves[key].theta[0]
+
+    def test_logits(self, theta: torch.Tensor) -> torch.Tensor:
+        """Test logits for a batch of models theta [P, D, C] -> [P, M, C] (one GEMM)."""
+        p, d, c = theta.shape
+        out = self.x_test @ theta.to(self.x_test.dtype).permute(1, 0, 2).reshape(d, p * c)
+        return out.view(-1, p, c).permute(1, 0, 2)
+
+    def teacher_votes(self, teachers: int, lam: float) -> torch.Tensor:
+        """Vote counts [M, C] of T teachers trained on disjoint parts of floor(N/T) examples.
+
+        The partition is a seeded permutation (same for every method of this seed); all T
+        problems are solved together with per-problem data [T, N/T, D].
+        """
+        key = (int(teachers), float(lam))
+        if key not in self._votes:
+            n, m = self.x_train.shape[0], self.x_train.shape[0] // teachers
+            perm = torch.randperm(n, generator=self.generator("sa_partition", teachers), device=self.device)[: teachers * m]
+            xs = self.x_train[perm].view(teachers, m, -1)
+            ys = self.y_train[perm].view(teachers, m)
+            lam_t = torch.full((teachers,), float(lam), dtype=torch.float64, device=self.device)
+            res = solve_softmax(xs, ys, lam_t, classes=self.classes, gtol=self.gtol)
+            self._note_solve(res)
+            pred = self.test_logits(res.theta).argmax(dim=2)  # [T, M]
+            votes = torch.zeros(self.x_test.shape[0], self.classes, dtype=torch.float64, device=self.device)
+            votes.scatter_add_(1, pred.T.contiguous(), torch.ones_like(pred.T, dtype=torch.float64))
+            self._votes[key] = votes
+        return self._votes[key]

@@ -1,0 +1,105 @@
+"""The shape every method module shares, and small helpers for calibration.
+
+A method is a class with class attributes describing it and two operations:
+
+* ``calibrate(budget, problem, accounting) -> NoiseScale`` - pure and instant (no data);
+* ``evaluate(ctx, scales, repeats, seed) -> Tensor [len(scales), repeats]`` - test accuracies of
+  ``repeats`` independent private releases per noise scale, solved as one batched problem.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, ClassVar
+
+from ..types import ACCOUNTING_MODES, CalibrationError, NoiseScale, PrivacyBudget, Problem
+from ..validation import check_choice
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+    from ..engine.context import TrainContext
+
+__all__ = ["Method"]
+
+
+class Method(ABC):
+    """Base class of the five methods. Subclasses are stateless singletons in the registry."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    family: ClassVar[str]  # "training" (the model is private) or "prediction" (B answers are)
+    supports_pure: ClassVar[bool] = True
+    supports_approx: ClassVar[bool] = True
+    uses_budget: ClassVar[bool] = False
+    summary: ClassVar[str] = ""
+    wins_when: ClassVar[str] = ""
+    assumptions: ClassVar[str] = ""
+
+    def calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str = "corrected") -> NoiseScale:
+        """Noise scale meeting ``budget`` for ``problem`` under ``accounting`` (paper|corrected|tight)."""
+        if not isinstance(budget, PrivacyBudget):
+            raise TypeError(f"budget must be a PrivacyBudget, got {type(budget).__name__}")
+        if not isinstance(problem, Problem):
+            raise TypeError(f"problem must be a Problem, got {type(problem).__name__}")
+        check_choice("accounting", accounting, ACCOUNTING_MODES)
+        if not budget.is_private:
+            return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "none",
+                              formula="epsilon = inf: non-private baseline, no noise")
+        if budget.is_pure and not self.supports_pure:
+            raise CalibrationError(self._pure_unsupported_message())
+        return self._calibrate(budget, problem, accounting)
+
+    def _pure_unsupported_message(self) -> str:
+        return f"{self.name} needs delta > 0; use delta > 0 such as 1e-5, or a method that supports delta = 0"
+
+    @abstractmethod
+    def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
+        """Calibration for a finite epsilon (validated inputs)."""
+
+    @abstractmethod
+    def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int, seed: int) -> "torch.Tensor":
+        """Test accuracy [len(scales), repeats] of private releases at each noise scale."""
+
+
+def noise_multiplier_of(scale: NoiseScale) -> float:
+    """Factor turning a unit draw into this scale's noise: 1/beta (Laplace-like) or sigma (Gaussian)."""
+    if scale.noise == "laplace_like":
+        return 1.0 / float(scale.beta)
+    if scale.noise == "gaussian":
+        return float(scale.sigma)
+    return 0.0
+
+
+def unit_noise(ctx: "TrainContext", method: str, kind: str, repeats: int, count: int, dim: int) -> "torch.Tensor":
+    """Unit-scale noise [R, count, dim]: Laplace-like with beta = 1 per row, or standard Gaussian.
+
+    Repetition r always gets the same draw from its own generator (seed, method, kind, r),
+    whatever else is evaluated with it: results do not depend on the batch, and every epsilon
+    sees the same underlying draw (common random numbers give smooth curves).
+    """
+    import torch
+
+    from ..noise import sample_gaussian, sample_laplace_like
+
+    draws = []
+    for r in range(repeats):
+        gen = ctx.generator(method, kind, r)
+        if kind == "laplace_like":
+            draws.append(sample_laplace_like(1.0, count, dim, gen))
+        else:
+            draws.append(sample_gaussian(1.0, count, dim, gen))
+    return torch.stack(draws)
+
+
+def scaled_noise(ctx: "TrainContext", method: str, scales: list[NoiseScale], repeats: int, count: int, dim: int) -> "torch.Tensor":
+    """Noise [E, R, count, dim] for each scale: the unit draw of its kind times its factor."""
+    import torch
+
+    out = torch.zeros(len(scales), repeats, count, dim, device=ctx.device)
+    for kind in {s.noise for s in scales} - {"none", "exponential_mechanism"}:
+        unit = unit_noise(ctx, method, kind, repeats, count, dim)
+        for e, s in enumerate(scales):
+            if s.noise == kind:
+                out[e] = unit * noise_multiplier_of(s)
+    return out

@@ -1,0 +1,162 @@
+"""Small frozen value types: a privacy budget, a problem description and a calibrated noise scale.
+
+Every field is validated once, in ``__post_init__``; invalid values raise ``TypeError`` or
+``ValueError`` naming the parameter, the allowed range and the value. Downstream code trusts them.
+
+Neighbouring datasets throughout privcore differ by *replacing* one training example (replace-one
+adjacency); every sensitivity bound below is for that relation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .validation import check_choice, check_int, check_real
+
+__all__ = [
+    "ACCOUNTING_MODES",
+    "NOISE_KINDS",
+    "PrivacyBudget",
+    "Problem",
+    "NoiseScale",
+    "CalibrationError",
+    "K_LIPSCHITZ",
+    "L_HESSIAN",
+]
+
+ACCOUNTING_MODES: tuple[str, ...] = ("paper", "corrected", "tight")
+NOISE_KINDS: tuple[str, ...] = ("laplace_like", "gaussian", "exponential_mechanism", "none")
+
+#: Lipschitz constant of the softmax cross-entropy w.r.t. the logits: ||p - y||_2 <= sqrt(2).
+K_LIPSCHITZ: float = math.sqrt(2.0)
+#: Bound on the eigenvalues of the softmax cross-entropy Hessian w.r.t. the logits.
+L_HESSIAN: float = 0.5
+
+
+class CalibrationError(ValueError):
+    """A method cannot meet the requested privacy target (e.g. DP-SGD with delta = 0).
+
+    The message says what would work instead.
+    """
+
+
+@dataclass(frozen=True)
+class PrivacyBudget:
+    """Target (epsilon, delta) over *all* released outputs (B predictions for prediction methods).
+
+    ``epsilon = math.inf`` is allowed only as the explicit non-private baseline; ``delta`` in [0, 1).
+    """
+
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        eps = check_real("epsilon", self.epsilon, low=0.0, low_open=True, allow_inf=True)
+        dlt = check_real("delta", self.delta, low=0.0, high=1.0, high_open=True)
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "delta", dlt)
+
+    @property
+    def is_private(self) -> bool:
+        """False only for the non-private baseline (epsilon = infinity)."""
+        return math.isfinite(self.epsilon)
+
+    @property
+    def is_pure(self) -> bool:
+        """True for pure epsilon-DP (delta = 0)."""
+        return self.delta == 0.0
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Everything besides (epsilon, delta) that a calibration may depend on.
+
+    n: training-set size N (replace-one neighbours). dim: input dimension D. classes: C.
+    lam: L2 weight in the *average* objective J = (1/N) sum loss + lam * 0.5 ||theta||_F^2 (the same
+    meaning for every method). budget: inference budget B. teachers: T subsample models.
+    batch_size, epochs, clip: DP-SGD's expected batch (Poisson rate q = batch_size / n), passes over
+    the data, per-example clipping norm nu and step size (on the mean clipped gradient).
+    """
+
+    n: int = 4000
+    dim: int = 784
+    classes: int = 10
+    lam: float = 1e-3
+    budget: int = 100
+    teachers: int = 16
+    batch_size: int = 256
+    epochs: int = 10
+    clip: float = 0.5
+    learning_rate: float = 5.0
+
+    def __post_init__(self) -> None:
+        check_int("n", self.n, low=1)
+        check_int("dim", self.dim, low=1)
+        check_int("classes", self.classes, low=2)
+        object.__setattr__(self, "lam", check_real("lam", self.lam, low=0.0, low_open=True))
+        check_int("budget", self.budget, low=1)
+        check_int("teachers", self.teachers, low=1, high=self.n)
+        check_int("batch_size", self.batch_size, low=1, high=self.n)
+        check_int("epochs", self.epochs, low=1)
+        object.__setattr__(self, "clip", check_real("clip", self.clip, low=0.0, low_open=True))
+        object.__setattr__(self, "learning_rate", check_real("learning_rate", self.learning_rate, low=0.0, low_open=True))
+
+    @property
+    def sample_rate(self) -> float:
+        """DP-SGD Poisson sampling rate q = batch_size / n."""
+        return self.batch_size / self.n
+
+    @property
+    def steps(self) -> int:
+        """DP-SGD steps: ceil(epochs * n / batch_size), the number the accountant composes."""
+        return math.ceil(self.epochs * self.n / self.batch_size)
+
+    @property
+    def sensitivity(self) -> float:
+        """L2 sensitivity of the regularised minimiser (and of its logits): 2K / (N lam)."""
+        return 2.0 * K_LIPSCHITZ / (self.n * self.lam)
+
+
+@dataclass(frozen=True)
+class NoiseScale:
+    """The result of calibrating one method at one (epsilon, delta, problem, accounting mode).
+
+    Fields that do not apply to a method are ``None``. ``noise`` is the distribution added:
+    ``laplace_like`` (density prop. to exp(-beta ||b||_2), ``beta`` is its inverse scale),
+    ``gaussian`` (i.i.d., std ``sigma``), ``exponential_mechanism`` (``beta`` is the inverse
+    temperature of the vote) or ``none`` (the non-private baseline).
+    """
+
+    method: str
+    epsilon: float
+    delta: float
+    accounting: str
+    noise: str
+    sigma: float | None = None
+    beta: float | None = None
+    rho: float | None = None
+    noise_multiplier: float | None = None
+    per_query_epsilon: float | None = None
+    per_query_delta: float | None = None
+    sensitivity: float | None = None
+    formula: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        check_choice("accounting", self.accounting, ACCOUNTING_MODES)
+        check_choice("noise", self.noise, NOISE_KINDS)
+        for name in ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, check_real(name, value, low=0.0, allow_inf=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (infinity becomes the string "inf", notes a list)."""
+        out = asdict(self)
+        out["notes"] = list(self.notes)
+        for key, value in out.items():
+            if isinstance(value, float) and math.isinf(value):
+                out[key] = "inf"
+        return out

@@ -1,0 +1,79 @@
+"""Parameter checks shared by every value type.
+
+Each check raises ``TypeError`` (wrong kind of value) or ``ValueError`` (right kind, out of range)
+with one message that names the parameter, the allowed range and the value given. Value types call
+these once, at construction; nothing downstream re-checks.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+__all__ = ["check_real", "check_int", "check_choice", "fmt_value"]
+
+
+def fmt_value(value: Any) -> str:
+    """Short, unambiguous rendering of a user value for error messages."""
+    return repr(value)
+
+
+def _is_real_number(value: Any) -> bool:
+    # bool is an int subclass: True as an epsilon is almost surely a bug, so reject it.
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_real(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    """Return ``value`` as a float after checking it is a real number inside the given interval.
+
+    ``low``/``high`` bound the interval; ``*_open`` excludes the end point. NaN is always
+    rejected; +inf only with ``allow_inf``.
+    """
+    if not _is_real_number(value):
+        raise TypeError(f"{name} must be a real number, got {fmt_value(value)} ({type(value).__name__})")
+    v = float(value)
+    lo = "(" if low_open else "["
+    hi = ")" if high_open or (high is None and not allow_inf) else "]"
+    rng = f"{lo}{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}{hi}"
+    if math.isnan(v):
+        raise ValueError(f"{name} must be a number in {rng}, got NaN")
+    if math.isinf(v) and not (allow_inf and v > 0):
+        raise ValueError(f"{name} must be a finite number in {rng}, got {fmt_value(value)}")
+    if low is not None and (v < low or (low_open and v == low)):
+        raise ValueError(f"{name} must be in {rng}, got {fmt_value(value)}")
+    if high is not None and (v > high or (high_open and v == high)):
+        raise ValueError(f"{name} must be in {rng}, got {fmt_value(value)}")
+    return v
+
+
+def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
+    """Return ``value`` as an int after checking it is a true integer in ``[low, high]``.
+
+    Rejects bool, str, float (even 3.0: counts must be typed as counts) and NaN.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {fmt_value(value)} ({type(value).__name__})")
+    v = int(value)
+    rng = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
+    if (low is not None and v < low) or (high is not None and v > high):
+        raise ValueError(f"{name} must be an integer in {rng}, got {v}")
+    return v
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """Return ``value`` after checking it is one of ``choices`` (strings)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {', '.join(choices)}, got {fmt_value(value)}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {fmt_value(value)}")
+    return value
