@@ -1,11 +1,126 @@
-"""The ``sweep`` sub-command (filled in with the engine)."""
+"""The ``sweep`` sub-command: one output row per (method, epsilon[, varied value])."""
 
 from __future__ import annotations
 
+import argparse
+import csv
+import io
+import json
+import math
+import sys
+from typing import Any, Callable
+
+from ..data import DATASET_NAMES
+from ..device import DEVICE_CHOICES
+from ..methods import METHOD_NAMES
+from .specs import VARY_AXES, DataSpec, SweepSpec
+
+__all__ = ["add_sweep_parser", "run_sweep_command", "format_rows"]
+
+_CLI_COLUMNS = ("method", "epsilon", "delta", "budget", "n", "dim", "classes", "lam", "teachers", "accounting",
+                "vary", "value", "accuracy_mean", "accuracy_std", "repeats", "seconds", "device", "cached",
+                "noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon")
+
+
+def _csv_list(kind: Callable[[str], Any], what: str) -> Callable[[str], tuple]:
+    def parse(text: str) -> tuple:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"must be a comma-separated list of {what}, got {text!r}")
+        try:
+            return tuple(kind(t) for t in items)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a comma-separated list of {what}, got {text!r}") from None
+    return parse
+
+
+def _methods(text: str) -> tuple[str, ...]:
+    if text.strip() == "all":
+        return METHOD_NAMES
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    for name in names:
+        if name not in METHOD_NAMES:
+            raise argparse.ArgumentTypeError(f"unknown method {name!r}; choose from all, {', '.join(METHOD_NAMES)}")
+    return names
+
+
+def _lam(text: str) -> float | str:
+    if text == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number or 'auto', got {text!r}") from None
+
+
+def _value(text: str) -> Any:
+    if text.lower() in ("inf", "infinity"):
+        return math.inf
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
 
 def add_sweep_parser(sub, add_problem_args, number, epsilon) -> None:  # noqa: ANN001
-    """Register ``sweep`` on the sub-parser collection."""
+    """Register ``sweep`` on the sub-parser collection ``sub``."""
+    sw = sub.add_parser("sweep", help="train and evaluate methods over epsilons (batched, cached)")
+    sw.add_argument("--dataset", choices=DATASET_NAMES, default="mnist-5k")
+    sw.add_argument("--data-file", default=None, help="CSV (with a 'label' column) or NPZ (x, y) for --dataset file")
+    sw.add_argument("--methods", type=_methods, default=METHOD_NAMES, help="all or a comma-separated list")
+    sw.add_argument("--epsilons", type=_csv_list(epsilon, "numbers"), default=(0.1, 1.0, 10.0))
+    sw.add_argument("--delta", type=number(float), default=0.0)
+    sw.add_argument("--n", type=number(int), default=None, help="training-set size (subsample, or augment to grow)")
+    sw.add_argument("--lam", type=_lam, default=1e-3, help="L2 weight (average form) or 'auto'")
+    sw.add_argument("--repeats", type=number(int), default=20)
+    sw.add_argument("--seed", type=number(int), default=0)
+    sw.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+    sw.add_argument("--vary", choices=VARY_AXES, default=None, help="also vary this axis over --values")
+    sw.add_argument("--values", type=_csv_list(_value, "numbers"), default=(), help="values of --vary")
+    sw.add_argument("--format", choices=("json", "csv"), default="csv")
+    sw.add_argument("--no-cache", action="store_true", help="compute everything, store nothing")
+    sw.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_problem_args(sw)
 
 
-def run_sweep_command(args) -> int:  # noqa: ANN001
-    raise ValueError("sweep is not available yet")
+def format_rows(rows: list[dict[str, Any]], fmt: str) -> str:
+    """Rows as CSV (header + one line per row) or a JSON array, with the CLI's columns."""
+    picked = [{k: r.get(k) for k in _CLI_COLUMNS} for r in rows]
+    if fmt == "json":
+        return json.dumps([{k: ("inf" if isinstance(v, float) and math.isinf(v) else v) for k, v in r.items()}
+                           for r in picked], indent=1)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(_CLI_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(picked)
+    return buf.getvalue().rstrip("\n")
+
+
+def run_sweep_command(args: argparse.Namespace) -> int:
+    """Build the spec (validation errors propagate as ValueError/TypeError -> exit 2) and run it."""
+    from ..data import DataFileError, DataUnavailableError
+    from .runner import run_sweep
+
+    data = DataSpec(name=args.dataset, data_file=args.data_file, n=args.n, dim=args.dim, classes=args.classes)
+    spec = SweepSpec(data=data, methods=args.methods, epsilons=args.epsilons, delta=args.delta, budget=args.budget,
+                     lam=args.lam, teachers=args.teachers, batch_size=args.batch_size, epochs=args.epochs,
+                     clip=args.clip, learning_rate=args.lr, accounting=args.accounting, repeats=args.repeats,
+                     seed=args.seed, device=args.device, vary=args.vary, values=args.values)
+
+    def progress(frac: float, message: str) -> None:
+        if not args.quiet:
+            print(f"[{frac * 100:5.1f}%] {message}", file=sys.stderr, flush=True)
+
+    try:
+        result = run_sweep(spec, progress=progress, use_cache=not args.no_cache)
+    except DataUnavailableError as err:  # a RuntimeError: report it like bad input
+        raise ValueError(str(err).replace("\n", " ")) from None
+    except DataFileError:
+        raise
+    for warning in dict.fromkeys(result.warnings):
+        print(f"warning: {warning}", file=sys.stderr)
+    print(format_rows(result.rows, args.format))
+    if not args.quiet:
+        print(f"{len(result.rows)} rows in {result.seconds:.1f} s on {result.device} "
+              f"({result.computed} computed, {result.cached} from cache)", file=sys.stderr)
+    return 0

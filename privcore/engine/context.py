@@ -54,7 +54,8 @@ class TrainContext:
                              f"the data set (n={ds.n}, dim={ds.dim}, classes={ds.classes})")
 
         def t(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
-            return torch.as_tensor(np.ascontiguousarray(a), device=device).to(dtype)
+            # Copy: datasets hand out read-only arrays, and torch wants writable memory.
+            return torch.from_numpy(np.array(a, copy=True)).to(device=device, dtype=dtype)
 
         return cls(t(ds.x_train, torch.float32), t(ds.y_train, torch.int64), t(ds.x_test, torch.float32),
                    t(ds.y_test, torch.int64), ds.classes, problem, seed, device, gtol)

@@ -29,6 +29,7 @@ class Method(ABC):
     name: ClassVar[str]
     label: ClassVar[str]
     family: ClassVar[str]  # "training" (the model is private) or "prediction" (B answers are)
+    uses: ClassVar[tuple[str, ...]]  # Problem fields besides n, dim, classes that change its results
     supports_pure: ClassVar[bool] = True
     supports_approx: ClassVar[bool] = True
     uses_budget: ClassVar[bool] = False

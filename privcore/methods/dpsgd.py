@@ -36,6 +36,7 @@ def per_example_grad_norms(x: torch.Tensor, probs: torch.Tensor, y: torch.Tensor
 class DPSGD(Method):
     name = "dpsgd"
     label = "DP-SGD"
+    uses = ("batch_size", "epochs", "clip", "learning_rate")
     family = "training"
     supports_pure = False
     summary = "Clip every example's gradient, add Gaussian noise at each step of SGD."

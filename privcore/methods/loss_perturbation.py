@@ -36,6 +36,7 @@ _PAPER_NOTE = ("as published: calibrated for add/remove neighbours (||b - b'|| <
 class LossPerturbation(Method):
     name = "loss_perturbation"
     label = "Loss perturbation"
+    uses = ("lam",)
     family = "training"
     summary = "Add a random linear term (and extra L2 weight rho) to the objective, then solve it exactly."
     wins_when = "Small epsilon at delta = 0 and many predictions; gains quickly as N grows."

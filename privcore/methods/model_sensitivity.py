@@ -21,6 +21,7 @@ __all__ = ["ModelSensitivity"]
 class ModelSensitivity(Method):
     name = "model_sensitivity"
     label = "Model sensitivity"
+    uses = ("lam",)
     family = "training"
     summary = "Train the regularised model exactly, then add noise to its weights once."
     wins_when = "N lam is large (noise shrinks as 1/(N lam eps)), D*C small, many predictions needed, delta > 0."

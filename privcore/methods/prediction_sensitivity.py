@@ -20,6 +20,7 @@ __all__ = ["PredictionSensitivity"]
 class PredictionSensitivity(Method):
     name = "prediction_sensitivity"
     label = "Prediction sensitivity"
+    uses = ("lam", "budget")
     family = "prediction"
     uses_budget = True
     summary = "Train non-privately; add noise to every released logit vector (B answers)."

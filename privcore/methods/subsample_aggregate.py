@@ -32,6 +32,7 @@ __all__ = ["SubsampleAggregate"]
 class SubsampleAggregate(Method):
     name = "subsample_aggregate"
     label = "Subsample-and-aggregate"
+    uses = ("lam", "budget", "teachers")
     family = "prediction"
     uses_budget = True
     summary = "Train T models on disjoint parts; answer each query by a noisy vote (exponential mechanism)."

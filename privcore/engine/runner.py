@@ -1,0 +1,233 @@
+"""Run a sweep: look every point up in the cache, batch the misses per method, store plain numbers.
+
+For each variant of the spec (one value of the varied axis) the data set is loaded once, and for
+each method all missing epsilons x repetitions are evaluated in one batched call. Progress is
+reported through a callback; a cancel callable is polled between batches (what is done by then
+is already cached, so nothing is lost).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from ..data import Dataset, load_dataset
+from ..device import resolve_device
+from ..methods import REGISTRY
+from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
+from .cache import ResultCache, point_key
+from .context import TrainContext
+from .specs import LAM_AUTO_GRID, SweepSpec
+
+__all__ = ["run_sweep", "SweepResult", "SweepCancelled", "ProgressFn", "RESULT_COLUMNS"]
+
+ProgressFn = Callable[[float, str], None]
+
+#: Columns of every result row, in the order of CSV exports.
+RESULT_COLUMNS: tuple[str, ...] = (
+    "method", "epsilon", "delta", "budget", "n", "dim", "classes", "lam", "teachers", "accounting", "vary", "value",
+    "accuracy_mean", "accuracy_std", "repeats", "seconds", "device", "cached", "noise", "sigma", "beta", "rho",
+    "noise_multiplier", "per_query_epsilon", "formula", "note",
+)
+_NOISE_FIELDS = ("noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "formula")
+LAM_AUTO_NOTE = "lambda chosen on a validation split of the training data; that tuning leaks privacy and is not accounted for"
+
+
+class SweepCancelled(RuntimeError):
+    """Raised when the cancel callable returned True; finished points are already cached."""
+
+
+@dataclass
+class SweepResult:
+    """Rows (plain dicts with :data:`RESULT_COLUMNS`), warnings, timing and cache statistics."""
+
+    spec: SweepSpec
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    device: str = "cpu"
+    computed: int = 0
+    cached: int = 0
+
+    def to_frame(self):  # noqa: ANN201 - pandas is optional for the library
+        """The rows as a pandas DataFrame with :data:`RESULT_COLUMNS`."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=list(RESULT_COLUMNS))
+
+
+def _problem(ds: Dataset, spec: SweepSpec, lam: float) -> Problem:
+    return Problem(n=ds.n, dim=ds.dim, classes=ds.classes, lam=lam, budget=spec.budget,
+                   teachers=spec.teachers, batch_size=spec.batch_size, epochs=spec.epochs,
+                   clip=spec.clip, learning_rate=spec.learning_rate)
+
+
+def _point(method: str, eps: float, spec: SweepSpec, problem: Problem) -> dict[str, Any]:
+    """The cache identity of one point: only the settings the method's result depends on."""
+    uses = REGISTRY[method].uses if method in REGISTRY else ("lam",)
+    point = {"method": method, "epsilon": "inf" if math.isinf(eps) else eps, "delta": spec.delta,
+             "accounting": spec.accounting, "repeats": spec.repeats, "seed": spec.seed}
+    for name in uses:
+        point[name] = spec.lam if name == "lam" and spec.lam == "auto" else getattr(problem, name)
+    return point
+
+
+def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary_value: Any, stored: dict[str, Any],
+         cached: bool) -> dict[str, Any]:
+    row = {key: None for key in RESULT_COLUMNS}
+    row.update(method=method, epsilon=eps, delta=spec.delta, budget=spec.budget, n=problem.n, dim=problem.dim,
+               classes=problem.classes, lam=stored.get("lam", problem.lam), teachers=problem.teachers,
+               accounting=spec.accounting, vary=spec.vary, value=vary_value, repeats=spec.repeats,
+               accuracy_mean=stored["accuracy_mean"], accuracy_std=stored["accuracy_std"],
+               seconds=0.0 if cached else stored["seconds"], device=stored["device"], cached=cached,
+               note=stored.get("note") or None)
+    for key in _NOISE_FIELDS:
+        row[key] = stored.get("scale", {}).get(key)
+    return row
+
+
+def _stored(acc: np.ndarray, scale: NoiseScale | None, seconds: float, device: str, lam: float, note: str = "") -> dict[str, Any]:
+    return {"accuracies": [float(a) for a in acc], "accuracy_mean": float(acc.mean()),
+            "accuracy_std": float(acc.std(ddof=1)) if acc.size > 1 else 0.0, "seconds": seconds, "device": device,
+            "lam": lam, "scale": scale.to_dict() if scale is not None else {"noise": "none"}, "note": note}
+
+
+def _evaluate(method: str, ctx: TrainContext, budgets: list[PrivacyBudget], accounting: str, repeats: int,
+              seed: int) -> tuple[list[NoiseScale], np.ndarray]:
+    m = REGISTRY[method]
+    scales = [m.calibrate(b, ctx.problem, accounting) for b in budgets]
+    acc = m.evaluate(ctx, scales, repeats, seed)
+    return scales, acc.detach().cpu().numpy()
+
+
+def _choose_lams(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBudget], device) -> list[float]:
+    """Per epsilon, the lam in :data:`LAM_AUTO_GRID` with the best mean validation accuracy.
+
+    The validation split is the last 20 % of a seeded permutation of the training set.
+    """
+    rng = np.random.default_rng(spec.seed + 7919)
+    perm = rng.permutation(ds.n)
+    cut = int(round(0.8 * ds.n))
+    tr, va = perm[:cut], perm[cut:]
+    sub = Dataset(ds.name + ":auto-lam", ds.x_train[tr], ds.y_train[tr], ds.x_train[va], ds.y_train[va], ds.classes,
+                  ds.fingerprint + ":auto-lam", ds.notes)
+    reps = max(3, min(spec.repeats, 10))
+    base_ctx = None
+    best = [(-1.0, LAM_AUTO_GRID[0])] * len(budgets)
+    for lam in LAM_AUTO_GRID:
+        problem = _problem(sub, spec, lam)
+        ctx = TrainContext.from_dataset(sub, problem, spec.seed, device) if base_ctx is None else base_ctx.with_problem(problem)
+        base_ctx = ctx
+        _, acc = _evaluate(method, ctx, budgets, spec.accounting, reps, spec.seed + 1)
+        for i, a in enumerate(acc.mean(axis=1)):
+            if a > best[i][0]:
+                best[i] = (float(a), lam)
+    return [lam for _, lam in best]
+
+
+def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
+              cache: ResultCache | None = None, use_cache: bool = True) -> SweepResult:
+    """Compute (or fetch) test accuracy mean/std for every point of ``spec``.
+
+    Returns a :class:`SweepResult` whose rows hold plain numbers (see :data:`RESULT_COLUMNS`),
+    plus a ``non_private`` row per variant when ``spec.baseline``. Unsupported points (DP-SGD at
+    delta = 0) are skipped with a warning, never an exception.
+    """
+    if not isinstance(spec, SweepSpec):
+        raise TypeError(f"spec must be a SweepSpec, got {type(spec).__name__}")
+    start = time.perf_counter()
+    device = resolve_device(spec.device)
+    store = cache if cache is not None else ResultCache(enabled=use_cache)
+    result = SweepResult(spec=spec, device=str(device))
+    variants = spec.variants()
+    units = len(variants) * (len(spec.methods) + int(spec.baseline))
+    done = 0
+
+    def tick(message: str) -> None:
+        if progress is not None:
+            progress(min(done / max(units, 1), 1.0), message)
+        if cancel is not None and cancel():
+            raise SweepCancelled("sweep cancelled; finished points are cached")
+
+    for vary_value, vspec in variants:
+        label = "" if spec.vary is None else f" ({spec.vary} = {vary_value})"
+        tick(f"loading {vspec.data.name}{label}")
+        d = vspec.data
+        ds = load_dataset(d.name, data_file=d.data_file, n=d.n, dim=d.dim, classes=d.classes, seed=spec.seed, augment=d.augment)
+        fixed_lam = 1e-3 if vspec.lam == "auto" else float(vspec.lam)
+        base_problem = _problem(ds, vspec, fixed_lam)
+        ctx: TrainContext | None = None
+
+        def context(problem: Problem) -> TrainContext:
+            nonlocal ctx
+            ctx = TrainContext.from_dataset(ds, problem, spec.seed, device) if ctx is None else ctx.with_problem(problem)
+            return ctx
+
+        jobs: list[tuple[str, list[float]]] = [(m, list(vspec.epsilons)) for m in vspec.methods]
+        if spec.baseline:
+            jobs.append(("non_private", [math.inf]))
+        for method, epsilons in jobs:
+            tick(f"{method}{label} on {device}")
+            keys = [point_key(_point(method, e, vspec, base_problem), ds.fingerprint) for e in epsilons]
+            hits = [store.get(k) for k in keys]
+            missing = [i for i, h in enumerate(hits) if h is None]
+            if method == "dpsgd" and vspec.delta == 0.0:
+                result.warnings.append("dpsgd skipped: it needs delta > 0 (Gaussian noise has no pure-DP guarantee)")
+                missing, hits = [], [None] * len(epsilons)
+            if missing:
+                t0 = time.perf_counter()
+                budgets = [PrivacyBudget(epsilons[i], vspec.delta) for i in missing]
+                try:
+                    fresh = _compute(method, ds, vspec, budgets, fixed_lam, context, device)
+                except CalibrationError as err:
+                    result.warnings.append(f"{method}: {err}")
+                    fresh = [None] * len(missing)
+                per_point = (time.perf_counter() - t0) / len(missing)
+                for i, item in zip(missing, fresh):
+                    if item is None:
+                        continue
+                    item["seconds"] = per_point
+                    store.put(keys[i], item)
+                    hits[i] = item
+                    result.computed += 1
+            for i, (e, stored) in enumerate(zip(epsilons, hits)):
+                if stored is None:
+                    continue
+                is_cached = i not in missing
+                result.cached += int(is_cached)
+                result.rows.append(_row(method, e, vspec, base_problem, vary_value, stored, is_cached))
+            done += 1
+    if progress is not None:
+        progress(1.0, "done")
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBudget], fixed_lam: float,
+             context: Callable[[Problem], TrainContext], device) -> list[dict[str, Any] | None]:
+    """Evaluate the missing points of one method in one batch (per chosen lam when auto)."""
+    dev = str(device)
+    if method == "non_private":
+        ctx = context(_problem(ds, spec, fixed_lam))
+        theta = ctx.nonprivate_theta(fixed_lam)
+        acc = (ctx.test_logits(theta.unsqueeze(0))[0].argmax(dim=1) == ctx.y_test).double().mean().item()
+        return [_stored(np.array([acc]), None, 0.0, dev, fixed_lam)]
+    auto = spec.lam == "auto" and "lam" in REGISTRY[method].uses
+    lams = _choose_lams(method, ds, spec, budgets, device) if auto else [fixed_lam] * len(budgets)
+    out: list[dict[str, Any] | None] = [None] * len(budgets)
+    for lam in sorted(set(lams)):
+        idx = [i for i, l in enumerate(lams) if l == lam]
+        ctx = context(_problem(ds, spec, lam))
+        scales, acc = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting, spec.repeats, spec.seed)
+        for j, i in enumerate(idx):
+            out[i] = _stored(acc[j], scales[j], 0.0, dev, lam, LAM_AUTO_NOTE if auto else "")
+    return out
+
+
+def replace_spec(spec: SweepSpec, **changes: Any) -> SweepSpec:
+    """``dataclasses.replace`` for specs (re-validates)."""
+    return replace(spec, **changes)

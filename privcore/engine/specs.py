@@ -1,0 +1,168 @@
+"""Frozen, validated, JSON-serialisable descriptions of what to compute.
+
+A :class:`SweepSpec` is a data set, a set of methods, a list of epsilons and one setting for every
+other knob, optionally varied along one axis (``vary`` in :data:`VARY_AXES` over ``values``): the
+paper's figures are all of that form. It expands into points (method, epsilon, axis value); each
+point is cached on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from ..data import DATASET_NAMES
+from ..device import DEVICE_CHOICES
+from ..methods import METHOD_NAMES
+from ..types import ACCOUNTING_MODES, PrivacyBudget, Problem
+from ..validation import check_choice, check_int, check_real
+
+__all__ = ["DataSpec", "SweepSpec", "VARY_AXES", "LAM_AUTO_GRID"]
+
+#: Axes a sweep may vary besides epsilon (the paper's Figures 2-6).
+VARY_AXES: tuple[str, ...] = ("budget", "delta", "n", "dim", "classes", "lam", "teachers")
+#: lambda candidates for ``lam="auto"`` (the paper cross-validated in [1e-5, 0.5]).
+LAM_AUTO_GRID: tuple[float, ...] = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """Which data: a name from :data:`privcore.data.DATASET_NAMES` and its transforms."""
+
+    name: str = "mnist-5k"
+    data_file: str | None = None
+    n: int | None = None
+    dim: int | None = None
+    classes: int | None = None
+    augment: bool = True
+
+    def __post_init__(self) -> None:
+        check_choice("dataset", self.name, DATASET_NAMES)
+        if self.name == "file" and not self.data_file:
+            raise ValueError("data_file is required for dataset 'file' (a CSV or NPZ path)")
+        if self.data_file is not None and not isinstance(self.data_file, str):
+            raise TypeError(f"data_file must be a path string, got {self.data_file!r}")
+        if self.n is not None:
+            check_int("n", self.n, low=10)
+        if self.dim is not None:
+            check_int("dim", self.dim, low=1)
+        if self.classes is not None:
+            check_int("classes", self.classes, low=2)
+        if not isinstance(self.augment, bool):
+            raise TypeError(f"augment must be True or False, got {self.augment!r}")
+
+
+def _check_lam(value: Any) -> float | str:
+    if value == "auto":
+        return "auto"
+    return check_real("lam", value, low=0.0, low_open=True)
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """Methods x epsilons (x one varied axis) on one data set, with every other knob fixed.
+
+    ``lam`` is a float (average-form L2 weight, same meaning for every method) or ``"auto"``
+    (chosen per method and epsilon on a validation split carved from the training set).
+    ``repeats`` independent releases per point; ``seed`` fixes the split and every noise draw.
+    """
+
+    data: DataSpec = field(default_factory=DataSpec)
+    methods: tuple[str, ...] = METHOD_NAMES
+    epsilons: tuple[float, ...] = (0.1, 1.0, 10.0)
+    delta: float = 0.0
+    budget: int = 100
+    lam: float | str = 1e-3
+    teachers: int = 16
+    batch_size: int = 256
+    epochs: int = 10
+    clip: float = 0.5
+    learning_rate: float = 5.0
+    accounting: str = "corrected"
+    repeats: int = 20
+    seed: int = 0
+    device: str = "auto"
+    vary: str | None = None
+    values: tuple[Any, ...] = ()
+    baseline: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, DataSpec):
+            raise TypeError(f"data must be a DataSpec, got {type(self.data).__name__}")
+        methods = tuple(self.methods)
+        if not methods:
+            raise ValueError("methods must name at least one of " + ", ".join(METHOD_NAMES))
+        for m in methods:
+            check_choice("method", m, METHOD_NAMES)
+        object.__setattr__(self, "methods", methods)
+        eps = tuple(self.epsilons)
+        if not eps:
+            raise ValueError("epsilons must contain at least one value > 0")
+        object.__setattr__(self, "epsilons", tuple(PrivacyBudget(e, 0.0).epsilon for e in eps))
+        object.__setattr__(self, "delta", PrivacyBudget(1.0, self.delta).delta)
+        object.__setattr__(self, "lam", _check_lam(self.lam))
+        check_choice("accounting", self.accounting, ACCOUNTING_MODES)
+        check_int("repeats", self.repeats, low=1, high=10_000)
+        check_int("seed", self.seed, low=0)
+        check_choice("device", self.device, DEVICE_CHOICES)
+        if not isinstance(self.baseline, bool):
+            raise TypeError(f"baseline must be True or False, got {self.baseline!r}")
+        # Validate the fixed knobs once through Problem (n is checked against the data later).
+        Problem(n=max(self.teachers, self.batch_size), lam=1.0 if self.lam == "auto" else self.lam,
+                budget=self.budget, teachers=self.teachers, batch_size=self.batch_size, epochs=self.epochs,
+                clip=self.clip, learning_rate=self.learning_rate)
+        if self.vary is None:
+            if self.values:
+                raise ValueError("values given without vary: set vary to one of " + ", ".join(VARY_AXES))
+            return
+        check_choice("vary", self.vary, VARY_AXES)
+        values = tuple(self.values)
+        if not values:
+            raise ValueError(f"values must list at least one {self.vary} when vary={self.vary!r}")
+        for v in values:  # each value must make a valid variant
+            self.variant(v)
+        object.__setattr__(self, "values", values)
+
+    def variant(self, value: Any) -> "SweepSpec":
+        """This spec with the varied axis set to ``value`` (and ``vary`` cleared)."""
+        if self.vary is None:
+            return self
+        if self.vary in ("n", "dim", "classes"):
+            data = replace(self.data, **{self.vary: value})
+            return replace(self, data=data, vary=None, values=())
+        return replace(self, **{self.vary: value, "vary": None, "values": ()})
+
+    def variants(self) -> list[tuple[Any, "SweepSpec"]]:
+        """(axis value, spec without a varied axis) pairs; one pair (None, self) if nothing varies."""
+        if self.vary is None:
+            return [(None, self)]
+        return [(v, self.variant(v)) for v in self.values]
+
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys; infinity as the string "inf")."""
+        return json.dumps(_jsonable(asdict(self)), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "SweepSpec":
+        """Inverse of :meth:`to_json`; validates like the constructor."""
+        raw = json.loads(text)
+        if not isinstance(raw, dict):
+            raise ValueError("a sweep spec must be a JSON object")
+        data = DataSpec(**raw.pop("data", {}))
+        raw["epsilons"] = tuple(math.inf if e == "inf" else e for e in raw.get("epsilons", ()))
+        for key in ("methods", "values"):
+            if key in raw:
+                raw[key] = tuple(raw[key])
+        return cls(data=data, **raw)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, float) and math.isinf(obj):
+        return "inf"
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    return obj
