@@ -87,9 +87,9 @@ class Problem:
     budget: int = 100
     teachers: int = 16
     batch_size: int = 256
-    epochs: int = 10
+    epochs: int = 5
     clip: float = 0.5
-    learning_rate: float = 5.0
+    learning_rate: float = 10.0
 
     def __post_init__(self) -> None:
         check_int("n", self.n, low=1)

@@ -77,9 +77,9 @@ class SweepSpec:
     lam: float | str = 1e-3
     teachers: int = 16
     batch_size: int = 256
-    epochs: int = 10
+    epochs: int = 5
     clip: float = 0.5
-    learning_rate: float = 5.0
+    learning_rate: float = 10.0
     accounting: str = "corrected"
     repeats: int = 20
     seed: int = 0

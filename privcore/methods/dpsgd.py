@@ -64,19 +64,27 @@ class DPSGD(Method):
                             dtype=torch.float32, device=ctx.device)
         theta = torch.zeros(repeats, d, e_count * c, device=ctx.device)
         gens = [ctx.generator(self.name, "run", r) for r in range(repeats)]
+        # Row n (an extra zero row) pads every repetition's batch to the same size: zero input,
+        # zero gradient. Row norms are computed once.
+        x_ext = torch.cat([ctx.x_train, torch.zeros(1, d, device=ctx.device)])
+        y_ext = torch.cat([ctx.y_train, torch.zeros(1, dtype=torch.int64, device=ctx.device)])
+        xnorm_ext = x_ext.norm(dim=1)
+        positions = torch.arange(n, device=ctx.device)
+        minus_one = torch.full((1, 1, 1, 1), -1.0, device=ctx.device)
         for _ in range(pb.steps):
-            idx = [torch.nonzero(torch.rand(n, generator=g, device=ctx.device) < q).squeeze(1) for g in gens]
-            size = max(1, max(int(i.numel()) for i in idx))
-            xb = torch.zeros(repeats, size, d, device=ctx.device)
-            yb = torch.zeros(repeats, size, dtype=torch.int64, device=ctx.device)
-            for r, i in enumerate(idx):  # pad each repetition's batch with zero rows (zero gradient)
-                xb[r, : i.numel()], yb[r, : i.numel()] = ctx.x_train[i], ctx.y_train[i]
+            # Poisson sampling: each repetition draws its own mask from its own generator.
+            mask = torch.stack([torch.rand(n, generator=g, device=ctx.device) < q for g in gens])  # [R, N]
+            size = max(1, int(mask.sum(dim=1).max()))
+            # Selected indices first (stable sort on "not selected"), then padding with row n.
+            order = torch.sort((~mask).to(torch.int8), dim=1, stable=True).indices[:, :size]
+            idx = torch.where(mask.gather(1, order), positions[order], n)
+            xb, yb = x_ext[idx], y_ext[idx]  # [R, b, D], [R, b]
             probs = torch.softmax(torch.bmm(xb, theta).view(repeats, size, e_count, c), dim=3)
-            norms = per_example_grad_norms(xb, probs, yb)  # [R, b, E]
+            probs.scatter_add_(3, yb.view(repeats, size, 1, 1).expand(repeats, size, e_count, 1),
+                               minus_one.expand(repeats, size, e_count, 1))
+            resid = probs  # p - y, in place
+            norms = xnorm_ext[idx].unsqueeze(2) * resid.norm(dim=3)  # per-example gradient norms [R, b, E]
             factor = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
-            resid = probs
-            resid.scatter_add_(3, yb.view(repeats, size, 1, 1).expand(repeats, size, e_count, 1),
-                               torch.full((repeats, size, e_count, 1), -1.0, device=ctx.device))
             grad_sum = torch.bmm(xb.transpose(1, 2), (resid * factor.unsqueeze(3)).view(repeats, size, e_count * c))
             unit = torch.stack([torch.randn(d, c, generator=g, device=ctx.device) for g in gens])  # [R, D, C]
             noise = (unit.unsqueeze(2) * (mult * clip).view(1, 1, e_count, 1)).view(repeats, d, e_count * c)

@@ -1,0 +1,199 @@
+"""Which method to use at one setting: winner, margin, whether the margin is real, and why.
+
+Pure (no Streamlit, no torch): works on the plain result rows of
+:func:`privcore.engine.runner.run_sweep` (one row per method at the same setting).
+
+Significance. Each row's ``accuracy_std`` is the standard deviation of test accuracy over its
+``repeats`` = R independent private releases, so the standard error of the difference of two
+means is sqrt(s1^2 + s2^2) / sqrt(R). The margin counts as significant when it exceeds twice that
+(about a 95 % two-sided test for independent repetitions):
+
+    significant  <=>  margin > 2 * sqrt(s_winner^2 + s_runner_up^2) / sqrt(R)
+
+privcore uses common random numbers (every method sees the same split per seed), which makes real
+differences *easier* to detect than this bound says, so the test is conservative. With R < 2
+there is no spread to judge by and nothing is called significant. This is about the noise of the
+private mechanisms only; it says nothing about another train/test split or data set.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+__all__ = ["Recommendation", "recommend", "significance_threshold", "TRAINING_METHODS", "PREDICTION_METHODS"]
+
+TRAINING_METHODS = ("model_sensitivity", "loss_perturbation", "dpsgd")
+PREDICTION_METHODS = ("prediction_sensitivity", "subsample_aggregate")
+_LABELS = {
+    "model_sensitivity": "model sensitivity",
+    "loss_perturbation": "loss perturbation",
+    "dpsgd": "DP-SGD",
+    "prediction_sensitivity": "prediction sensitivity",
+    "subsample_aggregate": "subsample-and-aggregate",
+}
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The outcome of :func:`recommend`.
+
+    winner / runner_up: method names (None when there is no private row / only one).
+    margin: winner's mean accuracy minus the runner-up's (0 with no runner-up).
+    threshold: 2 sqrt(s1^2 + s2^2) / sqrt(R), the noise level the margin is compared with.
+    significant: margin > threshold (False with R < 2 or no runner-up).
+    reason: one plain-English sentence explaining the result from the setting.
+    accuracies: {method: (mean, std)} of the private rows considered.
+    """
+
+    winner: str | None
+    runner_up: str | None
+    margin: float
+    significant: bool
+    reason: str
+    threshold: float = 0.0
+    accuracies: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    @property
+    def summary(self) -> str:
+        """A one-line summary: winner, margin and whether it is beyond the repetition noise."""
+        if self.winner is None:
+            return "No private result to compare."
+        if self.runner_up is None:
+            return f"{_LABELS.get(self.winner, self.winner)} is the only private method shown."
+        verdict = "beyond" if self.significant else "within"
+        return (f"{_LABELS.get(self.winner, self.winner)} wins by {self.margin:.3f} accuracy over "
+                f"{_LABELS.get(self.runner_up, self.runner_up)} ({verdict} the repetition noise, "
+                f"±{self.threshold:.3f}).")
+
+
+def significance_threshold(std_a: float, std_b: float, repeats: int) -> float:
+    """2 * sqrt(std_a^2 + std_b^2) / sqrt(repeats): two standard errors of a difference of means."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    return 2.0 * math.sqrt(float(std_a) ** 2 + float(std_b) ** 2) / math.sqrt(repeats)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "?"
+    v = float(v)
+    if math.isinf(v):
+        return "∞"
+    if v == 0:
+        return "0"
+    if v.is_integer() and abs(v) < 1e7:
+        return f"{int(v):,}"
+    if abs(v) < 1e-3:
+        return f"{v:.0e}".replace("e-0", "e-")
+    return f"{v:.3g}"
+
+
+def _setting(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The shared setting of the rows (first non-None value of each field)."""
+    out: dict[str, Any] = {}
+    for key in ("epsilon", "delta", "budget", "n", "lam", "teachers", "classes", "dim", "repeats"):
+        for r in rows:
+            if r.get(key) is not None and not (key == "epsilon" and math.isinf(float(r[key]))):
+                out[key] = r[key]
+                break
+    return out
+
+
+def recommend(rows: Sequence[Mapping[str, Any]], *, chance: float | None = None) -> Recommendation:
+    """Recommend a method from result rows at ONE setting (one row per method).
+
+    rows: dicts with at least ``method``, ``accuracy_mean``, ``accuracy_std``, ``repeats`` and,
+    for the reason, ``epsilon``, ``delta``, ``budget``, ``n``, ``lam``, ``teachers``, ``classes``.
+    ``non_private`` rows are a reference and never win. Raises ``ValueError`` if a method appears
+    twice (the rows mix several settings: filter them first).
+    chance: accuracy of random guessing (default 1/classes when the rows have ``classes``).
+    """
+    private: dict[str, Mapping[str, Any]] = {}
+    for r in rows:
+        m = r.get("method")
+        if m is None or m == "non_private" or r.get("accuracy_mean") is None:
+            continue
+        if m in private:
+            raise ValueError(f"method {m!r} appears more than once: pass the rows of a single setting")
+        private[m] = r
+    setting = _setting(rows)
+    if not private:
+        return Recommendation(None, None, 0.0, False, "No private method has a result at this setting.")
+    ranked = sorted(private, key=lambda m: (-float(private[m]["accuracy_mean"]), m))
+    accs = {m: (float(private[m]["accuracy_mean"]), float(private[m].get("accuracy_std") or 0.0)) for m in ranked}
+    winner = ranked[0]
+    runner = ranked[1] if len(ranked) > 1 else None
+    if runner is None:
+        reason = _reason(winner, None, setting, accs, chance, True)
+        return Recommendation(winner, None, 0.0, False, reason, 0.0, accs)
+    margin = accs[winner][0] - accs[runner][0]
+    reps = min(int(private[winner].get("repeats") or 0), int(private[runner].get("repeats") or 0))
+    if reps >= 2:
+        threshold = significance_threshold(accs[winner][1], accs[runner][1], reps)
+        significant = margin > threshold
+    else:
+        threshold, significant = 0.0, False
+    reason = _reason(winner, runner, setting, accs, chance, significant)
+    return Recommendation(winner, runner, margin, significant, reason, threshold, accs)
+
+
+def _reason(winner: str, runner: str | None, s: Mapping[str, Any], accs: Mapping[str, tuple[float, float]],
+            chance: float | None, significant: bool) -> str:
+    """One sentence tying the winner to the setting (the paper's findings, Sections 5-6)."""
+    eps, delta, b, n, lam, t = (s.get(k) for k in ("epsilon", "delta", "budget", "n", "lam", "teachers"))
+    if chance is None and s.get("classes"):
+        chance = 1.0 / float(s["classes"])
+    best = accs[winner][0]
+    label = _LABELS.get(winner, winner)
+    if chance is not None and best < chance + 0.1 * (1.0 - chance):
+        return (f"At ε = {_fmt(eps)} every method is close to chance ({chance:.2f}): the noise needed for this "
+                f"privacy level swamps what N = {_fmt(n)} examples can teach; raise ε or N.")
+    pure = delta is not None and float(delta) == 0.0
+    few = b is not None and int(b) <= 30
+    many = b is not None and int(b) >= 300
+    nlam = float(n) * float(lam) if (n is not None and isinstance(lam, (int, float))) else None
+    if winner == "subsample_aggregate":
+        if pure and few:
+            core = (f"few predictions (B = {_fmt(b)}) and δ = 0 favour subsample-and-aggregate: its noisy vote over "
+                    f"T = {_fmt(t)} teachers spends ε only on the B answers and tolerates one changed example")
+        elif few:
+            core = (f"few predictions (B = {_fmt(b)}) favour subsample-and-aggregate: a vote over T = {_fmt(t)} "
+                    f"teachers needs little noise when ε is split over only B answers")
+        elif n is not None and int(n) <= 1000:
+            core = (f"with small N = {_fmt(n)} the sensitivity methods' noise 2K/(Nλ) is large, while "
+                    f"subsample-and-aggregate's vote does not depend on N")
+        else:
+            core = (f"at ε = {_fmt(eps)} subsample-and-aggregate's vote over T = {_fmt(t)} teachers still answers "
+                    f"B = {_fmt(b)} queries more accurately than the alternatives")
+    elif winner == "dpsgd":
+        core = "δ > 0 lets DP-SGD's Gaussian noise and amplification by subsampling win"
+        if many:
+            core += f", and as a private-training method it pays nothing for B = {_fmt(b)} predictions"
+    elif winner == "loss_perturbation":
+        if pure and eps is not None and float(eps) <= 3:
+            core = (f"at small ε = {_fmt(eps)} with δ = 0, loss perturbation wins: its noise enters the objective and "
+                    f"is damped by the extra regulariser ρ instead of landing directly on the weights")
+        elif many:
+            core = (f"many predictions (B = {_fmt(b)}) rule out the prediction methods, and loss perturbation's "
+                    f"objective noise hurts least among the private-training methods here")
+        elif not pure:
+            core = (f"at ε = {_fmt(eps)} loss perturbation's Gaussian noise enters the objective, where its extra "
+                    f"regulariser ρ damps it, and hurts less than the alternatives' noise")
+        else:
+            core = (f"large N λ (N = {_fmt(n)}, λ = {_fmt(lam)}) shrinks the sensitivity methods' noise, and loss "
+                    f"perturbation's objective noise hurts least at ε = {_fmt(eps)}")
+    elif winner == "model_sensitivity":
+        core = (f"large N λ (N = {_fmt(n)}, λ = {_fmt(lam)}) shrinks the sensitivity methods' noise "
+                f"2K/(N λ ε), so perturbing the trained weights once is enough")
+        if many:
+            core += f", whatever the number of predictions (B = {_fmt(b)})"
+    elif winner == "prediction_sensitivity":
+        core = (f"few predictions (B = {_fmt(b)}) and large N λ = {_fmt(nlam)} keep the per-answer logit noise of "
+                f"prediction sensitivity small")
+    else:
+        core = f"{label} has the best accuracy at this setting"
+    if runner is not None and not significant:
+        core += f", though its lead over {_LABELS.get(runner, runner)} is within the repetition noise"
+    return core[0].upper() + core[1:] + "."
