@@ -146,6 +146,7 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
     variants = spec.variants()
     units = len(variants) * (len(spec.methods) + int(spec.baseline))
     done = 0
+    contexts: dict[str, TrainContext] = {}
 
     def tick(message: str) -> None:
         if progress is not None:
@@ -160,12 +161,15 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
         ds = load_dataset(d.name, data_file=d.data_file, n=d.n, dim=d.dim, classes=d.classes, seed=spec.seed, augment=d.augment)
         fixed_lam = 1e-3 if vspec.lam == "auto" else float(vspec.lam)
         base_problem = _problem(ds, vspec, fixed_lam)
-        ctx: TrainContext | None = None
 
-        def context(problem: Problem) -> TrainContext:
-            nonlocal ctx
-            ctx = TrainContext.from_dataset(ds, problem, spec.seed, device) if ctx is None else ctx.with_problem(problem)
-            return ctx
+        def context(problem: Problem, ds: Dataset = ds) -> TrainContext:
+            # One context per data set for the whole sweep: variants that share the data (B, delta,
+            # lam, T) reuse its non-private solves and teacher votes.
+            known = contexts.get(ds.fingerprint)
+            fresh = TrainContext.from_dataset(ds, problem, spec.seed, device) if known is None else known.with_problem(problem)
+            contexts.clear()  # keep one data set on the device at a time (N = 1e6 is 3 GB)
+            contexts[ds.fingerprint] = fresh
+            return fresh
 
         jobs: list[tuple[str, list[float]]] = [(m, list(vspec.epsilons)) for m in vspec.methods]
         if spec.baseline:
