@@ -69,7 +69,7 @@ def figure1_looped(device: torch.device, repeats: int, fraction: float) -> tuple
     for m, e, d, r in picked:
         ctx = TrainContext.from_dataset(ds, base, r, device)  # fresh context: nothing shared between runs
         method = REGISTRY[m]
-        method.evaluate(ctx, [method.calibrate(PrivacyBudget(e, d), base)], 1, r)
+        method.evaluate(ctx, [method.calibrate(PrivacyBudget(e, d), base)], 1)
     sync(device)
     spent = time.perf_counter() - t0
     return spent * len(runs) / len(picked), len(picked), len(runs)

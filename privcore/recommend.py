@@ -196,4 +196,6 @@ def _reason(winner: str, runner: str | None, s: Mapping[str, Any], accs: Mapping
         core = f"{label} has the best accuracy at this setting"
     if runner is not None and not significant:
         core += f", though its lead over {_LABELS.get(runner, runner)} is within the repetition noise"
-    return core[0].upper() + core[1:] + "."
+    if core[0].isascii():  # never turn a Greek symbol into another one (δ -> Δ)
+        core = core[0].upper() + core[1:]
+    return core + "."

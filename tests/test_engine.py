@@ -99,10 +99,10 @@ def test_result_does_not_depend_on_batch(synth, name):
     m = REGISTRY[name]
     delta = 1e-5
     scales = [m.calibrate(PrivacyBudget(e, delta), ctx.problem) for e in (0.5, 2.0, 8.0)]
-    together = m.evaluate(ctx, scales, 4, 0)
+    together = m.evaluate(ctx, scales, 4)
     m_test = ctx.x_test.shape[0]
     for i, s in enumerate(scales):
-        alone = m.evaluate(ctx, [s], 4, 0)[0]
+        alone = m.evaluate(ctx, [s], 4)[0]
         # Same draws per repetition; solver rounding may flip at most a test point or two.
         assert torch.allclose(alone, together[i], atol=2.5 / m_test), (name, i, alone, together[i])
 
@@ -112,7 +112,7 @@ def test_accuracy_rises_with_epsilon_on_easy_data(synth, name):
     ctx = _ctx(synth)
     m = REGISTRY[name]
     scales = [m.calibrate(PrivacyBudget(e, 1e-5), ctx.problem) for e in (0.01, 1000.0)]
-    acc = m.evaluate(ctx, scales, 5, 0).mean(dim=1)
+    acc = m.evaluate(ctx, scales, 5).mean(dim=1)
     assert float(acc[1]) > float(acc[0]) + 0.2, (name, acc)
     assert float(acc[1]) > 0.8
 
@@ -126,14 +126,14 @@ def _nonprivate_acc(ctx: TrainContext) -> float:
 def test_infinite_epsilon_equals_nonprivate_model(synth, name):
     ctx = _ctx(synth)
     m = REGISTRY[name]
-    acc = m.evaluate(ctx, [m.calibrate(PrivacyBudget(math.inf, 0.0), ctx.problem)], 3, 0)
+    acc = m.evaluate(ctx, [m.calibrate(PrivacyBudget(math.inf, 0.0), ctx.problem)], 3)
     assert torch.allclose(acc, torch.full_like(acc, _nonprivate_acc(ctx)), atol=1e-12)
 
 
 def test_infinite_epsilon_subsample_aggregate_is_the_plain_majority_vote(synth):
     ctx = _ctx(synth)
     m = REGISTRY["subsample_aggregate"]
-    acc = m.evaluate(ctx, [m.calibrate(PrivacyBudget(math.inf, 0.0), ctx.problem)], 3, 0)
+    acc = m.evaluate(ctx, [m.calibrate(PrivacyBudget(math.inf, 0.0), ctx.problem)], 3)
     votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam)
     top = votes.max(dim=1, keepdim=True).values
     # With ties broken at random, accuracy lies between "all ties wrong" and "all ties right".
@@ -146,15 +146,15 @@ def test_infinite_epsilon_subsample_aggregate_is_the_plain_majority_vote(synth):
 def test_infinite_epsilon_dpsgd_is_noiseless_clipped_sgd(synth):
     ctx = _ctx(synth)
     m = REGISTRY["dpsgd"]
-    acc = m.evaluate(ctx, [m.calibrate(PrivacyBudget(math.inf, 1e-5), ctx.problem)], 3, 0)
+    acc = m.evaluate(ctx, [m.calibrate(PrivacyBudget(math.inf, 1e-5), ctx.problem)], 3)
     assert float(acc.min()) > 0.8  # noiseless SGD on easy data
 
 
 def test_same_seed_same_numbers_and_other_seed_differs(synth):
     m = REGISTRY["model_sensitivity"]
-    a = m.evaluate(_ctx(synth, seed=1), [m.calibrate(PrivacyBudget(1.0, 0.0), _ctx(synth).problem)], 5, 1)
-    b = m.evaluate(_ctx(synth, seed=1), [m.calibrate(PrivacyBudget(1.0, 0.0), _ctx(synth).problem)], 5, 1)
-    c = m.evaluate(_ctx(synth, seed=2), [m.calibrate(PrivacyBudget(1.0, 0.0), _ctx(synth).problem)], 5, 2)
+    a = m.evaluate(_ctx(synth, seed=1), [m.calibrate(PrivacyBudget(1.0, 0.0), _ctx(synth).problem)], 5)
+    b = m.evaluate(_ctx(synth, seed=1), [m.calibrate(PrivacyBudget(1.0, 0.0), _ctx(synth).problem)], 5)
+    c = m.evaluate(_ctx(synth, seed=2), [m.calibrate(PrivacyBudget(1.0, 0.0), _ctx(synth).problem)], 5)
     assert torch.equal(a, b)
     assert not torch.equal(a, c)
 
@@ -246,7 +246,7 @@ def test_gpu_matches_cpu(synth):
     for name in REGISTRY:
         m = REGISTRY[name]
         s = [m.calibrate(PrivacyBudget(2.0, 1e-5), _ctx(synth).problem)]
-        cpu_acc = m.evaluate(_ctx(synth), s, 3, 0)
-        gpu_acc = m.evaluate(_ctx(synth, device=cuda), s, 3, 0).cpu()
+        cpu_acc = m.evaluate(_ctx(synth), s, 3)
+        gpu_acc = m.evaluate(_ctx(synth, device=cuda), s, 3).cpu()
         # Different RNG streams on different devices: compare distributions, not draws.
         assert abs(float(cpu_acc.mean()) - float(gpu_acc.mean())) < 0.1, name

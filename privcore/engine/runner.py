@@ -96,11 +96,11 @@ def _stored(acc: np.ndarray, scale: NoiseScale | None, seconds: float, device: s
             "lam": lam, "scale": scale.to_dict() if scale is not None else {"noise": "none"}, "note": note}
 
 
-def _evaluate(method: str, ctx: TrainContext, budgets: list[PrivacyBudget], accounting: str, repeats: int,
-              seed: int) -> tuple[list[NoiseScale], np.ndarray]:
+def _evaluate(method: str, ctx: TrainContext, budgets: list[PrivacyBudget], accounting: str,
+              repeats: int) -> tuple[list[NoiseScale], np.ndarray]:
     m = REGISTRY[method]
     scales = [m.calibrate(b, ctx.problem, accounting) for b in budgets]
-    acc = m.evaluate(ctx, scales, repeats, seed)
+    acc = m.evaluate(ctx, scales, repeats)
     return scales, acc.detach().cpu().numpy()
 
 
@@ -122,7 +122,7 @@ def _choose_lams(method: str, ds: Dataset, spec: SweepSpec, budgets: list[Privac
         problem = _problem(sub, spec, lam)
         ctx = TrainContext.from_dataset(sub, problem, spec.seed, device) if base_ctx is None else base_ctx.with_problem(problem)
         base_ctx = ctx
-        _, acc = _evaluate(method, ctx, budgets, spec.accounting, reps, spec.seed + 1)
+        _, acc = _evaluate(method, ctx, budgets, spec.accounting, reps)
         for i, a in enumerate(acc.mean(axis=1)):
             if a > best[i][0]:
                 best[i] = (float(a), lam)
@@ -226,7 +226,7 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
     for lam in sorted(set(lams)):
         idx = [i for i, l in enumerate(lams) if l == lam]
         ctx = context(_problem(ds, spec, lam))
-        scales, acc = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting, spec.repeats, spec.seed)
+        scales, acc = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting, spec.repeats)
         for j, i in enumerate(idx):
             out[i] = _stored(acc[j], scales[j], 0.0, dev, lam, LAM_AUTO_NOTE if auto else "")
     return out

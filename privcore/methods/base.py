@@ -3,7 +3,7 @@
 A method is a class with class attributes describing it and two operations:
 
 * ``calibrate(budget, problem, accounting) -> NoiseScale`` - pure and instant (no data);
-* ``evaluate(ctx, scales, repeats, seed) -> Tensor [len(scales), repeats]`` - test accuracies of
+* ``evaluate(ctx, scales, repeats) -> Tensor [len(scales), repeats]`` - test accuracies of
   ``repeats`` independent private releases per noise scale, solved as one batched problem.
 """
 
@@ -59,7 +59,7 @@ class Method(ABC):
         """Calibration for a finite epsilon (validated inputs)."""
 
     @abstractmethod
-    def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int, seed: int) -> "torch.Tensor":
+    def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int) -> "torch.Tensor":
         """Test accuracy [len(scales), repeats] of private releases at each noise scale."""
 
 

@@ -13,11 +13,16 @@ Runs of the same repetition share their batches and unit noise across epsilons.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from ..accounting.dpsgd import dpsgd_noise_multiplier
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from .base import Method
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.context import TrainContext
 
 __all__ = ["DPSGD", "per_example_grad_norms"]
 
@@ -55,7 +60,7 @@ class DPSGD(Method):
                           formula=f"noise multiplier from Opacus {acc.upper()} accountant: q = {problem.sample_rate:.4g}, "
                                   f"steps = {problem.steps}; noise std = multiplier * clip")
 
-    def evaluate(self, ctx, scales, repeats, seed):
+    def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int) -> torch.Tensor:
         pb = ctx.problem
         n, d = ctx.x_train.shape
         c, e_count = ctx.classes, len(scales)

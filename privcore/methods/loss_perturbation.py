@@ -19,6 +19,8 @@ labelled as add/remove calibration.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 
 import torch
@@ -26,6 +28,9 @@ import torch
 from ..accounting.gaussian import analytic_gaussian_sigma
 from ..types import K_LIPSCHITZ, L_HESSIAN, NoiseScale, PrivacyBudget, Problem
 from .base import Method, scaled_noise
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.context import TrainContext
 
 __all__ = ["LossPerturbation"]
 
@@ -63,7 +68,7 @@ class LossPerturbation(Method):
                           sensitivity=2.0 * K_LIPSCHITZ,
                           formula="sigma = analytic Gaussian(eps/2, delta, 2K), rho = 2 L C / eps")
 
-    def evaluate(self, ctx, scales, repeats, seed):
+    def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int) -> torch.Tensor:
         n, lam = ctx.x_train.shape[0], ctx.problem.lam
         theta_np = ctx.nonprivate_theta(lam)
         d, c = theta_np.shape

@@ -9,11 +9,16 @@ Trained once; the noise is drawn per repetition.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from ..accounting.gaussian import analytic_gaussian_sigma
 from ..types import K_LIPSCHITZ, NoiseScale, PrivacyBudget, Problem
 from .base import Method, scaled_noise
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.context import TrainContext
 
 __all__ = ["ModelSensitivity"]
 
@@ -37,7 +42,7 @@ class ModelSensitivity(Method):
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=sigma,
                           sensitivity=delta_s, formula="sigma = analytic Gaussian(eps, delta, Delta = 2K/(N lam))")
 
-    def evaluate(self, ctx, scales, repeats, seed):
+    def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int) -> torch.Tensor:
         theta = ctx.nonprivate_theta(ctx.problem.lam)  # [D, C]
         d, c = theta.shape
         noise = scaled_noise(ctx, self.name, scales, repeats, 1, d * c).view(len(scales) * repeats, d, c)

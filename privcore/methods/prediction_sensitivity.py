@@ -9,10 +9,15 @@ delta > 0, ``tight``: exact Gaussian composition, sigma = sqrt(B) * analytic sig
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..accounting.composition import advanced_gaussian_sigma, exact_gaussian_sigma
 from ..accounting.gaussian import analytic_gaussian_epsilon
 from ..types import K_LIPSCHITZ, NoiseScale, PrivacyBudget, Problem
 from .base import Method, scaled_noise
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.context import TrainContext
 
 __all__ = ["PredictionSensitivity"]
 
@@ -49,7 +54,7 @@ class PredictionSensitivity(Method):
                           per_query_epsilon=adv.per_query_epsilon, per_query_delta=adv.per_query_delta,
                           sensitivity=delta_s, formula=formula)
 
-    def evaluate(self, ctx, scales, repeats, seed):
+    def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int) -> torch.Tensor:
         theta = ctx.nonprivate_theta(ctx.problem.lam)
         logits = ctx.test_logits(theta.unsqueeze(0))[0]  # [M, C]
         m, c = logits.shape

@@ -18,6 +18,8 @@ finite on separable parts).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 
 import torch
@@ -25,6 +27,9 @@ import torch
 from ..accounting.bounded_range import optimal_beta, zcdp_beta
 from ..types import NoiseScale, PrivacyBudget, Problem
 from .base import Method
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.context import TrainContext
 
 __all__ = ["SubsampleAggregate"]
 
@@ -61,7 +66,7 @@ class SubsampleAggregate(Method):
                           per_query_epsilon=2.0 * beta, per_query_delta=0.0, sensitivity=1.0,
                           formula=formula, notes=notes)
 
-    def evaluate(self, ctx, scales, repeats, seed):
+    def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int) -> torch.Tensor:
         votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam)  # [M, C]
         m, c = votes.shape
         gumbel = []
