@@ -221,6 +221,7 @@ def test_vary_axis_rows_and_auto_lambda(tmp_path):
     res = run_sweep(_small_spec(methods=("prediction_sensitivity",), vary="budget", values=(1, 100)), cache=ResultCache(tmp_path))
     pred = {r["value"]: r["accuracy_mean"] for r in res.rows if r["method"] == "prediction_sensitivity"}
     assert set(pred) == {1, 100}
+    assert all(r["vary"] == "budget" for r in res.rows)
     auto = run_sweep(_small_spec(methods=("model_sensitivity",), lam="auto", epsilons=(10.0,)), cache=ResultCache(tmp_path))
     row = next(r for r in auto.rows if r["method"] == "model_sensitivity")
     assert row["lam"] in (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5) and "not accounted" in row["note"]

@@ -76,12 +76,12 @@ def _point(method: str, eps: float, spec: SweepSpec, problem: Problem) -> dict[s
     return point
 
 
-def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary_value: Any, stored: dict[str, Any],
-         cached: bool) -> dict[str, Any]:
+def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary: str | None, vary_value: Any,
+         stored: dict[str, Any], cached: bool) -> dict[str, Any]:
     row = {key: None for key in RESULT_COLUMNS}
     row.update(method=method, epsilon=eps, delta=spec.delta, budget=spec.budget, n=problem.n, dim=problem.dim,
                classes=problem.classes, lam=stored.get("lam", problem.lam), teachers=problem.teachers,
-               accounting=spec.accounting, vary=spec.vary, value=vary_value, repeats=spec.repeats,
+               accounting=spec.accounting, vary=vary, value=vary_value, repeats=spec.repeats,
                accuracy_mean=stored["accuracy_mean"], accuracy_std=stored["accuracy_std"],
                seconds=0.0 if cached else stored["seconds"], device=stored["device"], cached=cached,
                note=stored.get("note") or None)
@@ -203,7 +203,7 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
                     continue
                 is_cached = i not in missing
                 result.cached += int(is_cached)
-                result.rows.append(_row(method, e, vspec, base_problem, vary_value, stored, is_cached))
+                result.rows.append(_row(method, e, vspec, base_problem, spec.vary, vary_value, stored, is_cached))
             done += 1
     if progress is not None:
         progress(1.0, "done")
