@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..accounting.dpsgd import dpsgd_noise_multiplier
-from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
+from ..types import NoiseScale, PrivacyBudget, Problem
 from .base import Method
 
 if TYPE_CHECKING:  # pragma: no cover

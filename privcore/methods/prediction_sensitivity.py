@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import torch
+
 from ..accounting.composition import advanced_gaussian_sigma, exact_gaussian_sigma
 from ..accounting.gaussian import analytic_gaussian_epsilon
 from ..types import K_LIPSCHITZ, NoiseScale, PrivacyBudget, Problem

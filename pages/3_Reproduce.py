@@ -1,0 +1,161 @@
+"""Reproduce the paper: its Figures 1-6 on the chosen data set, as published and corrected side by side.
+
+Thin page: figure settings come from :func:`ui.paper.paper_figures`, sweeps run through
+:func:`ui.widgets.run_with_progress` (progress bar with device and ETA, disk cache), charts from
+:mod:`ui.figures` / :mod:`ui.teaching`, exports from :mod:`ui.export`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run pages/x.py, AppTest)
+    sys.path.insert(0, _ROOT)
+
+from dataclasses import replace
+
+import pandas as pd
+import streamlit as st
+
+from ui import paper, widgets
+from ui.export import export_buttons
+from ui.figures import curve_figure, format_number, method_label
+
+ACCOUNTING_TITLES = {
+    "paper": "as published (paper accounting)",
+    "corrected": "corrected accounting",
+    "tight": "tight accounting (exact / optimal composition)",
+}
+TEACHER_OPTIONS = (16, 32, 64, 128, 256)
+
+side = widgets.sidebar()
+st.title("Reproduce the paper")
+st.markdown(
+    "The linear-model figures of *The Trade-Offs of Private Prediction* (van der Maaten and Hannun, Section 4) on the "
+    "data set chosen in the sidebar, with the paper's axes and settings. Each figure is computed on demand (progress "
+    "bar with device and ETA) and then cached. The **as published** accounting is drawn next to the **corrected** one: "
+    "the paper's subsample-and-aggregate calibration β = ε/B is really 2ε-DP (one changed example moves one vote, so "
+    "one count falls and another rises) and its loss perturbation is calibrated for add/remove rather than "
+    "replace-one neighbours.")
+if side.info is None:
+    st.stop()
+info = side.info
+cur = widgets.current_setting()
+
+c1, c2, c3 = st.columns([4, 3, 2])
+t_options = [t for t in TEACHER_OPTIONS if t <= max(1, info.n_train // 4)] or [1]
+with c3:
+    teachers = st.select_slider(
+        "Teachers T (subsample-and-aggregate)", options=t_options, value=min(64, t_options[-1]), key="repro_teachers",
+        help="The paper used T = 256 on 60,000 examples (234 per teacher). Training time grows with T.")
+augment = False
+figures = paper.paper_figures(info.n_train, info.dim, info.classes, image=info.image, augment=False,
+                                 min_n=int(teachers))
+keys = [f.key for f in figures]
+with c1:
+    key = st.selectbox("Figure", keys, format_func=lambda k: next(f.label for f in figures if f.key == k),
+                       key="repro_figure")
+with c2:
+    accountings = st.multiselect("Accounting, side by side", list(ACCOUNTING_TITLES), default=["paper", "corrected"],
+                                 key="repro_accounting", format_func=lambda a: a,
+                                 help="paper: the published calibrations. corrected: sound ones. tight: exact Gaussian "
+                                      "and optimal bounded-range composition, PRV accountant for DP-SGD.") or ["corrected"]
+if key == "4" and info.image:
+    augment = st.checkbox("Grow N beyond the data set with deformed copies of its images (slow)", value=False,
+                          key="repro_augment", help="The paper used InfiMNIST (1M deformed digits) for this figure.")
+    if augment:
+        figures = paper.paper_figures(info.n_train, info.dim, info.classes, image=True, augment=True,
+                                         min_n=int(teachers))
+fig_def = next(f for f in figures if f.key == key)
+
+# The paper's setting: full data unless the figure varies it, B = 100, the shared λ and DP-SGD knobs.
+setting = replace(cur, eps=fig_def.epsilons[0], delta=fig_def.delta, budget=fig_def.budget, n=None, dim=None,
+                  classes=None, teachers=int(teachers), methods=fig_def.methods, augment=augment)
+if fig_def.vary == "n":  # every N must hold a full DP-SGD batch (privcore checks it even when DP-SGD is off)
+    setting = replace(setting, batch_size=min(int(cur.batch_size), int(min(fig_def.values))))
+specs = {}
+for acc in accountings:
+    try:
+        specs[acc] = widgets.make_spec(replace(side, accounting=acc), setting, epsilons=fig_def.epsilons,
+                                       vary=fig_def.vary, values=fig_def.values, methods=fig_def.methods)
+    except (TypeError, ValueError) as err:
+        widgets.show_error(err, prefix=f"Figure {key} cannot be set up on this data set")
+        st.stop()
+
+variants = len(fig_def.values) if fig_def.vary else 1
+points = variants * len(fig_def.methods) * len(fig_def.epsilons) * len(specs)
+st.caption(
+    f"Data: {info.name} ({info.n_train:,} training examples, D = {info.dim}, C = {info.classes}) · "
+    f"R = {side.repeats} repetitions (sidebar) · λ = {format_number(cur.lam)} · T = {teachers} · DP-SGD: clip "
+    f"{format_number(cur.clip)}, {cur.epochs} epochs, batch {setting.batch_size} · {points} points in all. "
+    "The paper used N = 60,000, R = 100 and cross-validated λ. " + widgets.NEIGHBOURS_NOTE)
+
+store = st.session_state.setdefault("repro_results", {})
+results = {}
+for acc, spec in specs.items():
+    sig = spec.to_json()
+    if sig not in store:
+        hit = paper.cached_sweep(spec)  # straight from the disk cache when every point is there
+        if hit is not None:
+            store[sig] = hit
+    if sig in store:
+        results[acc] = store[sig]
+
+missing = [acc for acc in specs if acc not in results]
+if missing:
+    slot = st.empty()
+    with slot.container():
+        clicked = st.button(f"Compute Figure {key} ({', '.join(missing)} accounting)", type="primary",
+                            key="repro_compute",
+                            help="Runs on the device chosen in the sidebar; finished points are cached on disk.")
+        if not clicked:
+            st.info(f"Figure {key} is not computed yet for this data set and these settings: about {points} points "
+                    f"× {side.repeats} repetitions. Press the button to compute it.")
+    if clicked:
+        slot.empty()
+        for acc in missing:
+            res = widgets.run_with_progress(specs[acc], key=f"repro_{key}_{acc}",
+                                            label=f"Figure {key}, {acc} accounting", show_done=True)
+            if res is None:
+                break
+            store[specs[acc].to_json()] = res
+            results[acc] = res
+
+if results:
+    cols = st.columns(len(specs))
+    drawn = []
+    for col, acc in zip(cols, specs):
+        with col:
+            res = results.get(acc)
+            if res is None:
+                st.info(f"{ACCOUNTING_TITLES[acc]}: not computed yet.")
+                continue
+            title = f"Figure {key} · {ACCOUNTING_TITLES[acc]}"
+            if fig_def.by_epsilon:
+                fig = paper.epsilon_curves_figure(res.rows, fig_def.x, title=title, log_x=fig_def.log_x)
+            else:
+                fig = curve_figure(res.rows, fig_def.x, title=title, log_x=fig_def.log_x)
+            widgets.show_figure(fig, key=f"repro_chart_{key}_{acc}")
+            widgets.show_warnings(res.warnings)
+            drawn.append((acc, fig, res))
+    st.markdown(f"**What the paper found.** {fig_def.finding}")
+    if fig_def.note:
+        st.caption(fig_def.note)
+    # Export rows at full width (the buttons do not fit under half-width charts).
+    for acc, fig, res in drawn:
+        st.caption(f"Download Figure {key}, {ACCOUNTING_TITLES[acc]}:")
+        export_buttons(fig, res.rows, key=f"repro_export_{key}_{acc}", filename=f"figure-{key}-{acc}")
+    gaps = paper.accounting_gaps({a: r.rows for a, r in results.items()}, fig_def.x,
+                                    reference="paper" if "paper" in results else next(iter(results)))
+    if gaps:
+        st.markdown("**How much the accounting changes each method** (accuracy minus the as-published accuracy, "
+                    "matched point by point):")
+        st.dataframe(pd.DataFrame([{
+            "Method": method_label(g["method"]), "Accounting": g["accounting"],
+            "Mean change": f"{g['mean_change']:+.3f}", "Largest drop": f"{max(0.0, g['max_drop']):.3f}", "Points": g["points"],
+        } for g in gaps]), hide_index=True)
+        st.caption("Subsample-and-aggregate: corrected β = ε/(2B) at δ = 0 (max(ε/(2B), β″) at δ > 0). Loss "
+                   "perturbation: noise for ‖b − b′‖ ≤ 2K (replace-one). Model and prediction sensitivity and DP-SGD "
+                   "are the same in both (tight changes prediction sensitivity, subsample-and-aggregate and DP-SGD).")
