@@ -1,0 +1,164 @@
+"""Explore: move one knob, see every method's accuracy, noise and the recommended method.
+
+The current setting is computed first (a few seconds, then cached) so the recommendation and the
+noise table appear quickly; the active tab's curve follows with a progress bar.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run pages/x.py, AppTest)
+    sys.path.insert(0, _ROOT)
+
+import math
+
+import streamlit as st
+
+from privcore.recommend import recommend
+from ui import state, widgets
+from ui.export import export_buttons
+from ui.figures import curve_figure, format_number, method_label, noise_table
+
+TABS = {"epsilon": "Accuracy vs ε", "budget": "vs B (predictions)", "delta": "vs δ", "n": "vs N (training size)"}
+LABEL_TO_AXIS = {v: k for k, v in TABS.items()}
+B_VALUES = (1, 3, 10, 30, 100, 300, 1000)
+DELTA_VALUES = (1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3)
+N_VALUES = (250, 500, 1000, 2000, 4000, 8000, 16000)
+
+st.title("Explore the trade-offs of private prediction")
+st.caption("Five ways to make a linear classifier's predictions differentially private, compared on the same "
+           "data. Private training (model sensitivity, loss perturbation, DP-SGD) protects the model once; "
+           "private prediction (prediction sensitivity, subsample-and-aggregate) spends ε over B answers.")
+
+side = widgets.sidebar()
+if side.error:
+    st.stop()
+s = widgets.setting_panel(side)
+errors, warns = widgets.setting_problems(side, s)
+for e in errors:
+    st.error(e)
+if errors:
+    st.stop()
+widgets.show_warnings(warns)
+
+rec_area = st.container()
+tab_key = state.bind("tab", normalise=lambda v: TABS.get(v, v) if v in TABS else (v if v in LABEL_TO_AXIS else TABS["epsilon"]))
+tabs = st.tabs(list(TABS.values()), key=tab_key, on_change="rerun")
+active = state.commit("tab", LABEL_TO_AXIS.get(st.session_state.get(tab_key), "epsilon"))
+table_area = st.container()
+
+
+# ---------------------------------------------------------------- 1. the current setting (fast)
+def show_point(rows: list[dict]) -> None:
+    with rec_area:
+        rec = recommend(rows)
+        box = st.container(border=True)
+        if rec.winner is None:
+            box.warning("No private method produced a result at this setting.")
+            return
+        acc, std = rec.accuracies[rec.winner]
+        head = f"**Recommended: {method_label(rec.winner)}** · accuracy {acc:.3f} ± {std:.3f}"
+        if rec.runner_up is not None:
+            verdict = ("beyond the repetition noise" if rec.significant else "within the repetition noise: too close to call")
+            head += (f" · margin over {method_label(rec.runner_up)}: {rec.margin:+.3f} ({verdict}, "
+                     f"threshold ±{rec.threshold:.3f} = 2 standard errors over R = {side.repeats})")
+        (box.success if rec.significant or rec.runner_up is None else box.info)(head)
+        box.markdown(rec.reason)
+    with table_area:
+        st.subheader(f"Noise at the current setting (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, "
+                     f"B = {s.budget:,})")
+        st.dataframe(noise_table(rows), hide_index=True, width="stretch")
+        st.caption("σ: std of Gaussian noise; β: inverse scale of Laplace-like noise (density ∝ exp(−β‖b‖)) or "
+                   "inverse temperature of the vote; ρ: extra L2 weight of loss perturbation; noise multiplier: "
+                   "DP-SGD's σ/ν; per-query ε: what each of the B answers may spend.")
+
+
+point_spec = widgets.spec_or_error(side, s, epsilons=(s.eps,))
+if point_spec is None:
+    st.stop()
+with rec_area:  # progress (and a cancelled notice) where the recommendation will appear
+    point = widgets.run_with_progress(point_spec, key="point", label="Current setting")
+if point is None:
+    st.stop()
+widgets.show_warnings(point.warnings)
+show_point(point.rows)
+
+
+# ---------------------------------------------------------------- 2. the active tab's curve
+def describe(rows: list[dict], x: str, xname: str) -> str:
+    """One sentence saying what the chart shows (leaders at both ends, the non-private level)."""
+    priv = [r for r in rows if r["method"] != "non_private" and r.get(x) is not None and math.isfinite(float(r[x]))]
+    if not priv:
+        return ""
+    xs = sorted({float(r[x]) for r in priv})
+
+    def leader(xv: float) -> tuple[str, float]:
+        at = [r for r in priv if float(r[x]) == xv]
+        best = max(at, key=lambda r: r["accuracy_mean"])
+        return method_label(best["method"]), best["accuracy_mean"]
+
+    (m_lo, a_lo), (m_hi, a_hi) = leader(xs[0]), leader(xs[-1])
+    base = [r["accuracy_mean"] for r in rows if r["method"] == "non_private"]
+    text = f"At {xname} = {format_number(xs[0])} the best is {m_lo} ({a_lo:.2f})"
+    text += (f", and it still leads at {xname} = {format_number(xs[-1])} ({a_hi:.2f})" if m_lo == m_hi
+             else f"; at {xname} = {format_number(xs[-1])} it is {m_hi} ({a_hi:.2f})")
+    if base:
+        text += f"; the dashed line is the non-private model ({max(base):.2f})"
+    return text + ". Shaded bands are ±1 standard deviation over the repetitions."
+
+
+def curve_tab(axis: str) -> None:
+    info = side.info
+    n_eff = s.effective_n(info)
+    if axis == "epsilon":
+        c1, c2 = st.columns(2)
+        lo = widgets.log_select("eps_min", "Smallest ε on the curve", [e for e in widgets.EPS_GRID if e <= 10], container=c1)
+        hi = widgets.log_select("eps_max", "Largest ε on the curve", [e for e in widgets.EPS_GRID if e >= 1], container=c2)
+        eps = widgets.curve_epsilons(lo, hi, current=s.eps)
+        spec = widgets.spec_or_error(side, s, epsilons=eps)
+        x, log_x, current, xname = "epsilon", True, s.eps, "ε"
+        title = f"Test accuracy vs ε (δ = {format_number(s.delta)}, B = {s.budget:,}, N = {n_eff:,})"
+        note = ("Try this: set δ = 0. DP-SGD drops out and subsample-and-aggregate wins at B = 10 from ε ≈ 1 on; "
+                "then raise B to 100 and loss perturbation leads up to ε ≈ 30 (bundled 4,000 digits, λ = 0.001).")
+    elif axis == "budget":
+        values = tuple(sorted(set(B_VALUES) | {s.budget}))
+        spec = widgets.spec_or_error(side, s, epsilons=(s.eps,), vary="budget", values=values)
+        x, log_x, current, xname = "budget", True, s.budget, "B"
+        title = f"Test accuracy vs number of predictions B (ε = {format_number(s.eps)}, δ = {format_number(s.delta)})"
+        note = "Only the private-prediction methods depend on B; the private-training methods are flat."
+    elif axis == "delta":
+        values = tuple(sorted(set(DELTA_VALUES) | ({s.delta} if s.delta > 0 else set())))
+        spec = widgets.spec_or_error(side, s, epsilons=(s.eps,), vary="delta", values=values)
+        x, log_x, current, xname = "delta", True, (s.delta if s.delta > 0 else None), "δ"
+        title = f"Test accuracy vs δ (ε = {format_number(s.eps)}, B = {s.budget:,})"
+        note = "δ = 0 (pure DP, no DP-SGD) cannot sit on a log axis: set δ = 0 above to see it in the table."
+    else:
+        lowest = max(s.teachers, s.batch_size if "dpsgd" in s.methods else 10, 10)
+        top = max(n_eff, info.n_train)
+        values = tuple(sorted({v for v in N_VALUES if lowest <= v <= info.n_train} | {n_eff}))
+        spec = widgets.spec_or_error(side, s, epsilons=(s.eps,), vary="n", values=values)
+        x, log_x, current, xname = "n", True, n_eff, "N"
+        title = f"Test accuracy vs training-set size N (ε = {format_number(s.eps)}, δ = {format_number(s.delta)})"
+        note = (f"N runs from {min(values):,} (at least T = {s.teachers} and the DP-SGD batch) to the "
+                f"{top:,} training examples available; larger N needs augmentation (Who wins page).")
+    if spec is None:
+        return
+    res = widgets.run_with_progress(spec, key=f"curve_{axis}", label=f"Curve {TABS[axis]}")
+    if res is None:
+        return
+    fig = curve_figure(res.rows, x, title=title, log_x=log_x, current=current)
+    widgets.show_figure(fig, key=f"fig_{axis}")
+    st.markdown(describe(res.rows, x, xname))
+    if note:
+        st.caption(note)
+    widgets.show_warnings(res.warnings)
+    export_buttons(fig, res.rows, key=f"export_{axis}")
+
+
+for axis, tab in zip(TABS, tabs):
+    if axis == active:
+        with tab:
+            curve_tab(axis)

@@ -1,0 +1,99 @@
+"""Calibrate: every method's noise scale for the current setting, instantly (no training)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run pages/x.py, AppTest)
+    sys.path.insert(0, _ROOT)
+
+import streamlit as st
+
+from privcore.calibration import calibrate_all
+from privcore.types import ACCOUNTING_MODES, CalibrationError, PrivacyBudget, Problem
+from ui import state, widgets
+from ui.export import export_buttons, rows_csv
+from ui.figures import accounting_comparison_figure, calibration_table, format_number, main_noise, method_label
+
+st.title("Calibrate: how much noise does each method add?")
+st.caption("Pure calibration: the noise each method must add to meet (ε, δ) on this problem. No data are "
+           "trained, so it is instant. " + widgets.NEIGHBOURS_NOTE)
+
+side = widgets.sidebar()
+if side.error:
+    st.stop()
+info = side.info
+c1, c2, c3 = st.columns(3)
+eps = widgets.epsilon_slider(c1)
+delta = widgets.delta_slider(c2)
+budget = widgets.budget_slider(c3)
+with st.expander("Problem: N, T, λ, D, C and DP-SGD", expanded=False):
+    a, b, c = st.columns(3)
+    n = widgets.n_slider(info, a)
+    teachers = widgets.teachers_slider(b)
+    lam = widgets.lam_slider(c)
+    d, e, f = st.columns(3)
+    dim = widgets.dim_slider(info, d)
+    classes = widgets.classes_slider(info, e)
+    g, h, i = st.columns(3)
+    clip = widgets.log_select("clip", "DP-SGD clip ν", widgets.CLIP_GRID, container=g)
+    epochs = widgets.log_select("epochs", "DP-SGD epochs", widgets.EPOCH_GRID, container=h)
+    batch = widgets.log_select("batch_size", "DP-SGD batch size", widgets.BATCH_GRID, container=i)
+
+n_eff = n if n is not None else info.n_train
+lam_value = lam
+if lam == "auto":
+    lam_value = 1e-3
+    st.info("λ = auto is chosen per method during training; the table uses λ = 1e-3 instead.")
+try:
+    problem = Problem(n=int(n_eff), dim=int(dim or info.dim), classes=int(classes or info.classes), lam=float(lam_value),
+                      budget=int(budget), teachers=int(teachers), batch_size=int(batch), epochs=int(epochs),
+                      clip=float(clip))
+    target = PrivacyBudget(float(eps), float(delta))
+except (ValueError, TypeError) as err:
+    if int(teachers) > int(n_eff):
+        st.error(f"T = {teachers:,} teachers is more than N = {n_eff:,} training examples. Lower T (or raise N).")
+    elif int(batch) > int(n_eff):
+        st.error(f"DP-SGD batch size {batch:,} is larger than N = {n_eff:,}. Lower the batch size.")
+    widgets.show_error(err, prefix="Invalid problem")
+    st.stop()
+
+st.markdown(f"N = {problem.n:,}, D = {problem.dim}, C = {problem.classes}, λ = {format_number(problem.lam)} → "
+            f"sensitivity 2K/(Nλ) = **{format_number(problem.sensitivity, 4)}**; DP-SGD: q = "
+            f"{format_number(problem.sample_rate, 3)}, {problem.steps:,} steps.")
+
+with st.spinner("Calibrating..."):
+    scales = calibrate_all(target, problem, side.accounting)
+st.subheader(f"Noise scales under “{side.accounting}” accounting (ε = {format_number(eps)}, δ = {format_number(delta)}, "
+             f"B = {budget:,})")
+table = calibration_table(scales)
+st.dataframe(table, hide_index=True, width="stretch")
+for m, sc in scales.items():
+    if isinstance(sc, CalibrationError):
+        st.warning(f"{method_label(m)}: {sc}")
+
+compare = state.commit("compare", st.checkbox("Compare paper / corrected / tight side by side", key=state.bind("compare")))
+if compare:
+    by_mode = {mode: (scales if mode == side.accounting else calibrate_all(target, problem, mode)) for mode in ACCOUNTING_MODES}
+    rows = []
+    for m in scales:
+        row = {"Method": method_label(m)}
+        for mode in ACCOUNTING_MODES:
+            sym, v, _ = main_noise(by_mode[mode][m])
+            row[mode] = "not available" if v is None else f"{sym} = {format_number(v, 4)}"
+        rows.append(row)
+    st.dataframe(rows, hide_index=True, width="stretch")
+    fig = accounting_comparison_figure(by_mode, title=f"Noise relative to corrected accounting (ε = {format_number(eps)}, "
+                                                         f"δ = {format_number(delta)}, B = {budget:,})")
+    widgets.show_figure(fig, key="fig_accounting")
+    st.caption("Bars above 1 add more noise than the corrected calibration; bars below 1 add less. β is an inverse "
+               "scale, so its ratio is inverted. 'paper' bars below 1 mark published calibrations that are too "
+               "optimistic (they promise more privacy than they give).")
+    flat = [{"accounting": mode, "method": m, **(sc.to_dict() if not isinstance(sc, Exception) else {"error": str(sc)})}
+            for mode, d in by_mode.items() for m, sc in d.items()]
+    export_buttons(fig, flat, key="export_accounting")
+else:
+    st.download_button("CSV of this table", data=rows_csv(table.to_dict("records")), file_name="calibration.csv",
+                       mime="text/csv", on_click="ignore")

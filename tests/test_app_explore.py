@@ -1,0 +1,151 @@
+"""Streamlit AppTest over app.py and the Explore / Who wins / Calibrate pages (CPU, small settings).
+
+Runs on the synthetic data set with 2 repetitions, 1 DP-SGD epoch and a short epsilon range (all
+set through URL query parameters, which also exercises the URL state), against a fresh result
+cache in a temporary folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0", "eps_max": "10.0"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _env(tmp_path_factory):
+    from streamlit.runtime.pages_manager import PagesManager
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PRIVCORE_CACHE", str(tmp_path_factory.mktemp("privcore_cache")))
+    mp.setenv("PRIVCORE_EXPORT_WARMUP", "0")
+    # app.py uses st.navigation, but the repository also has a pages/ folder. A real server switches the
+    # legacy "pages/ folder" mode off for good once st.navigation has run; AppTest resets that flag before
+    # every run, which would make reruns execute the page without app.py. Mirror the server here.
+    original_init = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    mp.setattr(PagesManager, "__init__", init)
+    yield
+    mp.undo()
+
+
+def app(**params) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
+    at.query_params.update({**FAST, **{k: str(v) for k, v in params.items()}})
+    return at
+
+
+def texts(elements) -> list[str]:
+    return [e.value for e in elements]
+
+
+def recommendation(at: AppTest) -> str:
+    boxes = [t for t in texts(at.success) + texts(at.info) if "Recommended" in t]
+    assert boxes, f"no recommendation box; errors: {texts(at.error)}"
+    return boxes[0]
+
+
+def test_explore_runs_and_shows_results():
+    at = app().run()
+    assert not at.exception, at.exception
+    assert not at.error, texts(at.error)
+    rec = recommendation(at)
+    assert "margin over" in rec
+    table = at.dataframe[0].value
+    assert list(table["Method"])[-1].startswith("Non-private")
+    assert {"σ (Gaussian std)", "β (inverse scale)", "Formula", "Accuracy"} <= set(table.columns)
+    assert len(at.get("plotly_chart")) == 1                       # the active tab's curve
+    assert any("Shaded bands" in t for t in texts(at.markdown))    # the sentence under the chart
+    assert any("Neighbouring datasets differ by replacing one example" in t for t in texts(at.caption))
+    # URL keeps the parameters it was given
+    assert at.query_params["repeats"] == "2"
+
+
+def test_moving_epsilon_changes_the_numbers_and_the_url():
+    at = app().run()
+    before = at.dataframe[0].value.copy()
+    rec_before = recommendation(at)
+    at.select_slider(key="w:eps").set_value(30.0).run()
+    assert not at.exception
+    after = at.dataframe[0].value
+    assert not before["Accuracy"].equals(after["Accuracy"])
+    assert not before["σ (Gaussian std)"].equals(after["σ (Gaussian std)"])
+    assert at.query_params["eps"] == "30.0"
+    assert "ε = 30" in at.subheader[0].value
+    assert recommendation(at) != rec_before
+
+
+def test_url_sets_the_widgets():
+    at = app(eps="10", delta="0", budget="100", lam='"auto"', teachers="8", methods='["model_sensitivity","subsample_aggregate"]')
+    at.run()
+    assert not at.exception
+    assert at.select_slider(key="w:eps").value == 10.0
+    assert at.select_slider(key="w:delta").value == 0.0
+    assert at.select_slider(key="w:budget").value == 100
+    assert at.select_slider(key="w:lam").value == "auto"
+    assert at.select_slider(key="w:teachers").value == 8
+    assert at.multiselect(key="w:methods").value == ["model_sensitivity", "subsample_aggregate"]
+    assert at.selectbox(key="w:dataset").value == "synthetic"
+    assert set(at.dataframe[0].value["Method"]) == {"Model sensitivity", "Subsample-and-aggregate", "Non-private (no noise)"}
+
+
+def test_dpsgd_at_delta_zero_is_an_inline_warning():
+    at = app(delta="0", methods='["dpsgd","loss_perturbation"]').run()
+    assert not at.exception
+    assert any("DP-SGD needs δ > 0" in w for w in texts(at.warning))
+    assert "DP-SGD" not in set(at.dataframe[0].value["Method"])
+    assert "Loss perturbation" in set(at.dataframe[0].value["Method"])
+
+
+def test_more_teachers_than_examples_is_an_inline_error():
+    at = app(n="100", teachers="256").run()
+    assert not at.exception
+    assert any("T = 256 teachers is more than N = 100" in e for e in texts(at.error))
+    assert not at.dataframe                                     # nothing ran
+
+
+def test_extreme_epsilon_warns():
+    at = app(eps="0.01", methods='["model_sensitivity"]', tab='"budget"').run()
+    assert not at.exception
+    assert any("extremely small" in w for w in texts(at.warning))
+    assert len(at.get("plotly_chart")) == 1                    # the B curve
+
+
+def test_calibrate_page_is_instant_and_reacts():
+    at = app(delta="0").run()
+    at.switch_page("pages/5_Calibrate.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert len(table) == 5
+    assert any("dpsgd needs delta > 0" in w for w in texts(at.warning))       # CalibrationError inline
+    before = table["β (inverse scale)"].tolist()
+    at.select_slider(key="w:eps").set_value(10.0).run()
+    assert at.dataframe[0].value["β (inverse scale)"].tolist() != before
+    assert at.query_params["eps"] == "10.0"
+    assert len(at.get("plotly_chart")) == 1                                     # accounting comparison
+
+
+def test_calibrate_rejects_too_many_teachers_inline():
+    at = app(n="100", teachers="256").run()
+    at.switch_page("pages/5_Calibrate.py").run()
+    assert not at.exception
+    assert any("teachers" in e for e in texts(at.error))
+
+
+def test_who_wins_maps():
+    at = app(map_eps="[1.0,10.0]", methods='["model_sensitivity","loss_perturbation","subsample_aggregate"]').run()
+    at.switch_page("pages/2_Who_wins.py").run()
+    assert not at.exception, at.exception
+    assert not at.error, texts(at.error)
+    assert len(at.get("plotly_chart")) == 2
+    assert at.query_params["map_eps"] == "[1.0,10.0]"

@@ -1,0 +1,126 @@
+"""Page state <-> URL query parameters: JSON encoding round trips, validation, and a live AppTest."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from ui import state
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_default_round_trips():
+    for name, f in state.FIELDS.items():
+        assert state.decode(name, state.encode(f.default)) == f.default
+
+
+@pytest.mark.parametrize("name,value", [
+    ("eps", 0.3), ("eps", 1000.0), ("delta", 0.0), ("delta", 1e-10), ("budget", 1), ("budget", 10000),
+    ("lam", "auto"), ("lam", 0.5), ("n", 500), ("n", None), ("dim", 50), ("classes", 2),
+    ("methods", ["dpsgd", "subsample_aggregate"]), ("methods", []), ("tab", "delta"), ("accounting", "tight"),
+    ("dataset", "digits"), ("augment", True), ("map_eps", [0.1, 10.0]), ("repeats", 3),
+])
+def test_values_round_trip_through_params(name, value):
+    params = state.to_params({name: value})
+    values, errors = state.from_params(params)
+    assert errors == []
+    assert values.get(name, state.FIELDS[name].default) == value
+
+
+def test_to_params_only_writes_non_defaults_and_is_json():
+    params = state.to_params({"eps": 3.0, "budget": 100, "lam": "auto", "methods": ["dpsgd"]})
+    assert "eps" not in params                       # default
+    assert params["budget"] == "100"
+    assert params["lam"] == '"auto"'
+    assert params["methods"] == '["dpsgd"]'
+
+
+def test_whole_state_round_trip():
+    values = {"eps": 10.0, "delta": 0.0, "budget": 3, "n": 1000, "teachers": 64, "lam": 0.01, "dim": 20,
+              "classes": 5, "clip": 0.1, "epochs": 3, "batch_size": 64, "methods": ["loss_perturbation"],
+              "tab": "n", "dataset": "synthetic", "repeats": 5, "accounting": "paper", "device": "cpu"}
+    decoded, errors = state.from_params(state.to_params(values))
+    assert errors == [] and decoded == values
+
+
+def test_bare_words_and_ints_are_accepted():
+    assert state.decode("lam", "auto") == "auto"
+    assert state.decode("dataset", "digits") == "digits"
+    assert state.decode("eps", "5") == 5.0 and isinstance(state.decode("eps", "5"), float)
+    assert state.decode("budget", "10.0") == 10
+
+
+@pytest.mark.parametrize("name,text", [
+    ("eps", "-1"), ("eps", "0"), ("eps", '"big"'), ("delta", "0.5"), ("budget", "2.5"), ("budget", "true"),
+    ("methods", '["nope"]'), ("methods", '"dpsgd"'), ("tab", '"other"'), ("lam", "-3"), ("eps", "NaN"),
+    ("eps", "Infinity"), ("classes", "1"),
+])
+def test_invalid_values_are_reported_not_raised(name, text):
+    values, errors = state.from_params({name: text, "unknown_param": "x"})
+    assert name not in values and len(errors) == 1
+    assert name in errors[0]
+
+
+def test_list_valued_params_take_the_last():
+    values, errors = state.from_params({"eps": ["1", "2"]})
+    assert values == {"eps": 2.0} and not errors
+
+
+def test_encode_never_emits_nan_or_pickle():
+    with pytest.raises(ValueError):
+        state.encode(math.nan)
+    assert state.encode({"a": [1, "b"]}) == '{"a":[1,"b"]}'
+
+
+_SCRIPT = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import streamlit as st
+from ui import state
+eps = state.commit("eps", st.select_slider("eps", options=[0.1, 1.0, 3.0, 10.0, 30.0], key=state.bind("eps")))
+lam = state.commit("lam", st.select_slider("lam", options=["auto", 1e-3, 1e-2], key=state.bind("lam")))
+meths = state.commit("methods", st.multiselect("methods", ["dpsgd", "model_sensitivity", "loss_perturbation",
+    "prediction_sensitivity", "subsample_aggregate"], key=state.bind("methods")))
+for m in state.url_errors():
+    st.warning(m)
+st.write(f"eps={{eps}} lam={{lam}} n={{len(meths)}}")
+"""
+
+
+def test_url_round_trip_in_a_running_app():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_string(_SCRIPT, default_timeout=30)
+    at.query_params["eps"] = "10"
+    at.query_params["lam"] = '"auto"'
+    at.query_params["methods"] = '["dpsgd"]'
+    at.run()
+    assert not at.exception
+    # URL -> widgets
+    assert at.select_slider(key="w:eps").value == 10.0
+    assert at.select_slider(key="w:lam").value == "auto"
+    assert at.multiselect(key="w:methods").value == ["dpsgd"]
+    # widget -> URL
+    at.select_slider(key="w:eps").set_value(30.0).run()
+    assert at.query_params["eps"] == "30.0"
+    at.multiselect(key="w:methods").select("model_sensitivity").run()
+    assert at.query_params["methods"] == '["dpsgd","model_sensitivity"]'
+    # back to the default removes the parameter
+    at.select_slider(key="w:eps").set_value(3.0).run()
+    assert "eps" not in at.query_params
+    assert "eps=3.0" in at.markdown[0].value
+
+
+def test_invalid_url_value_is_reported_inline():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_string(_SCRIPT, default_timeout=30)
+    at.query_params["eps"] = "-5"
+    at.run()
+    assert not at.exception
+    assert at.select_slider(key="w:eps").value == 3.0
+    assert any("eps" in w.value and "ignored" in w.value for w in at.warning)
+    assert "eps" not in at.query_params

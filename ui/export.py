@@ -1,0 +1,226 @@
+"""Chart and data exports: PNG/SVG/PDF through kaleido v1 + Chromium, standalone HTML, CSV.
+
+Static images need a Chromium-family browser. :func:`figure_bytes` starts kaleido's sync server once
+per process (a persistent headless browser; the first image also pays for the browser start, every
+later one takes a fraction of a second) and raises :class:`ExportUnavailable` with a clear message
+when no browser is found. HTML and CSV never need a browser.
+
+:func:`export_buttons` is the Streamlit row of download buttons every chart gets; it is the only
+function here that imports Streamlit.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import shutil
+import threading
+from typing import Any, Iterable, Mapping, Sequence
+
+import plotly.graph_objects as go
+
+__all__ = [
+    "ExportUnavailable", "IMAGE_FORMATS", "EXPORT_WIDTH", "EXPORT_HEIGHT", "find_browser", "browser_available",
+    "figure_bytes", "figure_html", "rows_csv", "export_buttons", "warm_up", "MIME_TYPES",
+]
+
+IMAGE_FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
+MIME_TYPES: dict[str, str] = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf",
+                              "html": "text/html", "csv": "text/csv"}
+#: Size of exported images in layout pixels (PNG is rendered at ``scale=2`` for print).
+EXPORT_WIDTH = 1000
+EXPORT_HEIGHT = 560
+_BROWSER_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome",
+                       "/usr/bin/google-chrome-stable")
+
+_lock = threading.Lock()
+_server_started = False
+
+
+class ExportUnavailable(RuntimeError):
+    """Static image export is impossible here (no Chromium-family browser, or kaleido failed)."""
+
+
+def find_browser() -> str | None:
+    """Path of a Chromium-family browser: ``$BROWSER_PATH``, the usual system paths, then ``$PATH``."""
+    env = os.environ.get("BROWSER_PATH")
+    if env and os.path.isfile(env):
+        return env
+    for path in _BROWSER_CANDIDATES:
+        if os.path.isfile(path):
+            return path
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def browser_available() -> bool:
+    """True when :func:`figure_bytes` can find a browser to render with."""
+    return find_browser() is not None
+
+
+def _ensure_server() -> None:
+    """Start kaleido's sync server once per process (thread-safe)."""
+    global _server_started
+    if _server_started:
+        return
+    with _lock:
+        if _server_started:
+            return
+        path = find_browser()
+        if path is None:
+            raise ExportUnavailable(
+                "PNG/SVG/PDF export needs Chromium (or Chrome), which was not found on this machine: "
+                "install it (e.g. apt-get install chromium) or set BROWSER_PATH. HTML and CSV exports, and "
+                "the camera icon in the chart toolbar (PNG from your own browser), still work.")
+        try:
+            import kaleido
+        except ImportError as err:  # pragma: no cover - kaleido is a pinned dependency
+            raise ExportUnavailable(f"PNG/SVG/PDF export needs the kaleido package: {err}") from err
+        try:
+            # mathjax=False: no CDN fetch (offline machines); our figures use no LaTeX.
+            kaleido.start_sync_server(path=path, mathjax=False, silence_warnings=True)
+        except Exception as err:  # noqa: BLE001 - any start failure means "unavailable"
+            raise ExportUnavailable(f"could not start the Chromium renderer ({path}): {err}") from err
+        _server_started = True
+
+
+def figure_bytes(fig: go.Figure, fmt: str, *, width: int = EXPORT_WIDTH, height: int | None = None,
+                 scale: float | None = None) -> bytes:
+    """The figure as PNG, SVG or PDF bytes (rendered by kaleido in headless Chromium).
+
+    ``fmt`` is ``"png"``, ``"svg"`` or ``"pdf"``. PNG defaults to ``scale=2`` (print resolution).
+    Raises ``ValueError`` for another format and :class:`ExportUnavailable` when no browser is found
+    or rendering fails.
+    """
+    fmt = str(fmt).lower()
+    if fmt not in IMAGE_FORMATS:
+        raise ValueError(f"fmt must be one of {', '.join(IMAGE_FORMATS)}, got {fmt!r}")
+    _ensure_server()
+    import kaleido
+
+    fig_dict = fig.to_dict() if isinstance(fig, go.Figure) else dict(fig)
+    h = height or fig_dict.get("layout", {}).get("height") or EXPORT_HEIGHT
+    opts = dict(format=fmt, width=int(width), height=int(h), scale=scale if scale is not None else (2 if fmt == "png" else 1))
+    try:
+        return kaleido.calc_fig_sync(fig_dict, opts=opts)
+    except Exception as err:  # noqa: BLE001
+        raise ExportUnavailable(f"rendering the {fmt.upper()} failed: {err}") from err
+
+
+def warm_up() -> bool:
+    """Start the renderer and draw one tiny figure so the user's first export is fast.
+
+    Returns False (never raises) when export is unavailable. Safe to call from a background thread.
+    """
+    try:
+        figure_bytes(go.Figure(go.Scatter(x=[0, 1], y=[0, 1])), "svg", width=200, height=150)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def figure_html(fig: go.Figure) -> bytes:
+    """A standalone, interactive HTML file (plotly.js embedded, works offline), UTF-8 bytes."""
+    html = fig.to_html(full_html=True, include_plotlyjs=True,
+                       config={"displaylogo": False, "toImageButtonOptions": {"format": "svg"}})
+    return html.encode("utf-8")
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        if math.isnan(value):
+            return ""
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "; ".join(str(v) for v in value)
+    return value
+
+
+def rows_csv(rows: Sequence[Mapping[str, Any]], columns: Iterable[str] | None = None) -> bytes:
+    """Result rows as UTF-8 CSV bytes.
+
+    Columns: ``columns`` if given, else privcore's :data:`RESULT_COLUMNS` (when every key is one of
+    them) followed by any extra keys in first-seen order. Infinity is written ``inf``, None empty.
+    """
+    if columns is None:
+        try:
+            from privcore.engine.runner import RESULT_COLUMNS
+            cols = list(RESULT_COLUMNS)
+        except Exception:  # noqa: BLE001 - keep working without the engine
+            cols = []
+        seen = set(cols)
+        present = set()
+        for row in rows:
+            present.update(row.keys())
+            for key in row:
+                if key not in seen:
+                    cols.append(key)
+                    seen.add(key)
+        if rows:
+            cols = [c for c in cols if c in present]
+    else:
+        cols = list(columns)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(cols)
+    for row in rows:
+        writer.writerow([_csv_value(row.get(c)) for c in cols])
+    return buf.getvalue().encode("utf-8")
+
+
+_GREEK = {"ε": "eps", "δ": "delta", "λ": "lambda", "σ": "sigma", "β": "beta", "ρ": "rho", "ν": "nu", "×": "x"}
+
+
+def _slug(text: str) -> str:
+    """An ASCII file name stem: Greek letters spelled out, everything else non-alphanumeric -> '-'."""
+    text = "".join(_GREEK.get(ch, ch) for ch in text.lower())
+    keep = "".join(ch if (ch.isascii() and ch.isalnum()) or ch == "." else "-" for ch in text)
+    while "--" in keep:
+        keep = keep.replace("--", "-")
+    return keep.strip("-") or "chart"
+
+
+def export_buttons(fig: go.Figure, rows: Sequence[Mapping[str, Any]] | None, key: str, *,
+                   filename: str | None = None) -> None:
+    """A row of Streamlit download buttons: PNG, SVG, PDF, HTML and CSV (of ``rows``).
+
+    ``key`` must be unique on the page (it prefixes the buttons' keys). Files are generated only
+    when a button is clicked (Streamlit's deferred ``data`` callables), so drawing the page never
+    waits on the renderer. If Chromium is missing the image buttons are replaced by a note, and the
+    chart's own camera button (PNG from the user's browser) stays available. ``rows=None`` hides
+    the CSV button. The figure is copied, so later changes to ``fig`` do not leak into the files.
+    """
+    import streamlit as st
+
+    title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else key
+    base = _slug(filename or title)
+    frozen = go.Figure(fig)
+    frozen_rows = [dict(r) for r in rows] if rows is not None else None
+    cols = st.columns([1, 1, 1, 1, 1, 3])
+    if browser_available():
+        for i, fmt in enumerate(IMAGE_FORMATS):
+            with cols[i]:
+                st.download_button(fmt.upper(), data=lambda f=fmt: figure_bytes(frozen, f), file_name=f"{base}.{fmt}",
+                                   mime=MIME_TYPES[fmt], key=f"{key}_{fmt}", on_click="ignore",
+                                   help=f"Print-ready {fmt.upper()} (white background, fixed method colours)")
+    else:
+        with cols[5]:
+            st.caption("PNG/SVG/PDF export needs Chromium, which was not found here: use the camera icon "
+                       "in the chart's toolbar for a PNG.")
+    with cols[3]:
+        st.download_button("HTML", data=lambda: figure_html(frozen), file_name=f"{base}.html", mime=MIME_TYPES["html"],
+                           key=f"{key}_html", on_click="ignore", help="Interactive chart, works offline")
+    if frozen_rows is not None:
+        with cols[4]:
+            st.download_button("CSV", data=lambda: rows_csv(frozen_rows), file_name=f"{base}.csv",
+                               mime=MIME_TYPES["csv"], key=f"{key}_csv", on_click="ignore",
+                               help="The numbers behind the chart")

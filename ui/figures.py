@@ -1,0 +1,447 @@
+"""Plotly figure builders for the dashboard (no Streamlit here).
+
+Every figure uses :data:`PRINT_TEMPLATE` (white background, dark readable fonts, light grid) and the
+FIXED per-method colours of :data:`METHOD_COLORS` (Okabe-Ito, colour-blind safe), whatever the
+Streamlit theme: show them with ``st.plotly_chart(fig, theme=None)`` (``ui.widgets.show_figure``
+does that) so Streamlit does not restyle them.
+
+Public builders:
+
+* :func:`curve_figure` - accuracy of each method along one axis, +-1 std band, non-private
+  reference as a dashed line, the current setting as a vertical dotted line, chance level dotted;
+* :func:`winner_map_figure` - a grid coloured by the winning method, all accuracies on hover;
+* :func:`noise_table` / :func:`calibration_table` - the per-method noise tables (pandas frames).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+import plotly.graph_objects as go
+
+__all__ = [
+    "METHOD_COLORS", "METHOD_ORDER", "METHOD_LABELS", "SHORT_LABELS", "AXIS_TITLES", "PRINT_TEMPLATE",
+    "method_label", "method_color", "curve_figure", "winner_map_figure", "noise_table", "calibration_table",
+    "format_number", "winner_grid", "main_noise", "accounting_comparison_figure",
+]
+
+#: Fixed colours (Okabe-Ito palette), identical in every chart and theme.
+METHOD_COLORS: dict[str, str] = {
+    "model_sensitivity": "#0072B2",       # blue
+    "loss_perturbation": "#E69F00",       # orange
+    "dpsgd": "#009E73",                   # bluish green
+    "prediction_sensitivity": "#CC79A7",  # reddish purple
+    "subsample_aggregate": "#D55E00",     # vermillion
+    "non_private": "#333333",             # near black (dashed)
+}
+METHOD_ORDER: tuple[str, ...] = tuple(METHOD_COLORS)
+METHOD_LABELS: dict[str, str] = {
+    "model_sensitivity": "Model sensitivity",
+    "loss_perturbation": "Loss perturbation",
+    "dpsgd": "DP-SGD",
+    "prediction_sensitivity": "Prediction sensitivity",
+    "subsample_aggregate": "Subsample-and-aggregate",
+    "non_private": "Non-private (no noise)",
+}
+SHORT_LABELS: dict[str, str] = {
+    "model_sensitivity": "Model sens.",
+    "loss_perturbation": "Loss pert.",
+    "dpsgd": "DP-SGD",
+    "prediction_sensitivity": "Pred. sens.",
+    "subsample_aggregate": "Subs.-agg.",
+    "non_private": "Non-private",
+}
+#: Axis titles for the result columns a chart may be drawn along.
+AXIS_TITLES: dict[str, str] = {
+    "epsilon": "Privacy loss ε (smaller = more private)",
+    "delta": "δ",
+    "budget": "Inference budget B (number of private predictions)",
+    "n": "Training examples N",
+    "dim": "Input dimension D (PCA)",
+    "classes": "Classes C",
+    "lam": "L2 weight λ (average form)",
+    "teachers": "Teachers T (subsample-and-aggregate)",
+}
+
+_FONT = "Arial, Helvetica, sans-serif"
+PRINT_TEMPLATE = go.layout.Template(
+    layout=go.Layout(
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        font=dict(family=_FONT, size=14, color="#111111"),
+        title=dict(font=dict(size=17, color="#111111"), x=0.0, xanchor="left"),
+        xaxis=dict(showline=True, linecolor="#222222", linewidth=1, mirror=True, ticks="outside",
+                   gridcolor="#E5E5E5", zeroline=False, title=dict(font=dict(size=15)),
+                   tickfont=dict(size=13, color="#111111")),
+        yaxis=dict(showline=True, linecolor="#222222", linewidth=1, mirror=True, ticks="outside",
+                   gridcolor="#E5E5E5", zeroline=False, title=dict(font=dict(size=15)),
+                   tickfont=dict(size=13, color="#111111")),
+        legend=dict(bgcolor="rgba(255,255,255,0.9)", bordercolor="#CCCCCC", borderwidth=1, font=dict(size=13)),
+        hoverlabel=dict(bgcolor="white", font=dict(family=_FONT, size=13, color="#111111")),
+        margin=dict(l=70, r=20, t=60, b=60),
+        colorway=[METHOD_COLORS[m] for m in METHOD_ORDER],
+    )
+)
+
+
+def method_label(method: str) -> str:
+    """Human label of a method name (falls back to the name itself)."""
+    return METHOD_LABELS.get(method, method)
+
+
+def method_color(method: str) -> str:
+    """Fixed hex colour of a method (grey for unknown names)."""
+    return METHOD_COLORS.get(method, "#888888")
+
+
+def _rgba(hex_colour: str, alpha: float) -> str:
+    h = hex_colour.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def format_number(value: Any, digits: int = 3) -> str:
+    """Compact rendering: 1e-05, 0.001, 12.5, 1,000, inf, '-' for None/NaN."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(v):
+        return "-"
+    if math.isinf(v):
+        return "∞" if v > 0 else "-∞"
+    if v == 0:
+        return "0"
+    if float(v).is_integer() and abs(v) < 1e7:
+        return f"{int(v):,}"
+    if abs(v) < 1e-3 or abs(v) >= 1e5:
+        return f"{v:.{digits}g}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e")
+    return f"{v:.{digits}g}"
+
+
+def _x_of(row: Mapping[str, Any], x: str) -> Any:
+    value = row.get(x)
+    if value is None and x != "value":
+        value = row.get("value")
+    return value
+
+
+def _ordered_methods(methods: Iterable[str]) -> list[str]:
+    present = set(methods)
+    return [m for m in METHOD_ORDER if m in present] + sorted(present - set(METHOD_ORDER))
+
+
+def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x: bool,
+                 current: float | None = None, y_title: str = "Test accuracy",
+                 x_title: str | None = None, chance: float | None = None, height: int = 480) -> go.Figure:
+    """Accuracy of every method along column ``x`` of result rows.
+
+    rows: result rows of :func:`privcore.engine.runner.run_sweep` (``method``, ``accuracy_mean``,
+    ``accuracy_std`` and the column ``x``, e.g. ``"epsilon"``, ``"budget"``, ``"delta"``, ``"n"``).
+    One line per method with a shaded +-1 std band (std between repetitions); the ``non_private``
+    rows become a dashed reference line (horizontal when they have a single or infinite x);
+    ``current`` draws a dotted vertical line at the current setting; ``chance`` (default 1/C from
+    the rows' ``classes``) a dotted grey line. On a log axis, non-positive x (e.g. delta = 0) is
+    left out and said so in a note under the chart.
+    """
+    fig = go.Figure()
+    by_method: dict[str, list[tuple[float, float, float]]] = {}
+    dropped = False
+    for row in rows:
+        xv = _x_of(row, x)
+        mean = row.get("accuracy_mean")
+        if xv is None or mean is None:
+            continue
+        try:
+            xf = float(xv)
+        except (TypeError, ValueError):
+            continue
+        if log_x and xf <= 0 and math.isfinite(xf):
+            dropped = True
+            continue
+        std = row.get("accuracy_std") or 0.0
+        by_method.setdefault(row["method"], []).append((xf, float(mean), float(std)))
+
+    finite_x = sorted({p[0] for pts in by_method.values() for p in pts if math.isfinite(p[0])})
+    for method in _ordered_methods(by_method):
+        pts = sorted(by_method[method])
+        colour, label = method_color(method), method_label(method)
+        if method == "non_private":
+            finite = [p for p in pts if math.isfinite(p[0])]
+            if len({p[0] for p in finite}) >= 2:
+                xs, ys = [p[0] for p in finite], [p[1] for p in finite]
+            elif finite_x:
+                ys = [pts[-1][1]] * 2
+                xs = [finite_x[0], finite_x[-1]] if len(finite_x) > 1 else [finite_x[0] * 0.9, finite_x[0] * 1.1]
+            else:
+                continue
+            fig.add_trace(go.Scatter(
+                x=xs, y=ys, mode="lines", name=label, legendgroup=method,
+                line=dict(color=colour, dash="dash", width=2),
+                hovertemplate=f"{label}<br>accuracy %{{y:.3f}}<extra></extra>"))
+            continue
+        pts = [p for p in pts if math.isfinite(p[0])]
+        if not pts:
+            continue
+        xs = [p[0] for p in pts]
+        ys = [p[1] for p in pts]
+        hi = [min(1.0, p[1] + p[2]) for p in pts]
+        lo = [max(0.0, p[1] - p[2]) for p in pts]
+        fig.add_trace(go.Scatter(x=xs, y=hi, mode="lines", line=dict(width=0, color=colour), showlegend=False,
+                                 legendgroup=method, hoverinfo="skip", name=label + " +1 std"))
+        fig.add_trace(go.Scatter(x=xs, y=lo, mode="lines", line=dict(width=0, color=colour), fill="tonexty",
+                                 fillcolor=_rgba(colour, 0.18), showlegend=False, legendgroup=method,
+                                 hoverinfo="skip", name=label + " -1 std"))
+        fig.add_trace(go.Scatter(
+            x=xs, y=ys, mode="lines+markers", name=label, legendgroup=method,
+            line=dict(color=colour, width=2.5), marker=dict(color=colour, size=7),
+            customdata=[[p[2]] for p in pts],
+            hovertemplate=f"{label}<br>{x} = %{{x:.4g}}<br>accuracy %{{y:.3f}} ± %{{customdata[0]:.3f}}<extra></extra>"))
+
+    if chance is None:
+        classes = {r.get("classes") for r in rows if r.get("classes")}
+        if len(classes) == 1:
+            chance = 1.0 / float(classes.pop())
+    if chance is not None and finite_x:
+        xs = [finite_x[0], finite_x[-1]] if len(finite_x) > 1 else [finite_x[0] * 0.9, finite_x[0] * 1.1]
+        fig.add_trace(go.Scatter(x=xs, y=[chance, chance], mode="lines", name=f"Chance (1/C = {chance:.2g})",
+                                 line=dict(color="#999999", dash="dot", width=1.5), hoverinfo="skip"))
+    if current is not None and math.isfinite(float(current)) and not (log_x and float(current) <= 0):
+        fig.add_trace(go.Scatter(x=[float(current)] * 2, y=[0.0, 1.0], mode="lines", name="Current setting",
+                                 line=dict(color="#555555", dash="dot", width=2),
+                                 hovertemplate=f"current setting: {x} = {format_number(current)}<extra></extra>"))
+
+    annotations = []
+    if dropped:
+        annotations.append(dict(text=f"{x} = 0 is not shown on the log axis", xref="paper", yref="paper",
+                                x=1.0, y=-0.2, xanchor="right", showarrow=False, font=dict(size=12, color="#555555")))
+    if not by_method:
+        annotations.append(dict(text="No results to show", xref="paper", yref="paper", x=0.5, y=0.5,
+                                showarrow=False, font=dict(size=16, color="#555555")))
+    fig.update_layout(
+        template=PRINT_TEMPLATE, paper_bgcolor="white", plot_bgcolor="white", title=dict(text=title), height=height, annotations=annotations,
+        xaxis=dict(title=dict(text=x_title or AXIS_TITLES.get(x, x)), type="log" if log_x else "linear"),
+        yaxis=dict(title=dict(text=y_title), range=[0.0, 1.02], tickformat=".1f"),
+        legend=dict(orientation="h", yanchor="top", y=-0.2 if not dropped else -0.27, xanchor="left", x=0.0),
+        margin=dict(l=70, r=20, t=60, b=150),
+        hovermode="closest",
+    )
+    return fig
+
+
+def winner_grid(rows: Sequence[Mapping[str, Any]], x: str, y: str) -> dict[tuple[float, float], dict[str, Mapping[str, Any]]]:
+    """Group rows by finite (x, y) cell: {(x, y): {method: row}}.
+
+    ``non_private`` rows (epsilon = inf) do not make cells of their own; each is attached to the
+    cells it matches on the finite axis, as the reference shown on hover.
+    """
+    cells: dict[tuple[float, float], dict[str, Mapping[str, Any]]] = {}
+    baselines: list[Mapping[str, Any]] = []
+    for row in rows:
+        xv, yv = _x_of(row, x), _x_of(row, y)
+        if xv is None or yv is None or row.get("accuracy_mean") is None:
+            continue
+        if not (math.isfinite(float(xv)) and math.isfinite(float(yv))):
+            if row.get("method") == "non_private":  # epsilon = inf: a reference for every cell it matches
+                baselines.append(row)
+            continue
+        cells.setdefault((float(xv), float(yv)), {})[row["method"]] = row
+    for base in baselines:
+        bx, by = float(_x_of(base, x)), float(_x_of(base, y))
+        for (cx, cy), cell in cells.items():
+            if (not math.isfinite(bx) or bx == cx) and (not math.isfinite(by) or by == cy):
+                cell.setdefault("non_private", base)
+    return cells
+
+
+def winner_map_figure(rows_grid: Sequence[Mapping[str, Any]], x: str, y: str, *, title: str = "Which method wins",
+                      x_title: str | None = None, y_title: str | None = None, height: int = 520) -> go.Figure:
+    """Heatmap over (x, y) coloured by the method with the best mean accuracy in each cell.
+
+    rows_grid: result rows covering a grid (e.g. ``x="epsilon"``, ``y="budget"`` from a sweep with
+    several epsilons and ``vary="budget"``). ``non_private`` rows are reference only (shown on
+    hover, never a winner). Each cell's text is the winner's short label and accuracy; an "≈" marks
+    a cell whose margin over the runner-up does not exceed the repetition noise (see
+    :func:`privcore.recommend.recommend`). Hover lists every method's accuracy +- std.
+    """
+    from privcore.recommend import recommend  # pure helper, no Streamlit
+
+    cells = winner_grid(rows_grid, x, y)
+    xs = sorted({k[0] for k in cells})
+    ys = sorted({k[1] for k in cells})
+    winners_present: list[str] = []
+    z: list[list[float | None]] = []
+    text: list[list[str]] = []
+    hover: list[list[str]] = []
+    for yv in ys:
+        zrow, trow, hrow = [], [], []
+        for xv in xs:
+            cell = cells.get((xv, yv), {})
+            rec = recommend(list(cell.values()))
+            if rec.winner is None:
+                zrow.append(None)
+                trow.append("")
+                hrow.append("no private result")
+                continue
+            if rec.winner not in winners_present:
+                winners_present.append(rec.winner)
+            zrow.append(rec.winner)
+            acc = cell[rec.winner]["accuracy_mean"]
+            trow.append(f"{SHORT_LABELS.get(rec.winner, rec.winner)}<br>{acc:.2f}{'' if rec.significant else ' ≈'}")
+            lines = [f"{x} = {format_number(xv)}, {y} = {format_number(yv)}"]
+            for m in _ordered_methods(cell):
+                r = cell[m]
+                mark = " ◀ winner" if m == rec.winner else ""
+                lines.append(f"{method_label(m)}: {r['accuracy_mean']:.3f} ± {float(r.get('accuracy_std') or 0):.3f}{mark}")
+            if not rec.significant:
+                lines.append("margin within repetition noise (≈)")
+            hrow.append("<br>".join(lines))
+        z.append(zrow)
+        text.append(trow)
+        hover.append(hrow)
+
+    order = _ordered_methods(winners_present)
+    index = {m: i for i, m in enumerate(order)}
+    zi = [[None if v is None else index[v] for v in row] for row in z]
+    k = max(len(order), 1)
+    scale = []
+    for i, m in enumerate(order):
+        scale += [[i / k, _rgba(method_color(m), 0.85)], [(i + 1) / k, _rgba(method_color(m), 0.85)]]
+    if not scale:
+        scale = [[0, "#ffffff"], [1, "#ffffff"]]
+    xlab = [format_number(v) for v in xs]
+    ylab = [format_number(v) for v in ys]
+    # Band i of the colour scale is [i/k, (i+1)/k]: method i is drawn at z = i + 0.5 on [0, k].
+    zc = [[None if v is None else v + 0.5 for v in row] for row in zi]
+    fig = go.Figure(go.Heatmap(
+        z=zc, x=xlab, y=ylab, text=text, texttemplate="%{text}", textfont=dict(size=12, color="#111111"),
+        customdata=hover, hovertemplate="%{customdata}<extra></extra>", colorscale=scale,
+        zmin=0, zmax=k, showscale=False, xgap=2, ygap=2))
+    for m in order:  # legend entries for the categorical colours
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=method_label(m),
+                                 marker=dict(size=14, color=method_color(m), symbol="square")))
+    fig.update_layout(
+        template=PRINT_TEMPLATE, paper_bgcolor="white", plot_bgcolor="white", title=dict(text=title), height=height,
+        xaxis=dict(title=dict(text=x_title or AXIS_TITLES.get(x, x)), type="category", showgrid=False),
+        yaxis=dict(title=dict(text=y_title or AXIS_TITLES.get(y, y)), type="category", showgrid=False),
+        legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0.0),
+        margin=dict(l=90, r=20, t=60, b=130),
+    )
+    return fig
+
+
+_TABLE_FIELDS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon")
+
+
+def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas DataFrame
+    """One line per method at the current setting: noise kind and scales, formula, accuracy.
+
+    rows: result rows (one per method; ``non_private`` included as the reference line).
+    """
+    import pandas as pd
+
+    out = []
+    for method in _ordered_methods(r["method"] for r in rows):
+        r = next(rr for rr in rows if rr["method"] == method)
+        std = r.get("accuracy_std")
+        out.append({
+            "Method": method_label(method),
+            "Noise": (r.get("noise") or "none").replace("_", " "),
+            "σ (Gaussian std)": format_number(r.get("sigma")),
+            "β (inverse scale)": format_number(r.get("beta")),
+            "ρ (extra L2)": format_number(r.get("rho")),
+            "Noise multiplier": format_number(r.get("noise_multiplier")),
+            "Per-query ε": format_number(r.get("per_query_epsilon")),
+            "Accuracy": f"{r['accuracy_mean']:.3f} ± {float(std or 0):.3f}" if r.get("accuracy_mean") is not None else "-",
+            "Formula": r.get("formula") or ("no noise (ε = ∞)" if method == "non_private" else ""),
+            "Note": r.get("note") or "",
+        })
+    return pd.DataFrame(out)
+
+
+def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True):  # noqa: ANN201 - DataFrame
+    """Noise scales of :func:`privcore.calibration.calibrate_all` as a table.
+
+    scales: {method: NoiseScale or CalibrationError}; errors become a line with the message.
+    """
+    import pandas as pd
+
+    out = []
+    for method, s in scales.items():
+        if isinstance(s, Exception):
+            out.append({"Method": method_label(method), "Noise": "not available", "σ (Gaussian std)": "-",
+                        "β (inverse scale)": "-", "ρ (extra L2)": "-", "Noise multiplier": "-", "Per-query ε": "-",
+                        "Per-query δ": "-", "Sensitivity": "-", "Formula": "", "Notes": str(s)})
+            continue
+        out.append({
+            "Method": method_label(method),
+            "Noise": s.noise.replace("_", " "),
+            "σ (Gaussian std)": format_number(s.sigma, 4),
+            "β (inverse scale)": format_number(s.beta, 4),
+            "ρ (extra L2)": format_number(s.rho, 4),
+            "Noise multiplier": format_number(s.noise_multiplier, 4),
+            "Per-query ε": format_number(s.per_query_epsilon, 4),
+            "Per-query δ": format_number(s.per_query_delta, 3),
+            "Sensitivity": format_number(s.sensitivity, 4),
+            "Formula": s.formula,
+            "Notes": "; ".join(s.notes) if with_notes else "",
+        })
+    return pd.DataFrame(out)
+
+
+def main_noise(scale: Any) -> tuple[str, float | None, bool]:
+    """(symbol, value, larger_is_noisier) of a NoiseScale's headline number.
+
+    Gaussian: σ (noisier when larger); DP-SGD: its noise multiplier; Laplace-like and the vote's
+    exponential mechanism: β (an inverse scale: noisier when *smaller*).
+    """
+    if scale is None or isinstance(scale, Exception):
+        return "-", None, True
+    if scale.noise_multiplier is not None:
+        return "noise multiplier", float(scale.noise_multiplier), True
+    if scale.noise == "gaussian":
+        return "σ", float(scale.sigma), True
+    if scale.noise in ("laplace_like", "exponential_mechanism"):
+        return "β", float(scale.beta), False
+    return "-", None, True
+
+
+def accounting_comparison_figure(by_mode: Mapping[str, Mapping[str, Any]], *, title: str,
+                                 reference: str = "corrected", height: int = 440) -> go.Figure:
+    """Grouped bars: each method's noise relative to ``reference`` accounting (1 = same noise).
+
+    by_mode: {accounting mode: {method: NoiseScale or error}}. Ratios are oriented so that > 1
+    always means *more* noise than the reference (σ ratio, or the inverse ratio for β).
+    """
+    modes = list(by_mode)
+    methods = [m for m in METHOD_ORDER if any(m in by_mode[md] for md in modes)]
+    fig = go.Figure()
+    patterns = {"paper": "/", "corrected": "", "tight": "."}
+    greys = {"paper": "#B0B0B0", "corrected": "#606060", "tight": "#202020"}
+    ref = by_mode.get(reference, {})
+    for md in modes:
+        xs, ys, texts = [], [], []
+        for m in methods:
+            sym, v, noisier_up = main_noise(by_mode[md].get(m))
+            _, r, _ = main_noise(ref.get(m))
+            if v is None or r is None or v == 0 or r == 0:
+                continue
+            ratio = v / r if noisier_up else r / v
+            xs.append(method_label(m))
+            ys.append(ratio)
+            texts.append(f"{sym} = {format_number(v, 4)}")
+        fig.add_trace(go.Bar(x=xs, y=ys, name=md, marker=dict(color=greys.get(md, "#888888"),
+                                                              pattern=dict(shape=patterns.get(md, ""))),
+                             customdata=texts, hovertemplate="%{x} (" + md + "): %{customdata}<br>noise × %{y:.3f} vs "
+                             + reference + "<extra></extra>", text=[f"{y:.2f}" for y in ys], textposition="outside"))
+    fig.add_hline(y=1.0, line=dict(color="#333333", dash="dash", width=1))
+    fig.update_layout(template=PRINT_TEMPLATE, paper_bgcolor="white", plot_bgcolor="white", title=dict(text=title), barmode="group", height=height,
+                      yaxis=dict(title=dict(text=f"Noise relative to '{reference}' (>1 = more noise)"), rangemode="tozero"),
+                      xaxis=dict(title=dict(text="")), legend=dict(orientation="h", y=-0.15, x=0.0, title=dict(text="Accounting")),
+                      margin=dict(l=70, r=20, t=60, b=110))
+    return fig

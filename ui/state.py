@@ -1,0 +1,332 @@
+"""The whole page state <-> URL query parameters (JSON-encoded values; never pickle).
+
+Every control of the dashboard is a :class:`Field` in :data:`FIELDS` with a default and a validator.
+Its value lives in Session State under ``"v:<name>"`` (the *store*, which survives page switches),
+and the widget showing it uses the key ``"w:<name>"``. The URL carries ``<name>=<json>`` for every
+value that differs from its default (so a link reproduces exactly what is on screen).
+
+Rules (see :func:`bind` and :func:`commit`):
+
+* At the start of a run, a URL value that differs from the store was typed or pasted by the user
+  (we always write the store back to the URL): it is validated and wins. Invalid values are
+  dropped from the URL and reported (:func:`url_errors`), never raised.
+* A missing URL key does not reset anything (Streamlit clears the URL on page switches).
+* After a widget returns, its value is written to the store and to the URL (removed when default).
+
+The pure half (:func:`encode`, :func:`decode`, :func:`to_params`, :func:`from_params`) has no
+Streamlit dependency and is what the round-trip tests exercise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+__all__ = [
+    "Field", "FIELDS", "DEFAULTS", "encode", "decode", "to_params", "from_params", "bind", "commit", "get", "put",
+    "url_errors", "widget_key", "store_key", "current_values", "reset",
+]
+
+_V = "v:"   # store prefix
+_W = "w:"   # widget prefix
+
+
+@dataclass(frozen=True)
+class Field:
+    """One URL-persisted value: its default and how to validate/normalise a decoded JSON value.
+
+    kind: ``float``, ``int``, ``str``, ``bool``, ``floats`` (list of floats), ``strs`` (list of
+    strings), ``float_or_auto`` (a float or the string ``"auto"``), ``int_or_none``.
+    """
+
+    name: str
+    default: Any
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[Any, ...] | None = None
+    allow_zero: bool = False
+    help: str = ""
+
+    def check(self, value: Any) -> Any:
+        """The normalised value, or ``ValueError`` naming the parameter."""
+        k = self.kind
+        if value is None and self.default is None:
+            return None
+        if k == "float":
+            return self._num(value, float)
+        if k == "int":
+            return self._num(value, int)
+        if k == "int_or_none":
+            return None if value is None else self._num(value, int)
+        if k == "float_or_auto":
+            return "auto" if value == "auto" else self._num(value, float)
+        if k == "bool":
+            if isinstance(value, bool):
+                return value
+            raise ValueError(f"{self.name} must be true or false, got {value!r}")
+        if k == "str":
+            if not isinstance(value, str):
+                raise ValueError(f"{self.name} must be a string, got {value!r}")
+            if self.choices is not None and value not in self.choices:
+                raise ValueError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, got {value!r}")
+            return value
+        if k in ("floats", "strs"):
+            if not isinstance(value, (list, tuple)):
+                raise ValueError(f"{self.name} must be a JSON list, got {value!r}")
+            if k == "strs":
+                out = []
+                for v in value:
+                    if not isinstance(v, str) or (self.choices is not None and v not in self.choices):
+                        raise ValueError(f"{self.name} entries must be among {', '.join(map(str, self.choices or ()))}, got {v!r}")
+                    if v not in out:
+                        out.append(v)
+                return out
+            return [self._num(v, float) for v in value]
+        raise ValueError(f"unknown field kind {k!r}")  # pragma: no cover
+
+    def _num(self, value: Any, typ: type) -> Any:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{self.name} must be a number, got {value!r}")
+        if typ is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(f"{self.name} must be a whole number, got {value!r}")
+            value = int(value)
+        else:
+            value = float(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{self.name} must be finite, got {value!r}")
+        if self.allow_zero and value == 0:
+            return value
+        if self.low is not None and value < self.low:
+            raise ValueError(f"{self.name} must be at least {self.low:g}, got {value!r}")
+        if self.high is not None and value > self.high:
+            raise ValueError(f"{self.name} must be at most {self.high:g}, got {value!r}")
+        return value
+
+
+def _methods() -> tuple[str, ...]:
+    from privcore.methods import METHOD_NAMES
+    return METHOD_NAMES
+
+
+def _spec_default(name: str) -> Any:
+    from privcore.engine.specs import SweepSpec
+    return SweepSpec.__dataclass_fields__[name].default
+
+
+_METHODS = _methods()
+_F = Field
+#: Every persisted control. Defaults were chosen so the first page teaches (see pages/1_Explore.py).
+FIELDS: dict[str, Field] = {f.name: f for f in (
+    # shared sidebar
+    _F("dataset", "mnist-5k", "str", choices=("mnist-5k", "digits", "synthetic", "mnist", "file")),
+    _F("data_file", None, "str"),  # path of an uploaded file under cache/uploads (set by the uploader)
+    _F("repeats", 20, "int", 2, 200),
+    _F("accounting", "corrected", "str", choices=("corrected", "paper", "tight")),
+    _F("device", "auto", "str", choices=("auto", "cpu", "cuda")),
+    # shared setting controls
+    _F("eps", 3.0, "float", 1e-3, 1e4),
+    _F("delta", 1e-5, "float", 1e-12, 0.1, allow_zero=True),
+    _F("budget", 10, "int", 1, 1_000_000),
+    _F("n", None, "int_or_none", 10, 10_000_000),       # None = the data set's full training split
+    _F("lam", 1e-3, "float_or_auto", 1e-8, 10.0),
+    _F("dim", None, "int_or_none", 1, 100_000),        # None = no PCA
+    _F("classes", None, "int_or_none", 2, 10),         # None = all classes
+    _F("clip", _spec_default("clip"), "float", 1e-4, 100.0),        # DP-SGD knobs: privcore's defaults
+    _F("epochs", _spec_default("epochs"), "int", 1, 200),
+    _F("batch_size", _spec_default("batch_size"), "int", 1, 1_000_000),
+    _F("teachers", _spec_default("teachers"), "int", 1, 100_000),
+    _F("methods", list(_METHODS), "strs", choices=_METHODS),
+    # Explore page
+    _F("tab", "epsilon", "str", choices=("epsilon", "budget", "delta", "n")),
+    _F("eps_max", 100.0, "float", 0.01, 1e4),
+    _F("eps_min", 0.1, "float", 1e-3, 1e3),
+    # Who wins page
+    _F("augment", False, "bool"),
+    _F("map_eps", [0.3, 1.0, 3.0, 10.0, 30.0, 100.0], "floats", 1e-3, 1e4),
+    # Calibrate page
+    _F("compare", True, "bool"),
+)}
+DEFAULTS: dict[str, Any] = {name: f.default for name, f in FIELDS.items()}
+
+
+# ---------------------------------------------------------------- pure half (no Streamlit)
+
+def encode(value: Any) -> str:
+    """Compact JSON text of a value (what goes into the URL)."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+def decode(name: str, text: str) -> Any:
+    """Parse and validate one URL value. Bare words (``lam=auto``, ``dataset=digits``) are accepted
+    as strings for convenience; anything invalid raises ``ValueError`` naming the parameter."""
+    if name not in FIELDS:
+        raise ValueError(f"unknown parameter {name!r}")
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        value = text
+    return FIELDS[name].check(value)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    return encode(a) == encode(b)
+
+
+def to_params(values: Mapping[str, Any]) -> dict[str, str]:
+    """Query parameters for ``values``: every known field that differs from its default."""
+    return {k: encode(v) for k, v in values.items() if k in FIELDS and not _equal(v, FIELDS[k].default)}
+
+
+def from_params(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Decode query parameters into (values of the known fields given, error messages).
+
+    Unknown parameters (e.g. ones other pages own) are ignored silently.
+    """
+    values: dict[str, Any] = {}
+    errors: list[str] = []
+    for k, raw in params.items():
+        if k not in FIELDS:
+            continue
+        if isinstance(raw, (list, tuple)):
+            raw = raw[-1] if raw else ""
+        try:
+            values[k] = decode(k, raw)
+        except ValueError as err:
+            errors.append(f"URL parameter {k}={raw} ignored: {err}")
+    return values, errors
+
+
+# ---------------------------------------------------------------- Streamlit half
+
+def store_key(name: str) -> str:
+    return _V + name
+
+
+def widget_key(name: str) -> str:
+    return _W + name
+
+
+def get(name: str) -> Any:
+    """Current value of a field (store, else default), after applying a pending URL value."""
+    import streamlit as st
+
+    _apply_url(name)
+    return st.session_state.get(store_key(name), FIELDS[name].default)
+
+
+def put(name: str, value: Any) -> None:
+    """Set a field's value programmatically (store + URL); the widget picks it up next run."""
+    import streamlit as st
+
+    value = FIELDS[name].check(value)
+    st.session_state[store_key(name)] = value
+    wkey = widget_key(name)
+    if wkey in st.session_state:
+        try:
+            st.session_state[wkey] = value
+        except Exception:  # noqa: BLE001 - widget already drawn this run: it syncs on the next run
+            pass
+    _write_url(name, value)
+
+
+def url_errors() -> list[str]:
+    """Messages about invalid URL values found so far in this session (cleared when read)."""
+    import streamlit as st
+
+    errs = st.session_state.get("_url_errors", [])
+    st.session_state["_url_errors"] = []
+    return list(errs)
+
+
+def _apply_url(name: str) -> None:
+    """If the URL holds a (valid) value for ``name`` that differs from the store, adopt it."""
+    import streamlit as st
+
+    raw = st.query_params.get_all(name) if name in st.query_params else []
+    if not raw:
+        return
+    text = raw[-1]
+    current = st.session_state.get(store_key(name), FIELDS[name].default)
+    if text == encode(current):
+        return
+    try:
+        value = decode(name, text)
+    except ValueError as err:
+        st.session_state.setdefault("_url_errors", []).append(f"URL parameter {name}={text} ignored: {err}")
+        _write_url(name, current)
+        return
+    if _equal(value, current):
+        return
+    st.session_state[store_key(name)] = value
+    st.session_state.pop(widget_key(name), None)  # re-seeded from the store by bind()
+
+
+def bind(name: str, *, normalise: Callable[[Any], Any] | None = None) -> str:
+    """Prepare the widget key of ``name`` for this run and return it.
+
+    Call right before creating the widget with ``key=bind(name)`` and no ``value``/``index``;
+    then pass the widget's return value to :func:`commit`. ``normalise`` maps the stored value to
+    one the widget accepts (e.g. snap to the slider's options).
+    """
+    import streamlit as st
+
+    _apply_url(name)
+    wkey = widget_key(name)
+    value = st.session_state.get(store_key(name), FIELDS[name].default)
+    if normalise is not None:
+        value = normalise(value)
+    if wkey not in st.session_state:
+        st.session_state[wkey] = value
+    else:
+        # Always write the value back, even unchanged: after a page switch the key still belongs to the
+        # previous page's widget, and a widget with a new id only adopts values set through the API.
+        current = st.session_state[wkey]
+        st.session_state[wkey] = normalise(current) if normalise is not None else current
+    return wkey
+
+
+def commit(name: str, value: Any) -> Any:
+    """Record a widget's returned value in the store and the URL; returns the normalised value."""
+    import streamlit as st
+
+    try:
+        value = FIELDS[name].check(value)
+    except ValueError:
+        value = st.session_state.get(store_key(name), FIELDS[name].default)
+    st.session_state[store_key(name)] = value
+    _write_url(name, value)
+    return value
+
+
+def _write_url(name: str, value: Any) -> None:
+    import streamlit as st
+
+    is_default = _equal(value, FIELDS[name].default)
+    present = name in st.query_params
+    if is_default:
+        if present:
+            del st.query_params[name]
+        return
+    text = encode(value)
+    if not present or st.query_params.get(name) != text:
+        st.query_params[name] = text
+
+
+def current_values(names: Iterable[str] | None = None) -> dict[str, Any]:
+    """{name: value} of the given fields (all by default), as stored now."""
+    return {n: get(n) for n in (names or FIELDS)}
+
+
+def reset(names: Iterable[str] | None = None) -> None:
+    """Back to defaults (store, widgets and URL) for the given fields (all by default)."""
+    import streamlit as st
+
+    for n in list(names or FIELDS):
+        st.session_state.pop(store_key(n), None)
+        st.session_state.pop(widget_key(n), None)
+        if n in st.query_params:
+            del st.query_params[n]
