@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["SolveResult", "solve_softmax", "softmax_objective"]
+__all__ = ["SolveResult", "solve_softmax", "softmax_objective", "Preconditioner"]
 
 _F32_FLOOR = 1e-7
 
@@ -85,7 +85,7 @@ def softmax_objective(x: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, lam
     return f, g
 
 
-class _Preconditioner:
+class Preconditioner:
     """Inverse of 0.5 (I - 11^T/C) (x) Sigma + lam I, applied via Sigma's eigendecomposition.
 
     Sigma = X^T X / n of the shared data (or of all rows pooled, for per-problem data).
@@ -120,11 +120,12 @@ def _accept(new_f: torch.Tensor, new_g: torch.Tensor, f: torch.Tensor, gn: torch
 
 def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: torch.Tensor | None = None,
                   classes: int | None = None, init: torch.Tensor | None = None, gtol: float = 1e-5,
-                  max_iter: int = 500, memory: int = 10) -> SolveResult:
+                  max_iter: int = 500, memory: int = 5, precond: "Preconditioner | None" = None) -> SolveResult:
     """Solve P problems (see module docstring) to ||grad f_p||_F <= ``gtol``.
 
     x: [n, D] shared or [P, n, D]; y: [n] or [P, n] int64 labels in [0, C); lam: [P] > 0;
-    linear: [P, D, C] or None; init: [P, D, C] start (zeros by default).
+    linear: [P, D, C] or None; init: [P, D, C] start (zeros by default); precond: a
+    :class:`Preconditioner` built from the same x (pass one to reuse its eigendecomposition).
     Returns a :class:`SolveResult` with theta [P, D, C].
     """
     device, dtype = x.device, torch.float64  # theta and all reductions in float64
@@ -134,7 +135,7 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
     theta_all = torch.zeros(p_total, d, c, device=device, dtype=dtype) if init is None else init.to(device=device, dtype=dtype).clone()
     grad_norm_all = torch.full((p_total,), math.inf, device=device, dtype=torch.float64)
     iters_all = torch.zeros(p_total, dtype=torch.int64, device=device)
-    precond = _Preconditioner(x)
+    precond = precond if precond is not None else Preconditioner(x)
 
     active = torch.arange(p_total, device=device)
     xa, ya = x, y

@@ -14,7 +14,7 @@ import torch
 
 from ..data import Dataset
 from ..device import make_generator
-from ..solver import SolveResult, solve_softmax
+from ..solver import Preconditioner, SolveResult, solve_softmax
 from ..types import Problem
 
 __all__ = ["TrainContext", "accuracy"]
@@ -45,6 +45,7 @@ class TrainContext:
     stats: dict[str, float] = field(default_factory=dict)
     _solves: dict[tuple, SolveResult] = field(default_factory=dict, repr=False)
     _votes: dict[tuple, torch.Tensor] = field(default_factory=dict, repr=False)
+    _precond: list = field(default_factory=list, repr=False)  # [Preconditioner] once built
 
     @classmethod
     def from_dataset(cls, ds: Dataset, problem: Problem, seed: int, device: torch.device, gtol: float = 1e-5) -> "TrainContext":
@@ -64,7 +65,7 @@ class TrainContext:
         """Same data and cached solves, another problem (budget, lam, T, DP-SGD settings)."""
         ctx = TrainContext(self.x_train, self.y_train, self.x_test, self.y_test, self.classes, problem,
                            self.seed, self.device, self.gtol, self.stats)
-        ctx._solves, ctx._votes = self._solves, self._votes
+        ctx._solves, ctx._votes, ctx._precond = self._solves, self._votes, self._precond
         return ctx
 
     def generator(self, *labels: object) -> torch.Generator:
@@ -77,7 +78,10 @@ class TrainContext:
 
     def solve(self, lam: torch.Tensor, linear: torch.Tensor | None = None, init: torch.Tensor | None = None) -> SolveResult:
         """Batched solve on the full training set (see :func:`privcore.solver.solve_softmax`)."""
-        res = solve_softmax(self.x_train, self.y_train, lam, linear, classes=self.classes, init=init, gtol=self.gtol)
+        if not self._precond:  # the eigendecomposition of X^T X / N depends on the data only
+            self._precond.append(Preconditioner(self.x_train))
+        res = solve_softmax(self.x_train, self.y_train, lam, linear, classes=self.classes, init=init, gtol=self.gtol,
+                            precond=self._precond[0])
         self._note_solve(res)
         return res
 

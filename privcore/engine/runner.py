@@ -9,6 +9,7 @@ is already cached, so nothing is lost).
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -35,6 +36,11 @@ RESULT_COLUMNS: tuple[str, ...] = (
 )
 _NOISE_FIELDS = ("noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "formula")
 LAM_AUTO_NOTE = "lambda chosen on a validation split of the training data; that tuning leaks privacy and is not accounted for"
+
+
+#: The last training context of this process (see ``context`` in :func:`run_sweep`).
+_CONTEXTS: dict[tuple[str, int, str], TrainContext] = {}
+_CONTEXTS_LOCK = threading.Lock()
 
 
 class SweepCancelled(RuntimeError):
@@ -146,7 +152,6 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
     variants = spec.variants()
     units = len(variants) * (len(spec.methods) + int(spec.baseline))
     done = 0
-    contexts: dict[str, TrainContext] = {}
 
     def tick(message: str) -> None:
         if progress is not None:
@@ -163,12 +168,15 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
         base_problem = _problem(ds, vspec, fixed_lam)
 
         def context(problem: Problem, ds: Dataset = ds) -> TrainContext:
-            # One context per data set for the whole sweep: variants that share the data (B, delta,
-            # lam, T) reuse its non-private solves and teacher votes.
-            known = contexts.get(ds.fingerprint)
+            # One context per data set, kept across variants and across calls in this process:
+            # what depends only on the data (non-private solves, teacher votes) is trained once,
+            # e.g. moving the epsilon slider re-draws noise but re-trains nothing.
+            key = (ds.fingerprint, spec.seed, str(device))
+            known = _CONTEXTS.get(key)
             fresh = TrainContext.from_dataset(ds, problem, spec.seed, device) if known is None else known.with_problem(problem)
-            contexts.clear()  # keep one data set on the device at a time (N = 1e6 is 3 GB)
-            contexts[ds.fingerprint] = fresh
+            with _CONTEXTS_LOCK:
+                _CONTEXTS.clear()  # keep one data set on the device at a time (N = 1e6 is 3 GB)
+                _CONTEXTS[key] = fresh
             return fresh
 
         jobs: list[tuple[str, list[float]]] = [(m, list(vspec.epsilons)) for m in vspec.methods]
