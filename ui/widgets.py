@@ -21,7 +21,7 @@ import math
 import os
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -317,13 +317,16 @@ def classes_slider(info: DataInfo, container=None) -> int | None:
 
 
 def dpsgd_controls(container=None) -> tuple[float, int, int]:
-    """(clip, epochs, batch size) of DP-SGD."""
-    c = container if container is not None else st
-    clip = log_select("clip", "DP-SGD clip ν", CLIP_GRID, container=c,
+    """(clip, epochs, batch size) of DP-SGD, in one container or in a sequence of three."""
+    if isinstance(container, (list, tuple)):
+        g, h, i = container
+    else:
+        g = h = i = container if container is not None else st
+    clip = log_select("clip", "DP-SGD clip ν", CLIP_GRID, container=g,
                       help="Per-example gradient norm bound. Noise std = noise multiplier × ν.")
-    epochs = log_select("epochs", "DP-SGD epochs", EPOCH_GRID, container=c,
+    epochs = log_select("epochs", "DP-SGD epochs", EPOCH_GRID, container=h,
                         help="Passes over the data; more steps need a larger noise multiplier for the same ε.")
-    batch = log_select("batch_size", "DP-SGD batch size", BATCH_GRID, container=c,
+    batch = log_select("batch_size", "DP-SGD batch size", BATCH_GRID, container=i,
                        help="Expected (Poisson) batch size; sampling rate q = batch / N.")
     return float(clip), int(epochs), int(batch)
 
@@ -391,13 +394,7 @@ def setting_panel(side: SidebarSettings, *, expanded: bool = False, show_n: bool
         classes = classes_slider(info, e) if info is not None else state.get("classes")
         with f:
             st.caption("DP-SGD")
-        g, h, i = st.columns(3)
-        clip = log_select("clip", "DP-SGD clip ν", CLIP_GRID, container=g,
-                          help="Per-example gradient norm bound. Noise std = noise multiplier × ν.")
-        epochs = log_select("epochs", "DP-SGD epochs", EPOCH_GRID, container=h,
-                            help="Passes over the data; more steps need more noise for the same ε.")
-        batch = log_select("batch_size", "DP-SGD batch size", BATCH_GRID, container=i,
-                           help="Expected (Poisson) batch size; sampling rate q = batch / N.")
+        clip, epochs, batch = dpsgd_controls(st.columns(3))
     return Setting(eps=float(eps), delta=float(delta), budget=int(budget), n=n, teachers=int(teachers), lam=lam,
                    dim=dim, classes=classes, clip=float(clip), epochs=int(epochs), batch_size=int(batch),
                    methods=tuple(methods), augment=bool(state.get("augment")))
