@@ -137,10 +137,16 @@ def _check_args(
     )
 
 
+def _data_file(args: _Args) -> str:
+    """The checked data_file of a ``file`` source (``_check_args`` already required it)."""
+    if args.data_file is None:
+        raise ValueError("data_file is required for dataset 'file' (a CSV or NPZ path)")
+    return args.data_file
+
+
 def _memo_key(args: _Args) -> Hashable:
     if args.name == "file":
-        assert args.data_file is not None
-        version: Hashable = userfile.file_key(args.data_file)  # raises DataFileError if missing
+        version: Hashable = userfile.file_key(_data_file(args))  # raises DataFileError if missing
     elif args.name == "mnist":
         folder = mnist_download.mnist_folder(args.cache_dir)
         stamps = []
@@ -163,8 +169,7 @@ def _source(args: _Args) -> RawSource:
     if args.name == "mnist":
         return mnist_download.load_mnist(args.cache_dir)
     if args.name == "file":
-        assert args.data_file is not None
-        return userfile.load_user_file(args.data_file)
+        return userfile.load_user_file(_data_file(args))
     # Synthetic data is generated, so make enough that the training split holds n rows: with
     # per_class rows a class keeps at least per_class * (1 - test_fraction) - 0.5 in training.
     keep = sources.SYNTHETIC_CLASSES if args.classes is None else min(args.classes, sources.SYNTHETIC_CLASSES)
