@@ -7,8 +7,9 @@
 * Gaussian noise: i.i.d. N(0, sigma^2).
 
 torch's Gamma sampler takes no generator, so the Gamma(d, 1) radius is drawn with the
-Marsaglia-Tsang method from our own normal and uniform draws: fully reproducible per seed, on
-CPU and GPU alike.
+Marsaglia-Tsang method from our own normal and uniform draws: reproducible per seed on a given
+device. (CPU and CUDA generators produce different streams, so the same seed gives different,
+equally distributed draws on the two.)
 """
 
 from __future__ import annotations

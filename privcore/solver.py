@@ -14,7 +14,8 @@ H <= 0.5 (I_C - 11^T/C) (x) X^T X / n (Bohning 1992), plus lam_p I. With shared 
 a majoriser, so the first step is already a guaranteed descent step; it also removes most of the
 ill-conditioning of small lam, where plain gradient methods need thousands of iterations.
 Converged problems drop out of the batch, so a problem's answer does not depend on what else was
-solved with it beyond floating-point rounding.
+solved with it beyond the solver tolerance (a curvature pair is skipped for the whole batch when
+any problem rejects it, which can change the path but not the tolerance reached).
 """
 
 from __future__ import annotations

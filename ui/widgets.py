@@ -114,6 +114,22 @@ class SidebarSettings:
                         n=n, dim=dim, classes=classes, augment=augment)
 
 
+def _inside_uploads(path: str | None) -> str | None:
+    """``path`` only if it names a file inside the uploads folder, else None.
+
+    The path arrives from the URL, so anything else (``/etc/...``, ``../``) is ignored rather than
+    read: the server never parses a file the user did not upload.
+    """
+    if not path:
+        return None
+    try:
+        resolved = Path(path).resolve()
+        resolved.relative_to(_uploads_dir().resolve())
+    except (OSError, ValueError):
+        return None
+    return str(resolved)
+
+
 def _uploads_dir() -> Path:
     from privcore.engine.cache import default_results_dir
 
@@ -168,7 +184,7 @@ def sidebar() -> SidebarSettings:
         "Data set", names, key=state.bind("dataset", normalise=lambda v: v if v in names else "mnist-5k"),
         format_func=lambda n: DATASET_LABELS[n],
         help="Every row is scaled into the unit L2 ball; 20 % of the rows are held out as the test set."))
-    data_file = state.get("data_file")
+    data_file = _inside_uploads(state.get("data_file"))
     if dataset == "file":
         up = sb.file_uploader("CSV (numeric columns + a 'label' column) or NPZ (arrays x, y)", type=["csv", "npz"],
                               key="upload_file")

@@ -14,7 +14,7 @@ from typing import Any
 
 __all__ = ["SCHEMA_VERSION", "ResultCache", "point_key", "default_results_dir"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: Gaussian loss perturbation calibrated on ||P b|| ~ sigma chi_2C; L-BFGS memory 5
 
 
 def default_results_dir() -> Path:

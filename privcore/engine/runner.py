@@ -172,7 +172,8 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
             # what depends only on the data (non-private solves, teacher votes) is trained once,
             # e.g. moving the epsilon slider re-draws noise but re-trains nothing.
             key = (ds.fingerprint, spec.seed, str(device))
-            known = _CONTEXTS.get(key)
+            with _CONTEXTS_LOCK:
+                known = _CONTEXTS.get(key)
             fresh = TrainContext.from_dataset(ds, problem, spec.seed, device) if known is None else known.with_problem(problem)
             with _CONTEXTS_LOCK:
                 _CONTEXTS.clear()  # keep one data set on the device at a time (N = 1e6 is 3 GB)

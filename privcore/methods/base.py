@@ -49,7 +49,13 @@ class Method(ABC):
                               formula="epsilon = inf: non-private baseline, no noise")
         if budget.is_pure and not self.supports_pure:
             raise CalibrationError(self._pure_unsupported_message())
-        return self._calibrate(budget, problem, accounting)
+        try:
+            return self._calibrate(budget, problem, accounting)
+        except CalibrationError:
+            raise
+        except (ValueError, RuntimeError) as err:  # e.g. a delta too small for any finite sigma
+            raise CalibrationError(f"{self.name} cannot be calibrated at epsilon={budget.epsilon:g}, "
+                                   f"delta={budget.delta:g}: {err}") from err
 
     def _pure_unsupported_message(self) -> str:
         return f"{self.name} needs delta > 0; use delta > 0 such as 1e-5, or a method that supports delta = 0"
