@@ -193,6 +193,18 @@ def test_cache_hit_returns_identical_numbers_without_computing(tmp_path, monkeyp
         assert a["accuracy_mean"] == b["accuracy_mean"] and a["accuracy_std"] == b["accuracy_std"]
 
 
+def test_rows_report_the_solver_gradient_norm(tmp_path):
+    from privcore.engine.runner import GRAD_NORM_WARN
+
+    res = run_sweep(_small_spec(), cache=ResultCache(tmp_path))
+    for row in res.rows:
+        if row["method"] == "dpsgd":
+            assert row["solver_grad_norm"] is None
+        else:  # every exact-minimiser method reports how exact its solve was
+            assert 0.0 <= row["solver_grad_norm"] < GRAD_NORM_WARN
+    assert not any("gradient norm" in w for w in res.warnings)
+
+
 def test_unrelated_setting_reuses_cache(tmp_path):
     cache = ResultCache(tmp_path)
     run_sweep(_small_spec(methods=("model_sensitivity",)), cache=cache)

@@ -32,8 +32,10 @@ ProgressFn = Callable[[float, str], None]
 RESULT_COLUMNS: tuple[str, ...] = (
     "method", "epsilon", "delta", "budget", "n", "dim", "classes", "lam", "teachers", "accounting", "vary", "value",
     "accuracy_mean", "accuracy_std", "repeats", "seconds", "device", "cached", "noise", "sigma", "beta", "rho",
-    "noise_multiplier", "per_query_epsilon", "formula", "note",
+    "noise_multiplier", "per_query_epsilon", "formula", "note", "solver_grad_norm",
 )
+#: Above this final gradient norm a solve is reported as not (numerically) exact.
+GRAD_NORM_WARN = 1e-3
 _NOISE_FIELDS = ("noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "formula")
 LAM_AUTO_NOTE = "lambda chosen on a validation split of the training data; that tuning leaks privacy and is not accounted for"
 
@@ -90,16 +92,18 @@ def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary: str |
                accounting=spec.accounting, vary=vary, value=vary_value, repeats=spec.repeats,
                accuracy_mean=stored["accuracy_mean"], accuracy_std=stored["accuracy_std"],
                seconds=0.0 if cached else stored["seconds"], device=stored["device"], cached=cached,
-               note=stored.get("note") or None)
+               note=stored.get("note") or None, solver_grad_norm=stored.get("solver_grad_norm"))
     for key in _NOISE_FIELDS:
         row[key] = stored.get("scale", {}).get(key)
     return row
 
 
-def _stored(acc: np.ndarray, scale: NoiseScale | None, seconds: float, device: str, lam: float, note: str = "") -> dict[str, Any]:
+def _stored(acc: np.ndarray, scale: NoiseScale | None, seconds: float, device: str, lam: float, note: str = "",
+            grad_norm: float | None = None) -> dict[str, Any]:
     return {"accuracies": [float(a) for a in acc], "accuracy_mean": float(acc.mean()),
             "accuracy_std": float(acc.std(ddof=1)) if acc.size > 1 else 0.0, "seconds": seconds, "device": device,
-            "lam": lam, "scale": scale.to_dict() if scale is not None else {"noise": "none"}, "note": note}
+            "lam": lam, "scale": scale.to_dict() if scale is not None else {"noise": "none"}, "note": note,
+            "solver_grad_norm": grad_norm}
 
 
 def _evaluate(method: str, ctx: TrainContext, budgets: list[PrivacyBudget], accounting: str,
@@ -210,6 +214,10 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
             for i, (e, stored) in enumerate(zip(epsilons, hits)):
                 if stored is None:
                     continue
+                grad = stored.get("solver_grad_norm")
+                if grad is not None and grad > GRAD_NORM_WARN:
+                    result.warnings.append(f"{method} at epsilon={e:g}: the solver stopped at gradient norm {grad:.2g} "
+                                           f"(> {GRAD_NORM_WARN:g}); the privacy proof assumes the exact minimiser")
                 is_cached = i not in missing
                 result.cached += int(is_cached)
                 result.rows.append(_row(method, e, vspec, base_problem, spec.vary, vary_value, stored, is_cached))
@@ -228,7 +236,7 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
         ctx = context(_problem(ds, spec, fixed_lam))
         theta = ctx.nonprivate_theta(fixed_lam)
         acc = (ctx.test_logits(theta.unsqueeze(0))[0].argmax(dim=1) == ctx.y_test).double().mean().item()
-        return [_stored(np.array([acc]), None, 0.0, dev, fixed_lam)]
+        return [_stored(np.array([acc]), None, 0.0, dev, fixed_lam, grad_norm=ctx.stats.get("max_grad_norm"))]
     auto = spec.lam == "auto" and "lam" in REGISTRY[method].uses
     lams = _choose_lams(method, ds, spec, budgets, device) if auto else [fixed_lam] * len(budgets)
     out: list[dict[str, Any] | None] = [None] * len(budgets)
@@ -237,7 +245,10 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
         ctx = context(_problem(ds, spec, lam))
         scales, acc = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting, spec.repeats)
         for j, i in enumerate(idx):
-            out[i] = _stored(acc[j], scales[j], 0.0, dev, lam, LAM_AUTO_NOTE if auto else "")
+            # The largest final gradient norm of any solve this context made (theta*, teachers, the
+            # perturbed problems): the exactness the sensitivity proofs assume, made visible.
+            grad = ctx.stats.get("max_grad_norm") if method != "dpsgd" else None
+            out[i] = _stored(acc[j], scales[j], 0.0, dev, lam, LAM_AUTO_NOTE if auto else "", grad)
     return out
 
 
