@@ -37,10 +37,7 @@ with st.expander("Problem: N, T, λ, D, C and DP-SGD", expanded=False):
     d, e, f = st.columns(3)
     dim = widgets.dim_slider(info, d)
     classes = widgets.classes_slider(info, e)
-    g, h, i = st.columns(3)
-    clip = widgets.log_select("clip", "DP-SGD clip ν", widgets.CLIP_GRID, container=g)
-    epochs = widgets.log_select("epochs", "DP-SGD epochs", widgets.EPOCH_GRID, container=h)
-    batch = widgets.log_select("batch_size", "DP-SGD batch size", widgets.BATCH_GRID, container=i)
+    clip, epochs, batch = widgets.dpsgd_controls(st.columns(3))
 
 n_eff = n if n is not None else info.n_train
 lam_value = lam
