@@ -14,8 +14,8 @@ H <= 0.5 (I_C - 11^T/C) (x) X^T X / n (Bohning 1992), plus lam_p I. With shared 
 a majoriser, so the first step is already a guaranteed descent step; it also removes most of the
 ill-conditioning of small lam, where plain gradient methods need thousands of iterations.
 Converged problems drop out of the batch, so a problem's answer does not depend on what else was
-solved with it beyond the solver tolerance (a curvature pair is skipped for the whole batch when
-any problem rejects it, which can change the path but not the tolerance reached).
+solved with it: every step, line search and curvature decision is taken per problem, so a
+problem follows the same path alone or in a batch (up to floating-point rounding in the products).
 """
 
 from __future__ import annotations
@@ -177,7 +177,11 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
         # Two-loop recursion with the preconditioner as the initial inverse Hessian.
         q = g.clone()
         alphas = []
-        rhos = [1.0 / (sv * yv).sum(dim=(1, 2)) for sv, yv in zip(s_hist, y_hist)]
+        # A pair a problem rejected is stored as zeros with rho = 0: it leaves q and r unchanged.
+        rhos = []
+        for sv, yv in zip(s_hist, y_hist):
+            curv_h = (sv * yv).sum(dim=(1, 2))
+            rhos.append(torch.where(curv_h > 0, 1.0 / curv_h.clamp_min(1e-300), torch.zeros_like(curv_h)))
         for sv, yv, rho in zip(reversed(s_hist), reversed(y_hist), reversed(rhos)):
             a = rho * (sv * q).sum(dim=(1, 2))
             q = q - a.view(-1, 1, 1) * yv
@@ -213,13 +217,14 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
         new_theta[stalled], new_f[stalled], new_g[stalled] = theta[stalled], f[stalled], g[stalled]
         s_new, y_new = new_theta - theta, new_g - g
         theta, f, g = new_theta, new_f, new_g
-        curv = (s_new * y_new).sum(dim=(1, 2))
-        if bool((curv > 1e-20).all()):
-            s_hist.append(s_new)
-            y_hist.append(y_new)
-            if len(s_hist) > memory:
-                s_hist.pop(0)
-                y_hist.pop(0)
+        # Per-problem curvature check: a problem that rejects this pair gets a neutral zero pair,
+        # so no problem's path depends on the others in its batch.
+        ok = ((s_new * y_new).sum(dim=(1, 2)) > 1e-20).view(-1, 1, 1)
+        s_hist.append(torch.where(ok, s_new, torch.zeros_like(s_new)))
+        y_hist.append(torch.where(ok, y_new, torch.zeros_like(y_new)))
+        if len(s_hist) > memory:
+            s_hist.pop(0)
+            y_hist.pop(0)
 
     floor = _F32_FLOOR * theta_all.flatten(1).norm(dim=1) if x.dtype == torch.float32 else 0.0
     return SolveResult(theta_all, grad_norm_all, iters_all, grad_norm_all <= gtol + floor)
