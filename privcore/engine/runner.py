@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -250,8 +250,3 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
             grad = ctx.stats.get("max_grad_norm") if method != "dpsgd" else None
             out[i] = _stored(acc[j], scales[j], 0.0, dev, lam, LAM_AUTO_NOTE if auto else "", grad)
     return out
-
-
-def replace_spec(spec: SweepSpec, **changes: Any) -> SweepSpec:
-    """``dataclasses.replace`` for specs (re-validates)."""
-    return replace(spec, **changes)
