@@ -200,6 +200,16 @@ def test_dpsgd_epsilon_equals_opacus_rdp(sigma, q, steps, delta):
     assert ours <= opacus_rdp_epsilon(sigma, q, steps, delta, RDP_ORDERS) * (1 + 1e-12)
 
 
+@settings(max_examples=25, deadline=None)
+@given(sigma=st.floats(0.3, 30.0), q=st.floats(1e-4, 0.5), steps=st.integers(1, 20_000),
+       delta=st.sampled_from([1e-3, 1e-5, 1e-8]))
+def test_dpsgd_epsilon_lazy_orders_equal_all_orders(sigma, q, steps, delta):
+    """Fractional orders are evaluated only next to the best integer order (a shortcut that relies on
+    epsilon being unimodal in the order): the result must equal Opacus over every order."""
+    assert dpsgd_epsilon(sigma, q, steps, delta, "rdp") == pytest.approx(
+        opacus_rdp_epsilon(sigma, q, steps, delta), rel=1e-10)
+
+
 def test_dpsgd_abadi_setting():
     """Abadi et al. (2016): q = 0.01, sigma = 4, T = 10000, delta = 1e-5 gives eps ~ 1.26 with the
     moments accountant; RDP (tighter conversion) must certify no more than that, and not absurdly less."""

@@ -45,6 +45,24 @@ def test_solver_reaches_tolerance_and_matches_float64_reference(synth):
     assert float(g.flatten(1).norm(dim=1).max()) < 1e-5
 
 
+def test_solver_null_space_of_the_data_is_solved_exactly(synth):
+    """Rank-deficient data (columns never non-zero, like MNIST's border pixels) with a linear term:
+    the solver iterates only in the data's row space and sets the null-space part in closed form,
+    so the full gradient, including the null-space coordinates, must vanish."""
+    x = torch.tensor(np.array(synth.x_train), dtype=torch.float64)
+    x[:, :5] = 0.0  # five dead features
+    y = torch.tensor(np.array(synth.y_train))
+    gen = torch.Generator().manual_seed(5)
+    lam = torch.tensor([1e-2, 1e-3], dtype=torch.float64)
+    linear = torch.randn(2, x.shape[1], 10, generator=gen, dtype=torch.float64) * 0.05
+    res = solve_softmax(x, y, lam, linear, classes=10, gtol=1e-7)
+    assert bool(res.converged.all())
+    _, g = softmax_objective(x, y, res.theta, lam, linear)
+    assert float(g.flatten(1).norm(dim=1).max()) < 1e-6
+    # The dead features' weights are exactly the closed form -G / lam.
+    torch.testing.assert_close(res.theta[:, :5], -linear[:, :5] / lam.view(-1, 1, 1), rtol=1e-9, atol=1e-9)
+
+
 def test_batched_solve_equals_looped(synth):
     x = torch.tensor(np.array(synth.x_train))
     y = torch.tensor(np.array(synth.y_train))

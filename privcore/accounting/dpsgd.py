@@ -11,6 +11,8 @@ always has an achieved epsilon <= target, re-checked by the accountant.
 
 from __future__ import annotations
 
+import math
+import warnings
 from functools import lru_cache
 
 import numpy as np
@@ -40,23 +42,39 @@ def dpsgd_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta
     ``eps_error``), so a coarser ``eps_error`` is still safe, only less tight.
     """
     from opacus.accountants import PRVAccountant  # heavy imports, only when used
-    from opacus.accountants.analysis.rdp import compute_rdp, get_privacy_spent
 
     check_choice("accountant", accountant, DPSGD_ACCOUNTANTS)
     if accountant == "rdp":
-        orders = list(RDP_ORDERS)
-        rdp = compute_rdp(q=sample_rate, noise_multiplier=noise_multiplier, steps=steps, orders=orders)
-        eps, best = get_privacy_spent(orders=orders, rdp=rdp, delta=delta)
+        # Integer orders first; then only the fractional ones (milliseconds each, most of the
+        # cost) next to the best integer order: epsilon is unimodal in the order, so no other
+        # can do better. Leaving orders out can only raise epsilon, never under-protect.
+        orders = [a for a in RDP_ORDERS if a == int(a)]
+        eps, best = _rdp_epsilon(noise_multiplier, sample_rate, steps, delta, orders)
+        near = [a for a in RDP_ORDERS if a != int(a) and best - 1 < a < best + 1]
+        if near:
+            eps = min(eps, _rdp_epsilon(noise_multiplier, sample_rate, steps, delta, near)[0])
         if best >= orders[-1]:
-            more = list(RDP_ORDERS_EXTENDED)
-            rdp_more = compute_rdp(q=sample_rate, noise_multiplier=noise_multiplier, steps=steps, orders=more)
-            eps_more, _ = get_privacy_spent(orders=more, rdp=rdp_more, delta=delta)
-            eps = min(eps, eps_more)
+            eps = min(eps, _rdp_epsilon(noise_multiplier, sample_rate, steps, delta, list(RDP_ORDERS_EXTENDED))[0])
         return float(eps)
     acc = PRVAccountant()
     acc.history = [(noise_multiplier, sample_rate, steps)]
     # eps_error relative to the likely epsilon keeps the PRV bound tight without huge grids.
     return float(acc.get_epsilon(delta=delta, eps_error=eps_error, delta_error=delta * 1e-3))
+
+
+def _rdp_epsilon(sigma: float, q: float, steps: int, delta: float, orders: list[float]) -> tuple[float, float]:
+    """(epsilon, best order) from Opacus's RDP analysis over ``orders``.
+
+    Opacus warns when the best order is at the end of the list; we pick the lists ourselves
+    (fractional and extended orders are added above), so those warnings are noise here.
+    """
+    from opacus.accountants.analysis.rdp import compute_rdp, get_privacy_spent
+
+    rdp = compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=orders)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Optimal order is the")
+        eps, best = get_privacy_spent(orders=orders, rdp=rdp, delta=delta)
+    return float(eps), float(best)
 
 
 @lru_cache(maxsize=2048)
@@ -80,22 +98,64 @@ def dpsgd_noise_multiplier(epsilon: float, delta: float, sample_rate: float, ste
         )
     # PRV's grid grows as 1/eps_error: a relative error keeps large-epsilon calls fast.
     err = 0.002 * max(eps, 1.0)
-    eps_at = lambda s: dpsgd_epsilon(s, q, k, dlt, accountant, err)  # noqa: E731
-    lo, hi = 0.0, 1.0
+    eps_at = lambda s: _epsilon_cached(s, q, k, dlt, accountant, err)  # noqa: E731
+    # Bracket [lo, hi] with eps_at(lo) > eps >= eps_at(hi) on powers of two: the same few sigmas
+    # for every target, so after the first call the bracket comes from the cache.
+    hi = 1.0
     while eps_at(hi) > eps:
-        lo, hi = hi, hi * 2.0
+        hi *= 2.0
         if hi > _MAX_SIGMA:
             raise CalibrationError(
                 f"dpsgd cannot reach epsilon={eps:g} at delta={dlt:g} with sample rate {q:g} and {k} steps: "
                 "use fewer epochs, a smaller batch, or a larger epsilon/delta"
             )
-    while hi - lo > rel_tol * hi:
-        mid = 0.5 * (lo + hi)
-        if eps_at(mid) <= eps:
-            hi = mid
+    lo = hi / 2.0
+    while eps_at(lo) <= eps and lo > 1e-3:
+        hi, lo = lo, lo / 2.0
+    return _shrink_bracket(lambda s: math.log(eps_at(s)) - math.log(eps), lo, hi, rel_tol)
+
+
+def _shrink_bracket(h, lo: float, hi: float, rel_tol: float) -> float:
+    """Smallest-to-``rel_tol`` sigma in [lo, hi] with h(sigma) <= 0, for h decreasing.
+
+    h(lo) > 0 >= h(hi). Illinois false position on log sigma (log epsilon is close to linear in
+    log sigma, so the estimate is good after two or three accountant calls where bisection needs
+    ten). Once the estimate sits within the tolerance of one end, the probe goes to just under one
+    tolerance from that end, so a single call closes the bracket. A bisection step is taken
+    whenever three calls fail to halve the bracket. ``hi`` always satisfies h <= 0, so the result
+    never under-protects.
+    """
+    tol = -math.log1p(-rel_tol)  # e^u_hi - e^u_lo <= rel_tol e^u_hi  <=>  u_hi - u_lo <= tol
+    u_lo, u_hi = math.log(lo), math.log(hi)
+    h_lo, h_hi = h(lo), h(hi)
+    side, calls, checkpoint = 0, 0, u_hi - u_lo
+    while u_hi - u_lo > tol:
+        if calls >= 3 and u_hi - u_lo > 0.5 * checkpoint:
+            u, side = 0.5 * (u_lo + u_hi), 0
         else:
-            lo = mid
-    # hi always satisfied the target when it was set; re-check anyway (never under-protect).
-    if eps_at(hi) > eps:  # pragma: no cover - defensive
-        raise CalibrationError("internal: calibrated DP-SGD noise does not meet the target epsilon")
-    return hi
+            u = (u_lo * h_hi - u_hi * h_lo) / (h_hi - h_lo)
+            if u_hi - u < 0.5 * tol:
+                u = u_hi - 0.9 * tol
+            elif u - u_lo < 0.5 * tol:
+                u = u_lo + 0.9 * tol
+        if calls >= 3:
+            calls, checkpoint = 0, u_hi - u_lo
+        calls += 1
+        hu = h(math.exp(u))
+        if hu <= 0.0:
+            u_hi, h_hi = u, hu
+            if side == 1:
+                h_lo *= 0.5  # Illinois: the same end moved twice, halve the other's weight
+            side = 1
+        else:
+            u_lo, h_lo = u, hu
+            if side == -1:
+                h_hi *= 0.5
+            side = -1
+    return math.exp(u_hi)
+
+
+@lru_cache(maxsize=8192)
+def _epsilon_cached(sigma: float, q: float, steps: int, delta: float, accountant: str, eps_error: float) -> float:
+    """:func:`dpsgd_epsilon`, memoised: calibrations at other epsilons revisit the same sigmas."""
+    return dpsgd_epsilon(sigma, q, steps, delta, accountant, eps_error)

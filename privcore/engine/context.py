@@ -76,12 +76,17 @@ class TrainContext:
         self.stats["max_grad_norm"] = max(self.stats.get("max_grad_norm", 0.0), float(res.grad_norm.max()))
         self.stats["solver_iterations"] = self.stats.get("solver_iterations", 0.0) + float(res.iterations.max())
 
-    def solve(self, lam: torch.Tensor, linear: torch.Tensor | None = None, init: torch.Tensor | None = None) -> SolveResult:
-        """Batched solve on the full training set (see :func:`privcore.solver.solve_softmax`)."""
+    @property
+    def preconditioner(self) -> Preconditioner:
+        """The training data's eigenbasis and Bohning preconditioner (built once per data set)."""
         if not self._precond:  # the eigendecomposition of X^T X / N depends on the data only
             self._precond.append(Preconditioner(self.x_train))
+        return self._precond[0]
+
+    def solve(self, lam: torch.Tensor, linear: torch.Tensor | None = None, init: torch.Tensor | None = None) -> SolveResult:
+        """Batched solve on the full training set (see :func:`privcore.solver.solve_softmax`)."""
         res = solve_softmax(self.x_train, self.y_train, lam, linear, classes=self.classes, init=init, gtol=self.gtol,
-                            precond=self._precond[0])
+                            precond=self.preconditioner)
         self._note_solve(res)
         return res
 

@@ -84,26 +84,58 @@ class DPSGD(Method):
         x_ext = torch.cat([ctx.x_train, torch.zeros(1, d, device=ctx.device)])
         y_ext = torch.cat([ctx.y_train, torch.zeros(1, dtype=torch.int64, device=ctx.device)])
         xnorm_ext = x_ext.norm(dim=1)
-        positions = torch.arange(n, device=ctx.device)
         minus_one = torch.full((1, 1, 1, 1), -1.0, device=ctx.device)
-        for _ in range(pb.steps):
-            # Poisson sampling: each repetition draws its own mask from its own generator.
-            mask = torch.stack([torch.rand(n, generator=g, device=ctx.device) < q for g in gens])  # [R, N]
-            size = max(1, int(mask.sum(dim=1).max()))
-            # Selected indices first (stable sort on "not selected"), then padding with row n.
-            order = torch.sort((~mask).to(torch.int8), dim=1, stable=True).indices[:, :size]
-            idx = torch.where(mask.gather(1, order), positions[order], n)
-            xb, yb = x_ext[idx], y_ext[idx]  # [R, b, D], [R, b]
-            probs = torch.softmax(torch.bmm(xb, theta).view(repeats, size, e_count, c), dim=3)
-            probs.scatter_add_(3, yb.view(repeats, size, 1, 1).expand(repeats, size, e_count, 1),
-                               minus_one.expand(repeats, size, e_count, 1))
-            resid = probs  # p - y, in place
-            norms = xnorm_ext[idx].unsqueeze(2) * resid.norm(dim=3)  # per-example gradient norms [R, b, E]
-            factor = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
-            grad_sum = torch.bmm(xb.transpose(1, 2), (resid * factor.unsqueeze(3)).view(repeats, size, e_count * c))
-            unit = torch.stack([torch.randn(d, c, generator=g, device=ctx.device) for g in gens])  # [R, D, C]
-            noise = (unit.unsqueeze(2) * (mult * clip).view(1, 1, e_count, 1)).view(repeats, d, e_count * c)
-            theta = theta - lr * (grad_sum + noise) / (q * n)
+        for chunk in _chunks(pb.steps, n, d * c):
+            idx_chunk, sizes, unit_chunk = _draw_chunk(gens, chunk, n, q, d, c, ctx.device)
+            for s in range(chunk):
+                idx = idx_chunk[:, s, : sizes[s]]  # [R, b]: selected rows, then padding with row n
+                size = idx.shape[1]
+                flat = idx.flatten()  # index_select is 2-3x faster than advanced indexing on CPU
+                xb = torch.index_select(x_ext, 0, flat).view(repeats, size, d)  # [R, b, D]
+                yb = torch.index_select(y_ext, 0, flat).view(repeats, size)
+                probs = torch.softmax(torch.bmm(xb, theta).view(repeats, size, e_count, c), dim=3)
+                probs.scatter_add_(3, yb.view(repeats, size, 1, 1).expand(repeats, size, e_count, 1),
+                                   minus_one.expand(repeats, size, e_count, 1))
+                resid = probs  # p - y, in place
+                norms = torch.index_select(xnorm_ext, 0, flat).view(repeats, size, 1) * resid.norm(dim=3)  # per-example gradient norms [R, b, E]
+                factor = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
+                grad_sum = torch.bmm(xb.transpose(1, 2), (resid * factor.unsqueeze(3)).view(repeats, size, e_count * c))
+                noise = (unit_chunk[:, s].unsqueeze(2) * (mult * clip).view(1, 1, e_count, 1)).view(repeats, d, e_count * c)
+                theta = theta - lr * (grad_sum + noise) / (q * n)
         logits = ctx.test_logits(theta.view(repeats, d, e_count, c).permute(0, 2, 1, 3).reshape(repeats * e_count, d, c))
         acc = (logits.argmax(dim=2) == ctx.y_test).double().mean(dim=1)
         return acc.view(repeats, e_count).T.contiguous()
+
+
+def _chunks(steps: int, n: int, params: int, per_run: int = 1 << 18) -> list[int]:
+    """Step counts whose randomness is drawn at once: about ``per_run`` numbers per repetition.
+
+    Depends only on the problem's shape, never on how many repetitions or epsilons share the
+    batch, so repetition r consumes its generator identically whatever else is evaluated.
+    """
+    size = max(1, min(steps, per_run // max(n, params)))
+    return [size] * (steps // size) + ([steps % size] if steps % size else [])
+
+
+def _draw_chunk(gens: list[torch.Generator], chunk: int, n: int, q: float, d: int, c: int,
+                device: torch.device) -> tuple[torch.Tensor, list[int], torch.Tensor]:
+    """Batches and unit noise of ``chunk`` steps for every repetition, each from its own generator.
+
+    Poisson sampling: example i joins the batch of step s with probability q, independently.
+    Returns idx [R, chunk, b] (selected rows in order, padded with row n to the largest batch of
+    the chunk), the largest batch of each step (step s needs only idx[:, s, :sizes[s]]) and unit
+    Gaussian noise [R, chunk, D, C].
+    """
+    masks, units = [], []
+    for g in gens:
+        masks.append(torch.rand(chunk, n, generator=g, device=device) < q)
+        units.append(torch.randn(chunk, d, c, generator=g, device=device))
+    mask = torch.stack(masks)  # [R, chunk, N]
+    counts = mask.sum(dim=2)  # [R, chunk]
+    size = max(1, int(counts.max()))
+    where = mask.nonzero()  # (r, s, i), row-major: the selected rows of each (r, s) in order
+    starts = (torch.cumsum(counts.flatten(), 0) - counts.flatten()).repeat_interleave(counts.flatten())
+    slot = torch.arange(where.shape[0], device=device) - starts
+    idx = torch.full((len(gens), chunk, size), n, dtype=torch.int64, device=device)
+    idx[where[:, 0], where[:, 1], slot] = where[:, 2]
+    return idx, [max(1, int(v)) for v in counts.max(dim=0).values.tolist()], torch.stack(units)
