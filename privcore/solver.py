@@ -9,14 +9,16 @@ where the data are shared by all problems (x: [n, D], y: [n]) or given per probl
 average form and ``G_p`` an optional linear term (loss perturbation's tr(B^T theta) / N).
 
 Method: L-BFGS with a per-problem Armijo backtracking line search, all problems advancing in
-lockstep, preconditioned by Bohning's bound on the softmax Hessian,
-H <= 0.5 (I_C - 11^T/C) (x) X^T X / n (Bohning 1992), plus lam_p I. With shared data that bound is
-a majoriser, so the first step is already a guaranteed descent step; it also removes most of the
-ill-conditioning of small lam, where plain gradient methods need thousands of iterations.
-The solve runs in the eigenbasis of X^T X / n, where that preconditioner is diagonal. Directions in
-the null space of the data (pixels never lit in training, for instance) carry no data term: there
-the objective is (lam_p / 2) ||theta||^2 + <G_p, theta>, minimised in closed form by -G_p / lam_p,
-so the iterations run only over the data's row space (651 of 784 dimensions on mnist-5k).
+lockstep, in the eigenbasis of X^T X / n. Directions in the null space of the data (pixels never
+lit in training, for instance) carry no data term: there the objective is
+(lam_p / 2) ||theta||^2 + <G_p, theta>, minimised in closed form by -G_p / lam_p, so the
+iterations run only over the data's row space (651 of 784 dimensions on mnist-5k). In that basis
+the initial inverse Hessian of L-BFGS is diagonal: by default the Hessian's own diagonal at the
+start point, (1/n) sum_i p_ic (1 - p_ic) x_ik^2 + lam_p (a Jacobi preconditioner in the eigenbasis;
+measured 2-3x fewer iterations than the alternative), or Bohning's bound
+H <= 0.5 (I_C - 11^T/C) (x) X^T X / n + lam_p I (Bohning 1992; ``scaling="bohning"``), a majoriser
+whose eigenvalues are 0.5 evals + lam_p. Either removes most of the ill-conditioning of small lam,
+where plain gradient methods need thousands of iterations.
 Converged problems drop out of the batch, so a problem's answer does not depend on what else was
 solved with it: every step, line search and curvature decision is taken per problem, so a
 problem follows the same path alone or in a batch (up to floating-point rounding in the products).
@@ -124,6 +126,25 @@ class Preconditioner:
         return (g - mean) / (0.5 * self.evals.view(1, -1, 1) + lam.view(-1, 1, 1)) + mean / lam.view(-1, 1, 1)
 
 
+def hessian_diagonal(x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """Diagonal [P, r, C] of the loss Hessian at theta [P, r, C], in basis coordinates.
+
+    The Hessian of (1/n) sum_i CE is (1/n) sum_i (diag(p_i) - p_i p_i^T) (x) x_i x_i^T; its diagonal
+    entry for (direction k, class c) is (1/n) sum_i p_ic (1 - p_ic) x_ik^2. x: [n, r] or [P, n, r].
+    """
+    p, r, c = theta.shape
+    th = theta.to(x.dtype)
+    if x.dim() == 2:
+        n = x.shape[0]
+        prob = torch.softmax((x @ th.permute(1, 0, 2).reshape(r, p * c)).view(n, p * c).view(n, p, c), dim=2)
+        diag = ((x * x).T @ (prob * (1 - prob)).view(n, p * c)).view(r, p, c).permute(1, 0, 2)
+    else:
+        n = x.shape[1]
+        prob = torch.softmax(torch.bmm(x, th), dim=2)
+        diag = torch.bmm((x * x).transpose(1, 2), prob * (1 - prob))
+    return diag.double() / n
+
+
 def _accept(new_f: torch.Tensor, new_g: torch.Tensor, f: torch.Tensor, gn: torch.Tensor, step: torch.Tensor,
             slope: torch.Tensor) -> torch.Tensor:
     """Armijo sufficient decrease, or a clear drop of the gradient norm.
@@ -138,7 +159,8 @@ def _accept(new_f: torch.Tensor, new_g: torch.Tensor, f: torch.Tensor, gn: torch
 
 def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: torch.Tensor | None = None,
                   classes: int | None = None, init: torch.Tensor | None = None, gtol: float = 1e-5,
-                  max_iter: int = 500, memory: int = 5, precond: "Preconditioner | None" = None) -> SolveResult:
+                  max_iter: int = 500, memory: int = 5, precond: "Preconditioner | None" = None,
+                  scaling: str = "diagonal") -> SolveResult:
     """Solve P problems (see module docstring) to ||grad f_p||_F <= ``gtol``.
 
     x: [n, D] shared or [P, n, D]; y: [n] or [P, n] int64 labels in [0, C); lam: [P] > 0;
@@ -166,6 +188,13 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
     lin_basis = lin_a
     theta = theta_all.clone()
     f, g = softmax_objective(xa, ya, theta, lam_a, lin_a)
+    # Initial inverse Hessian of L-BFGS, diagonal in (eigen-direction, class) coordinates.
+    if scaling == "diagonal":
+        curv = hessian_diagonal(xa, theta)
+    elif scaling == "bohning":
+        curv = (0.5 * precond.evals).view(1, -1, 1).expand(p_total, -1, c)
+    else:
+        raise ValueError(f"scaling must be one of ('diagonal', 'bohning'), got {scaling!r}")
     s_hist: list[torch.Tensor] = []
     y_hist: list[torch.Tensor] = []
 
@@ -188,6 +217,7 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
                 break
             # Compact the batch: converged problems leave, their history with them.
             active, theta, f, g, lam_a = active[keep], theta[keep], f[keep], g[keep], lam_a[keep]
+            curv = curv[keep]
             stalled, gn = stalled[keep], gn[keep]
             if lin_a is not None:
                 lin_a = lin_a[keep]
@@ -208,7 +238,7 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
             a = rho * (sv * q).sum(dim=(1, 2))
             q = q - a.view(-1, 1, 1) * yv
             alphas.append(a)
-        r = precond.apply(q, lam_a)
+        r = q / (curv + lam_a.view(-1, 1, 1))
         for (sv, yv, rho), a in zip(zip(s_hist, y_hist, rhos), reversed(alphas)):
             b = rho * (yv * r).sum(dim=(1, 2))
             r = r + sv * (a - b).view(-1, 1, 1)
@@ -216,7 +246,7 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
         slope = (g * direction).sum(dim=(1, 2))
         bad = slope >= 0  # numerical trouble: fall back to the preconditioned gradient
         if bad.any():
-            direction[bad] = -precond.apply(g[bad], lam_a[bad])
+            direction[bad] = -g[bad] / (curv[bad] + lam_a[bad].view(-1, 1, 1))
             slope = (g * direction).sum(dim=(1, 2))
 
         # Armijo backtracking, per problem; usually step 1 is accepted at once.
