@@ -27,6 +27,17 @@ def _warm_exporter() -> bool:
     return True
 
 
+@st.cache_resource(show_spinner=False)
+def _warm_core() -> bool:
+    """Import the accountants and parse the default data in the background, once per process."""
+    if os.environ.get("PRIVCORE_CORE_WARMUP", "1") == "0":
+        return False
+    from privcore.engine.warmup import warm_up
+
+    threading.Thread(target=warm_up, name="privcore-warmup", daemon=True).start()
+    return True
+
+
 _PAGES = [
     ("pages/1_Explore.py", "Explore", ":material/insights:", True),
     ("pages/2_Who_wins.py", "Who wins", ":material/grid_view:", False),
@@ -37,6 +48,7 @@ _PAGES = [
 pages = [st.Page(path, title=title, icon=icon, default=default)
          for path, title, icon, default in _PAGES if (ROOT / path).is_file()]
 nav = st.navigation(pages)
+_warm_core()
 _warm_exporter()
 nav.run()
 # Every page draws the shared sidebar itself (widgets.sidebar() is idempotent within a run), after its

@@ -1,0 +1,18 @@
+"""Pay the one-off costs of a first request ahead of time (for a server such as the dashboard)."""
+
+from __future__ import annotations
+
+__all__ = ["warm_up"]
+
+
+def warm_up(dataset: str = "mnist-5k") -> None:
+    """Import Opacus's accountants (about 2 s: the package pulls in torch.distributed) and load
+    ``dataset`` into the in-process memo, so the first calibration and sweep do not wait for them.
+
+    Safe to run in a background thread: both steps are idempotent and results are memoised.
+    """
+    import opacus.accountants  # noqa: F401 - the import is the point
+
+    from ..data import load_dataset
+
+    load_dataset(dataset)

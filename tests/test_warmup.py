@@ -1,0 +1,25 @@
+"""privcore.engine.warmup: the background warm-up imports the accountants and memoises the data."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+
+def test_warm_up_imports_opacus_and_memoises_the_data() -> None:
+    # A fresh interpreter: in this one other tests may already have imported Opacus.
+    code = textwrap.dedent("""
+        import sys
+        from privcore.data import loader
+        from privcore.engine.warmup import warm_up
+        assert "opacus" not in sys.modules
+        before = len(loader._MEMO._items)
+        warm_up("digits")
+        assert "opacus.accountants" in sys.modules
+        assert len(loader._MEMO._items) == before + 1
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
