@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -160,13 +161,14 @@ def _accept(new_f: torch.Tensor, new_g: torch.Tensor, f: torch.Tensor, gn: torch
 def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: torch.Tensor | None = None,
                   classes: int | None = None, init: torch.Tensor | None = None, gtol: float = 1e-5,
                   max_iter: int = 500, memory: int = 5, precond: "Preconditioner | None" = None,
-                  scaling: str = "diagonal") -> SolveResult:
+                  scaling: str = "diagonal", callback: "Callable[[], None] | None" = None) -> SolveResult:
     """Solve P problems (see module docstring) to ||grad f_p||_F <= ``gtol``.
 
     x: [n, D] shared or [P, n, D]; y: [n] or [P, n] int64 labels in [0, C); lam: [P] > 0;
     linear: [P, D, C] or None; init: [P, D, C] start (zeros by default); precond: a
     :class:`Preconditioner` built from the same x (pass one to reuse its eigendecomposition and
-    rotated data). Returns a :class:`SolveResult` with theta [P, D, C]; its grad_norm is that of
+    rotated data); callback: called once per iteration (it may raise, e.g. to cancel).
+    Returns a :class:`SolveResult` with theta [P, D, C]; its grad_norm is that of
     the full objective (the null-space part of the gradient is zero by construction).
     """
     device, dtype = x.device, torch.float64  # theta and all reductions in float64
@@ -200,6 +202,8 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
 
     stalled = torch.zeros(p_total, dtype=torch.bool, device=device)
     for it in range(max_iter + 1):
+        if callback is not None:
+            callback()
         gn = g.flatten(1).norm(dim=1)
         # float32 data products evaluate the loss gradient at theta rounded to float32, an error of
         # about 0.5 * 6e-8 * ||theta||: a tolerance below that floor is unreachable, so it is added.

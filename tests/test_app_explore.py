@@ -149,3 +149,21 @@ def test_who_wins_maps():
     assert not at.error, texts(at.error)
     assert len(at.get("plotly_chart")) == 2
     assert at.query_params["map_eps"] == "[1.0,10.0]"
+
+
+def test_who_wins_with_augmentation_shows_the_group_privacy_caveat():
+    # digits is an image data set (8x8), so N may grow with deformed copies; small and fast.
+    at = app(dataset='"digits"', augment="true", map_eps="[1.0,10.0]",
+             methods='["model_sensitivity","subsample_aggregate"]').run()
+    at.switch_page("pages/2_Who_wins.py").run()
+    assert not at.exception, at.exception
+    assert any("group privacy" in w and "deformed copies" in w for w in texts(at.warning))
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_augmentation_caveat_names_group_privacy():
+    from ui.widgets import augmentation_caveat
+
+    text = augmentation_caveat(4000, 16000, 1.0)
+    assert "16,000 exceeds the 4,000 real" in text
+    assert "about 4.0 rows" in text and "group privacy" in text and "about 4-DP" in text

@@ -247,6 +247,42 @@ def test_progress_and_cancel(tmp_path):
         run_sweep(_small_spec(seed=5), cache=ResultCache(tmp_path), cancel=lambda: True)
 
 
+@pytest.mark.parametrize("method", ["dpsgd", "loss_perturbation"])
+def test_cancel_acts_inside_a_batch(tmp_path, method):
+    """The cancel callable is polled at every DP-SGD step and solver iteration, not only between
+    batches: with one method and no baseline, the only polls after the batch has started come
+    from inside it, and nothing of the interrupted batch is stored."""
+    from privcore.engine.runner import SweepCancelled
+
+    calls = []
+
+    def cancel() -> bool:
+        calls.append(1)
+        return len(calls) > 2  # the 'loading' and the method's own tick pass; the next poll stops it
+
+    spec = _small_spec(methods=(method,), baseline=False, seed=9)
+    cache = ResultCache(tmp_path)
+    with pytest.raises(SweepCancelled):
+        run_sweep(spec, cache=cache, cancel=cancel)
+    assert len(calls) == 3
+    assert run_sweep(spec, cache=cache).computed == 2  # nothing was cached by the cancelled run
+
+
+def test_solver_calls_back_every_iteration_and_its_exception_stops_it(synth):
+    x = torch.tensor(np.array(synth.x_train))
+    y = torch.tensor(np.array(synth.y_train))
+    lam = torch.tensor([1e-3], dtype=torch.float64)
+    seen = []
+    res = solve_softmax(x, y, lam, classes=10, callback=lambda: seen.append(1))
+    assert len(seen) == int(res.iterations.max()) + 1
+
+    def stop() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        solve_softmax(x, y, lam, classes=10, callback=stop)
+
+
 def test_vary_axis_rows_and_auto_lambda(tmp_path):
     res = run_sweep(_small_spec(methods=("prediction_sensitivity",), vary="budget", values=(1, 100)), cache=ResultCache(tmp_path))
     pred = {r["value"]: r["accuracy_mean"] for r in res.rows if r["method"] == "prediction_sensitivity"}

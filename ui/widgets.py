@@ -31,7 +31,7 @@ from . import state
 from .figures import format_number, method_label
 
 __all__ = [
-    "SidebarSettings", "Setting", "DataInfo", "sidebar", "setting_panel", "log_select", "epsilon_slider",
+    "SidebarSettings", "Setting", "DataInfo", "augmentation_caveat", "sidebar", "setting_panel", "log_select", "epsilon_slider",
     "delta_slider", "budget_slider", "n_slider", "teachers_slider", "lam_slider", "dim_slider", "classes_slider",
     "dpsgd_controls", "methods_select", "make_spec", "spec_or_error", "setting_problems", "run_with_progress",
     "show_warnings", "show_error", "show_figure", "data_info", "EPS_GRID", "DELTA_GRID", "BUDGET_GRID",
@@ -469,9 +469,18 @@ def setting_problems(side: SidebarSettings, s: Setting) -> tuple[list[str], list
         warnings.append("λ = auto tunes λ on a validation split of the training data: that tuning leaks privacy "
                         "and is not accounted for (as in the paper), and it is about 6× slower.")
     if s.n is not None and side.info is not None and s.n > side.info.n_train:
-        warnings.append(f"N = {s.n:,} exceeds the {side.info.n_train:,} real training examples: the rest are "
-                        "deformed copies (augmentation), which are slow to build and not independent examples.")
+        warnings.append(augmentation_caveat(side.info.n_train, s.n, s.eps))
     return errors, warnings
+
+
+def augmentation_caveat(n_real: int, n: int, eps: float) -> str:
+    """What growing N = ``n`` from ``n_real`` real examples by deformed copies means for privacy."""
+    k = n / n_real
+    return (f"N = {n:,} exceeds the {n_real:,} real training examples: the rest are deformed copies "
+            f"(augmentation), slow to build and not independent. Each real image shapes about {k:.1f} rows, and "
+            f"the guarantee is per row: for the person behind an image it holds only by group privacy, about "
+            f"{format_number(k * eps)}-DP at ε = {format_number(eps)} (k rows cost kε, and δ grows too). The "
+            "paper's InfiMNIST study shares this caveat.")
 
 
 def make_spec(side: SidebarSettings, s: Setting, *, epsilons: Sequence[float], vary: str | None = None,
@@ -545,7 +554,8 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
 
     Returns the :class:`SweepResult`, or None when the run failed (shown inline) or was cancelled
     (finished points stay cached; a "Resume" button continues). Results are memoised per session
-    and on disk, so repeating a spec is instant. Cancelling takes effect between method batches.
+    and on disk, so repeating a spec is instant. Cancelling takes effect within a quarter of a second:
+    the progress callback, where Streamlit can stop the script, runs inside every batch.
     """
     from privcore.engine.runner import SweepCancelled, run_sweep
 
@@ -566,7 +576,7 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
     with holder.container(border=True):
         device = _device_text(spec.device)
         bar = st.progress(0.0, text=f"{label} on {device}: starting...")
-        if st.button("Cancel", key=f"{key}_cancel", help="Stop after the current batch; finished points stay cached"):
+        if st.button("Cancel", key=f"{key}_cancel", help="Stop now; finished points stay cached"):
             cancelled[key] = sig
             holder.empty()
             st.rerun()

@@ -8,6 +8,7 @@ costs one solve for any number of repetitions and epsilons.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import torch
@@ -43,6 +44,9 @@ class TrainContext:
     device: torch.device
     gtol: float = 1e-5
     stats: dict[str, float] = field(default_factory=dict)
+    #: Called with the fraction done of the current batch (None when unknown) at every solver
+    #: iteration and DP-SGD step; may raise to stop the work (cancel) and reports progress.
+    poll: Callable[[float | None], None] | None = field(default=None, repr=False, compare=False)
     _solves: dict[tuple, SolveResult] = field(default_factory=dict, repr=False)
     _votes: dict[tuple, torch.Tensor] = field(default_factory=dict, repr=False)
     _precond: list = field(default_factory=list, repr=False)  # [Preconditioner] once built
@@ -68,6 +72,11 @@ class TrainContext:
         ctx._solves, ctx._votes, ctx._precond = self._solves, self._votes, self._precond
         return ctx
 
+    def checkpoint(self, fraction: float | None = None) -> None:
+        """Let the caller report progress or cancel (see ``poll``) in the middle of a batch."""
+        if self.poll is not None:
+            self.poll(fraction)
+
     def generator(self, *labels: object) -> torch.Generator:
         """A generator on this context's device derived from (seed, *labels)."""
         return make_generator(self.seed, *labels, device=self.device)
@@ -86,7 +95,7 @@ class TrainContext:
     def solve(self, lam: torch.Tensor, linear: torch.Tensor | None = None, init: torch.Tensor | None = None) -> SolveResult:
         """Batched solve on the full training set (see :func:`privcore.solver.solve_softmax`)."""
         res = solve_softmax(self.x_train, self.y_train, lam, linear, classes=self.classes, init=init, gtol=self.gtol,
-                            precond=self.preconditioner)
+                            precond=self.preconditioner, callback=self.checkpoint)
         self._note_solve(res)
         return res
 
@@ -117,7 +126,7 @@ class TrainContext:
             xs = self.x_train[perm].view(teachers, m, -1)
             ys = self.y_train[perm].view(teachers, m)
             lam_t = torch.full((teachers,), float(lam), dtype=torch.float64, device=self.device)
-            res = solve_softmax(xs, ys, lam_t, classes=self.classes, gtol=self.gtol)
+            res = solve_softmax(xs, ys, lam_t, classes=self.classes, gtol=self.gtol, callback=self.checkpoint)
             self._note_solve(res)
             pred = self.test_logits(res.theta).argmax(dim=2)  # [T, M]
             votes = torch.zeros(self.x_test.shape[0], self.classes, dtype=torch.float64, device=self.device)

@@ -2,8 +2,8 @@
 
 For each variant of the spec (one value of the varied axis) the data set is loaded once, and for
 each method all missing epsilons x repetitions are evaluated in one batched call. Progress is
-reported through a callback; a cancel callable is polled between batches (what is done by then
-is already cached, so nothing is lost).
+reported through a callback; a cancel callable is polled between batches and inside them, at every
+solver iteration and DP-SGD step (what is done by then is already cached, so nothing is lost).
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ def _evaluate(method: str, ctx: TrainContext, budgets: list[PrivacyBudget], acco
     return scales, acc.detach().cpu().numpy()
 
 
-def _choose_lams(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBudget], device) -> list[float]:
+def _choose_lams(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBudget], device,
+                 poll: Callable[[float | None], None] | None = None) -> list[float]:
     """Per epsilon, the lam in :data:`LAM_AUTO_GRID` with the best mean validation accuracy.
 
     The validation split is the last 20 % of a seeded permutation of the training set.
@@ -131,6 +132,7 @@ def _choose_lams(method: str, ds: Dataset, spec: SweepSpec, budgets: list[Privac
     for lam in LAM_AUTO_GRID:
         problem = _problem(sub, spec, lam)
         ctx = TrainContext.from_dataset(sub, problem, spec.seed, device) if base_ctx is None else base_ctx.with_problem(problem)
+        ctx.poll = poll
         base_ctx = ctx
         _, acc = _evaluate(method, ctx, budgets, spec.accounting, reps)
         for i, a in enumerate(acc.mean(axis=1)):
@@ -157,9 +159,24 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
     units = len(variants) * (len(spec.methods) + int(spec.baseline))
     done = 0
 
+    current = [""]  # the message of the batch under way
+    last_report = [time.perf_counter()]
+
     def tick(message: str) -> None:
+        current[0] = message
         if progress is not None:
             progress(min(done / max(units, 1), 1.0), message)
+            last_report[0] = time.perf_counter()
+        if cancel is not None and cancel():
+            raise SweepCancelled("sweep cancelled; finished points are cached")
+
+    def poll(fraction: float | None) -> None:
+        # Inside a batch (every solver iteration, every DP-SGD step): cancel at once, and report
+        # progress at most 4 times a second (a UI's progress bar is also where it can stop us).
+        if progress is not None and time.perf_counter() - last_report[0] >= 0.25:
+            within = 0.0 if fraction is None else min(max(fraction, 0.0), 1.0)
+            progress(min((done + within) / max(units, 1), 1.0), current[0])
+            last_report[0] = time.perf_counter()
         if cancel is not None and cancel():
             raise SweepCancelled("sweep cancelled; finished points are cached")
 
@@ -182,6 +199,7 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
             with _CONTEXTS_LOCK:
                 _CONTEXTS.clear()  # keep one data set on the device at a time (N = 1e6 is 3 GB)
                 _CONTEXTS[key] = fresh
+            fresh.poll = poll  # this call's progress and cancel, not a stored context's
             return fresh
 
         jobs: list[tuple[str, list[float]]] = [(m, list(vspec.epsilons)) for m in vspec.methods]
@@ -199,7 +217,7 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
                 t0 = time.perf_counter()
                 budgets = [PrivacyBudget(epsilons[i], vspec.delta) for i in missing]
                 try:
-                    fresh = _compute(method, ds, vspec, budgets, fixed_lam, context, device)
+                    fresh = _compute(method, ds, vspec, budgets, fixed_lam, context, device, poll)
                 except CalibrationError as err:
                     result.warnings.append(f"{method}: {err}")
                     fresh = [None] * len(missing)
@@ -229,7 +247,8 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
 
 
 def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBudget], fixed_lam: float,
-             context: Callable[[Problem], TrainContext], device) -> list[dict[str, Any] | None]:
+             context: Callable[[Problem], TrainContext], device,
+             poll: Callable[[float | None], None] | None = None) -> list[dict[str, Any] | None]:
     """Evaluate the missing points of one method in one batch (per chosen lam when auto)."""
     dev = str(device)
     if method == "non_private":
@@ -238,7 +257,7 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
         acc = (ctx.test_logits(theta.unsqueeze(0))[0].argmax(dim=1) == ctx.y_test).double().mean().item()
         return [_stored(np.array([acc]), None, 0.0, dev, fixed_lam, grad_norm=ctx.stats.get("max_grad_norm"))]
     auto = spec.lam == "auto" and "lam" in REGISTRY[method].uses
-    lams = _choose_lams(method, ds, spec, budgets, device) if auto else [fixed_lam] * len(budgets)
+    lams = _choose_lams(method, ds, spec, budgets, device, poll) if auto else [fixed_lam] * len(budgets)
     out: list[dict[str, Any] | None] = [None] * len(budgets)
     for lam in sorted(set(lams)):
         idx = [i for i, l in enumerate(lams) if l == lam]

@@ -85,9 +85,12 @@ class DPSGD(Method):
         y_ext = torch.cat([ctx.y_train, torch.zeros(1, dtype=torch.int64, device=ctx.device)])
         xnorm_ext = x_ext.norm(dim=1)
         minus_one = torch.full((1, 1, 1, 1), -1.0, device=ctx.device)
+        done = 0
         for chunk in _chunks(pb.steps, n, d * c):
             idx_chunk, sizes, unit_chunk = _draw_chunk(gens, chunk, n, q, d, c, ctx.device)
             for s in range(chunk):
+                ctx.checkpoint(done / pb.steps)
+                done += 1
                 idx = idx_chunk[:, s, : sizes[s]]  # [R, b]: selected rows, then padding with row n
                 size = idx.shape[1]
                 flat = idx.flatten()  # index_select is 2-3x faster than advanced indexing on CPU
