@@ -103,9 +103,13 @@ class Preconditioner:
     data in the basis, [n, r] or [P, n, r], in the data's dtype.
     """
 
-    def __init__(self, x: torch.Tensor, null_tol: float = 1e-14) -> None:
-        rows = x.reshape(-1, x.shape[-1]).double()
-        sigma = rows.T @ rows / rows.shape[0]
+    def __init__(self, x: torch.Tensor, null_tol: float = 1e-14, chunk: int = 1 << 16) -> None:
+        rows = x.reshape(-1, x.shape[-1])
+        sigma = torch.zeros(rows.shape[1], rows.shape[1], dtype=torch.float64, device=x.device)
+        for start in range(0, rows.shape[0], chunk):  # float64 in chunks: a full copy is 6 GB at N = 1e6
+            part = rows[start:start + chunk].double()
+            sigma += part.T @ part
+        sigma /= rows.shape[0]
         evals, evecs = torch.linalg.eigh(sigma)
         keep = evals > null_tol
         keep[-1] = True  # at least one direction, even for all-zero data
@@ -127,23 +131,29 @@ class Preconditioner:
         return (g - mean) / (0.5 * self.evals.view(1, -1, 1) + lam.view(-1, 1, 1)) + mean / lam.view(-1, 1, 1)
 
 
-def hessian_diagonal(x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+def hessian_diagonal(x: torch.Tensor, theta: torch.Tensor, rows: int = 1 << 16) -> torch.Tensor:
     """Diagonal [P, r, C] of the loss Hessian at theta [P, r, C], in basis coordinates.
 
     The Hessian of (1/n) sum_i CE is (1/n) sum_i (diag(p_i) - p_i p_i^T) (x) x_i x_i^T; its diagonal
-    entry for (direction k, class c) is (1/n) sum_i p_ic (1 - p_ic) x_ik^2. x: [n, r] or [P, n, r].
+    entry for (direction k, class c) is (1/n) sum_i p_ic (1 - p_ic) x_ik^2. x: [n, r] or [P, n, r],
+    processed ``rows`` examples at a time so the temporaries stay small at N = 1e6.
     """
     p, r, c = theta.shape
     th = theta.to(x.dtype)
-    if x.dim() == 2:
-        n = x.shape[0]
-        prob = torch.softmax((x @ th.permute(1, 0, 2).reshape(r, p * c)).view(n, p * c).view(n, p, c), dim=2)
-        diag = ((x * x).T @ (prob * (1 - prob)).view(n, p * c)).view(r, p, c).permute(1, 0, 2)
-    else:
-        n = x.shape[1]
-        prob = torch.softmax(torch.bmm(x, th), dim=2)
-        diag = torch.bmm((x * x).transpose(1, 2), prob * (1 - prob))
-    return diag.double() / n
+    n = x.shape[-2]
+    diag = torch.zeros(p, r, c, dtype=torch.float64, device=x.device)
+    for start in range(0, n, rows):
+        if x.dim() == 2:
+            xs = x[start:start + rows]
+            m = xs.shape[0]
+            prob = torch.softmax((xs @ th.permute(1, 0, 2).reshape(r, p * c)).view(m, p, c), dim=2)
+            part = ((xs * xs).T @ (prob * (1 - prob)).view(m, p * c)).view(r, p, c).permute(1, 0, 2)
+        else:
+            xs = x[:, start:start + rows]
+            prob = torch.softmax(torch.bmm(xs, th), dim=2)
+            part = torch.bmm((xs * xs).transpose(1, 2), prob * (1 - prob))
+        diag += part.double()
+    return diag / n
 
 
 def _accept(new_f: torch.Tensor, new_g: torch.Tensor, f: torch.Tensor, gn: torch.Tensor, step: torch.Tensor,

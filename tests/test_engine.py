@@ -63,6 +63,25 @@ def test_solver_null_space_of_the_data_is_solved_exactly(synth):
     torch.testing.assert_close(res.theta[:, :5], -linear[:, :5] / lam.view(-1, 1, 1), rtol=1e-9, atol=1e-9)
 
 
+def test_hessian_diagonal_equals_autograd_and_is_chunk_independent():
+    from privcore.solver import hessian_diagonal
+
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(30, 4, generator=gen, dtype=torch.float64)
+    y = torch.randint(0, 3, (30,), generator=gen)
+    theta = torch.randn(2, 4, 3, generator=gen, dtype=torch.float64)
+
+    def loss(t: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(x @ t, y)
+
+    want = torch.stack([torch.autograd.functional.hessian(loss, theta[p]).reshape(12, 12).diagonal().view(4, 3)
+                        for p in range(2)])
+    torch.testing.assert_close(hessian_diagonal(x, theta), want)
+    torch.testing.assert_close(hessian_diagonal(x, theta, rows=7), want)           # chunked rows
+    per_problem = hessian_diagonal(x.expand(2, -1, -1), theta, rows=4)             # [P, n, r] data
+    torch.testing.assert_close(per_problem, want)
+
+
 def test_batched_solve_equals_looped(synth):
     x = torch.tensor(np.array(synth.x_train))
     y = torch.tensor(np.array(synth.y_train))

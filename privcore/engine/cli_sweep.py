@@ -107,9 +107,15 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                      clip=args.clip, learning_rate=args.lr, accounting=args.accounting, repeats=args.repeats,
                      seed=args.seed, device=args.device, vary=args.vary, values=args.values)
 
+    last: list = [None, -1.0]  # message and fraction of the last printed line
+
     def progress(frac: float, message: str) -> None:
-        if not args.quiet:
-            print(f"[{frac * 100:5.1f}%] {message}", file=sys.stderr, flush=True)
+        # Progress also arrives from inside long batches (4 times a second at most): print a line
+        # for a new stage, or when the work advanced by at least 1 %.
+        if args.quiet or (message == last[0] and frac < last[1] + 0.01):
+            return
+        last[0], last[1] = message, frac
+        print(f"[{frac * 100:5.1f}%] {message}", file=sys.stderr, flush=True)
 
     try:
         result = run_sweep(spec, progress=progress, use_cache=not args.no_cache)

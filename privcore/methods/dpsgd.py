@@ -8,7 +8,9 @@ is ||x_n|| ||p_n - y_n||: clipping needs no per-example gradient tensors. (The p
 by the clip factor instead of multiplying by it; we clip.)
 
 sigma (the noise multiplier) comes from Opacus: RDP for ``paper``/``corrected``, PRV for ``tight``.
-Runs of the same repetition share their batches and unit noise across epsilons.
+Runs of the same repetition share their batches and unit noise across epsilons. Each repetition's
+batches and noise for a chunk of steps are drawn at once from its own generator (the chunk size
+depends on the problem's shape only), so a run does not depend on what else is in its batch.
 """
 
 from __future__ import annotations
@@ -100,7 +102,8 @@ class DPSGD(Method):
                 probs.scatter_add_(3, yb.view(repeats, size, 1, 1).expand(repeats, size, e_count, 1),
                                    minus_one.expand(repeats, size, e_count, 1))
                 resid = probs  # p - y, in place
-                norms = torch.index_select(xnorm_ext, 0, flat).view(repeats, size, 1) * resid.norm(dim=3)  # per-example gradient norms [R, b, E]
+                # Per-example gradient norms [R, b, E]: ||x_n|| ||p_n - y_n||.
+                norms = torch.index_select(xnorm_ext, 0, flat).view(repeats, size, 1) * resid.norm(dim=3)
                 factor = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
                 grad_sum = torch.bmm(xb.transpose(1, 2), (resid * factor.unsqueeze(3)).view(repeats, size, e_count * c))
                 noise = (unit_chunk[:, s].unsqueeze(2) * (mult * clip).view(1, 1, e_count, 1)).view(repeats, d, e_count * c)
