@@ -99,8 +99,8 @@ class Preconditioner:
     Sigma = X^T X / n of the shared data (or of all rows pooled, for per-problem data) has
     eigenvalues ``evals`` [r] and eigenvectors ``basis`` [D, r]; directions whose eigenvalue is at
     most ``null_tol`` are the null space and are left out (``null_tol`` = 1e-14 bounds what they
-    could add to any gradient by sqrt(2 D 1e-14) < 1e-5 for data in the unit ball). ``x`` holds the
-    data in the basis, [n, r] or [P, n, r], in the data's dtype.
+    could add to any gradient by sqrt(2 D 1e-14), below 1e-5 for D <= 5,000 and data in the unit
+    ball). ``x`` holds the data in the basis, [n, r] or [P, n, r], in the data's dtype.
     """
 
     def __init__(self, x: torch.Tensor, null_tol: float = 1e-14, chunk: int = 1 << 16) -> None:
