@@ -29,12 +29,12 @@ def _warm_exporter() -> bool:
 
 @st.cache_resource(show_spinner=False)
 def _warm_core() -> bool:
-    """Import the accountants and parse the default data in the background, once per process."""
+    """Compute the default Explore view in the background, once per process (ui/warmup.py)."""
     if os.environ.get("PRIVCORE_CORE_WARMUP", "1") == "0":
         return False
-    from privcore.engine.warmup import warm_up
+    from ui.warmup import warm_default_view
 
-    threading.Thread(target=warm_up, name="privcore-warmup", daemon=True).start()
+    threading.Thread(target=warm_default_view, name="privcore-warmup", daemon=True).start()
     return True
 
 

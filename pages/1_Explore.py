@@ -146,9 +146,20 @@ def curve_tab(axis: str) -> None:
                 f"{top:,} training examples available; larger N needs augmentation (Who wins page).")
     if spec is None:
         return
+    # The methods that only draw noise answer in a fraction of a second: draw them first, then
+    # replace the chart when loss perturbation and DP-SGD (one training run per release) are done.
+    early = st.empty()
+    quick = widgets.quick_part(spec)
+    first = widgets.run_with_progress(quick, key=f"curve_{axis}_quick", label="Quick methods") if quick else None
+    if first is not None:
+        with early.container():
+            widgets.show_figure(curve_figure(first.rows, x, title=title, log_x=log_x, current=current),
+                                key=f"fig_{axis}_quick")
+            st.caption("Loss perturbation and DP-SGD train once per release and follow in a few seconds.")
     res = widgets.run_with_progress(spec, key=f"curve_{axis}", label=f"Curve {TABS[axis]}")
     if res is None:
-        return
+        return  # cancelled or failed (said inline): the quick chart, if any, stays
+    early.empty()
     fig = curve_figure(res.rows, x, title=title, log_x=log_x, current=current)
     widgets.show_figure(fig, key=f"fig_{axis}")
     st.markdown(describe(res.rows, x, xname))

@@ -25,6 +25,7 @@ def _env(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("PRIVCORE_CACHE", str(tmp_path_factory.mktemp("privcore_cache")))
     mp.setenv("PRIVCORE_EXPORT_WARMUP", "0")
+    mp.setenv("PRIVCORE_CORE_WARMUP", "0")  # no background mnist-5k sweep competing with the tests
     # app.py uses st.navigation, but the repository also has a pages/ folder. A real server switches the
     # legacy "pages/ folder" mode off for good once st.navigation has run; AppTest resets that flag before
     # every run, which would make reruns execute the page without app.py. Mirror the server here.
@@ -167,3 +168,26 @@ def test_augmentation_caveat_names_group_privacy():
     text = augmentation_caveat(4000, 16000, 1.0)
     assert "16,000 exceeds the 4,000 real" in text
     assert "about 4.0 rows" in text and "group privacy" in text and "about 4-DP" in text
+
+
+def test_start_up_warm_up_computes_exactly_what_explore_shows_first(tmp_path, monkeypatch):
+    """ui.warmup computes the Explore page's first specs; the page then finds every point cached,
+    and its specs are the ones explore_specs builds (so identical runs are shared, not repeated)."""
+    import json
+
+    from privcore.engine.cache import ResultCache
+    from ui.warmup import warm_default_view
+    from ui.widgets import build_data_info, explore_specs
+
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    values = {k: json.loads(v) for k, v in FAST.items()}
+    computed = warm_default_view(values)
+    stored = len(ResultCache())
+    assert computed > 0 and stored == computed
+    at = app().run()
+    assert not at.exception and recommendation(at)
+    assert len(ResultCache()) == stored                          # the page computed nothing new
+    page_specs = set(at.session_state["_sweep_memo"].keys())
+    assert {s.to_json() for s in explore_specs(build_data_info("synthetic"), values)} <= page_specs
+    assert warm_default_view(values) == 0                        # a second start finds it all cached
+

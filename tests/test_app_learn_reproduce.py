@@ -25,6 +25,7 @@ def _env(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("PRIVCORE_CACHE", str(tmp_path_factory.mktemp("privcore_cache")))
     mp.setenv("PRIVCORE_EXPORT_WARMUP", "0")
+    mp.setenv("PRIVCORE_CORE_WARMUP", "0")  # no background mnist-5k sweep competing with the tests
     yield
     mp.undo()
 

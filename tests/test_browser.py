@@ -84,7 +84,8 @@ def test_dashboard_end_to_end_in_chromium(tmp_path):
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "streamlit.log"
-    env = dict(os.environ, PRIVCORE_CACHE=str(tmp_path / "cache"), PRIVCORE_EXPORT_WARMUP="0")
+    env = dict(os.environ, PRIVCORE_CACHE=str(tmp_path / "cache"), PRIVCORE_EXPORT_WARMUP="0",
+               PRIVCORE_CORE_WARMUP="0")
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
            "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none", "--client.toolbarMode", "viewer"]  # clean screenshots

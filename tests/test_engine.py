@@ -302,6 +302,40 @@ def test_solver_calls_back_every_iteration_and_its_exception_stops_it(synth):
         solve_softmax(x, y, lam, classes=10, callback=stop)
 
 
+def test_identical_sweeps_in_two_threads_compute_once(tmp_path):
+    """Two sessions (threads) asking for the same spec on the same cache: one computes, the other
+    waits for it and reads the cache, reporting progress while it waits."""
+    import threading
+
+    spec = _small_spec(methods=("model_sensitivity", "dpsgd"), seed=21)
+    started, release = threading.Event(), threading.Event()
+    results, waits = {}, []
+
+    def first_progress(fraction: float, message: str) -> None:
+        if not started.is_set():  # hold the sweep (and its lock) until the second call is waiting
+            started.set()
+            release.wait(timeout=10)
+
+    def second_progress(fraction: float, message: str) -> None:
+        if message.startswith("waiting"):
+            waits.append(message)
+            release.set()
+
+    def go(i: int, progress) -> None:  # noqa: ANN001
+        results[i] = run_sweep(spec, cache=ResultCache(tmp_path), progress=progress)
+
+    a = threading.Thread(target=go, args=(0, first_progress))
+    a.start()
+    assert started.wait(timeout=30)
+    b = threading.Thread(target=go, args=(1, second_progress))
+    b.start()
+    a.join()
+    b.join()
+    assert waits  # the second call waited, and said so
+    assert results[0].computed == 5 and results[1].computed == 0  # 2 methods x 2 epsilons + baseline
+    assert [r["accuracy_mean"] for r in results[0].rows] == [r["accuracy_mean"] for r in results[1].rows]
+
+
 def test_vary_axis_rows_and_auto_lambda(tmp_path):
     res = run_sweep(_small_spec(methods=("prediction_sensitivity",), vary="budget", values=(1, 100)), cache=ResultCache(tmp_path))
     pred = {r["value"]: r["accuracy_mean"] for r in res.rows if r["method"] == "prediction_sensitivity"}

@@ -31,11 +31,12 @@ from . import state
 from .figures import format_number, method_label
 
 __all__ = [
-    "SidebarSettings", "Setting", "DataInfo", "augmentation_caveat", "sidebar", "setting_panel", "log_select", "epsilon_slider",
-    "delta_slider", "budget_slider", "n_slider", "teachers_slider", "lam_slider", "dim_slider", "classes_slider",
-    "dpsgd_controls", "methods_select", "make_spec", "spec_or_error", "setting_problems", "run_with_progress",
-    "show_warnings", "show_error", "show_figure", "data_info", "EPS_GRID", "DELTA_GRID", "BUDGET_GRID",
-    "NEIGHBOURS_NOTE", "curve_epsilons", "current_setting",
+    "SidebarSettings", "Setting", "DataInfo", "augmentation_caveat", "sidebar", "setting_panel", "log_select",
+    "epsilon_slider", "delta_slider", "budget_slider", "n_slider", "teachers_slider", "lam_slider", "dim_slider",
+    "classes_slider", "dpsgd_controls", "methods_select", "make_spec", "explore_specs", "spec_or_error",
+    "setting_problems", "quick_part", "run_with_progress", "show_warnings", "show_error", "show_figure", "data_info",
+    "build_data_info", "EPS_GRID", "DELTA_GRID", "BUDGET_GRID", "NEIGHBOURS_NOTE", "curve_epsilons",
+    "current_setting",
 ]
 
 NEIGHBOURS_NOTE = ("Neighbouring datasets differ by replacing one example; λ is the average-form L2 weight, "
@@ -76,13 +77,18 @@ class DataInfo:
     image: bool = False
 
 
-@st.cache_resource(show_spinner="Loading the data set...", max_entries=16)
-def _data_info(name: str, data_file: str | None, mtime: float | None) -> DataInfo:
+def build_data_info(name: str, data_file: str | None = None) -> DataInfo:
+    """Sizes of a data set, uncached and without Streamlit (see :func:`data_info`)."""
     from privcore.data import load_dataset
 
     ds = load_dataset(name, data_file=data_file)
     return DataInfo(name, int(ds.n), int(ds.x_test.shape[0]), int(ds.dim), int(ds.classes), tuple(ds.notes),
                     name in ("mnist-5k", "mnist", "digits"))
+
+
+@st.cache_resource(show_spinner="Loading the data set...", max_entries=16)
+def _data_info(name: str, data_file: str | None, mtime: float | None) -> DataInfo:
+    return build_data_info(name, data_file)
 
 
 def data_info(name: str, data_file: str | None = None) -> DataInfo:
@@ -501,6 +507,19 @@ def make_spec(side: SidebarSettings, s: Setting, *, epsilons: Sequence[float], v
         values=tuple(values), baseline=baseline)
 
 
+def explore_specs(info: DataInfo, values: dict[str, Any] | None = None) -> list:  # noqa: ANN201 - [SweepSpec]
+    """What the Explore page computes first for these control values (default: every default):
+    the current setting, then the accuracy-vs-ε curve. Pure (no Streamlit calls)."""
+    v = {**state.DEFAULTS, **(values or {})}
+    side = SidebarSettings(v["dataset"], None, int(v["repeats"]), v["accounting"], v["device"], info)
+    s = Setting(eps=float(v["eps"]), delta=float(v["delta"]), budget=int(v["budget"]), n=v["n"],
+                teachers=int(v["teachers"]), lam=v["lam"], dim=v["dim"], classes=v["classes"], clip=float(v["clip"]),
+                epochs=int(v["epochs"]), batch_size=int(v["batch_size"]), methods=tuple(v["methods"]),
+                augment=bool(v["augment"]))
+    return [make_spec(side, s, epsilons=(s.eps,)),
+            make_spec(side, s, epsilons=curve_epsilons(float(v["eps_min"]), float(v["eps_max"]), current=s.eps))]
+
+
 def spec_or_error(side: SidebarSettings, s: Setting, **kwargs: Any):  # noqa: ANN201 - SweepSpec | None
     """:func:`make_spec`, or None after showing the problem inline (st.error, never a traceback)."""
     errors, _ = setting_problems(side, s)
@@ -547,6 +566,20 @@ def _memo() -> OrderedDict:
     if memo is None:
         memo = st.session_state["_sweep_memo"] = OrderedDict()
     return memo
+
+
+def quick_part(spec):  # noqa: ANN001, ANN201 - SweepSpec -> SweepSpec | None
+    """The methods of ``spec`` that train nothing per release, as a spec of their own, to draw
+    while the slow ones (loss perturbation, DP-SGD) compute; None when that would not help (all
+    methods are of one kind, or this session already holds the whole result)."""
+    from dataclasses import replace
+
+    from privcore.methods import REGISTRY
+
+    quick = tuple(m for m in spec.methods if not REGISTRY[m].trains_per_release)
+    if not quick or len(quick) == len(spec.methods) or spec.to_json() in _memo():
+        return None
+    return replace(spec, methods=quick)
 
 
 def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bool = False):  # noqa: ANN001, ANN201

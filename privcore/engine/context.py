@@ -87,7 +87,7 @@ class TrainContext:
 
     @property
     def preconditioner(self) -> Preconditioner:
-        """The training data's eigenbasis and Bohning preconditioner (built once per data set)."""
+        """The training data's eigenbasis, rotated data and Bohning bound (built once per data set)."""
         if not self._precond:  # the eigendecomposition of X^T X / N depends on the data only
             self._precond.append(Preconditioner(self.x_train))
         return self._precond[0]

@@ -43,6 +43,9 @@ LAM_AUTO_NOTE = "lambda chosen on a validation split of the training data; that 
 #: The last training context of this process (see ``context`` in :func:`run_sweep`).
 _CONTEXTS: dict[tuple[str, int, str], TrainContext] = {}
 _CONTEXTS_LOCK = threading.Lock()
+#: One lock per (spec, cache directory) being run in this process: identical sweeps run once.
+_RUNNING: dict[tuple[str, str], threading.Lock] = {}
+_RUNNING_LOCK = threading.Lock()
 
 
 class SweepCancelled(RuntimeError):
@@ -147,13 +150,37 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
 
     Returns a :class:`SweepResult` whose rows hold plain numbers (see :data:`RESULT_COLUMNS`),
     plus a ``non_private`` row per variant when ``spec.baseline``. Unsupported points (DP-SGD at
-    delta = 0) are skipped with a warning, never an exception.
+    delta = 0) are skipped with a warning, never an exception. When another thread of this process
+    is already running the same spec on the same cache (two browser sessions, or the dashboard's
+    start-up warm-up), this call waits for it and then reads its results from the cache, still
+    polling ``cancel`` and reporting progress while it waits.
     """
     if not isinstance(spec, SweepSpec):
         raise TypeError(f"spec must be a SweepSpec, got {type(spec).__name__}")
+    store = cache if cache is not None else ResultCache(enabled=use_cache)
+    if not store.enabled:
+        return _run_sweep(spec, progress, cancel, store)
+    key = (spec.to_json(), str(store.directory))
+    with _RUNNING_LOCK:
+        lock = _RUNNING.setdefault(key, threading.Lock())
+    while not lock.acquire(timeout=0.25):
+        if progress is not None:
+            progress(0.0, "waiting for the same sweep, already being computed in this process")
+        if cancel is not None and cancel():
+            raise SweepCancelled("sweep cancelled; finished points are cached")
+    try:
+        return _run_sweep(spec, progress, cancel, store)
+    finally:
+        lock.release()
+        with _RUNNING_LOCK:
+            if not lock.locked():
+                _RUNNING.pop(key, None)
+
+
+def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[], bool] | None,
+               store: ResultCache) -> SweepResult:
     start = time.perf_counter()
     device = resolve_device(spec.device)
-    store = cache if cache is not None else ResultCache(enabled=use_cache)
     result = SweepResult(spec=spec, device=str(device))
     variants = spec.variants()
     units = len(variants) * (len(spec.methods) + int(spec.baseline))

@@ -33,6 +33,9 @@ class Method(ABC):
     supports_pure: ClassVar[bool] = True
     supports_approx: ClassVar[bool] = True
     uses_budget: ClassVar[bool] = False
+    #: True when every private release needs its own training run (loss perturbation, DP-SGD): the
+    #: slow methods. The others train once and only draw noise per release.
+    trains_per_release: ClassVar[bool] = False
     summary: ClassVar[str] = ""
     wins_when: ClassVar[str] = ""
     assumptions: ClassVar[str] = ""

@@ -48,6 +48,7 @@ class DPSGD(Method):
     label = "DP-SGD"
     uses = ("batch_size", "epochs", "clip", "learning_rate")
     family = "training"
+    trains_per_release = True
     supports_pure = False
     summary = "Clip every example's gradient, add Gaussian noise at each step of SGD."
     wins_when = "delta > 0 and many predictions; works for any differentiable model."

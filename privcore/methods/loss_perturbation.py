@@ -62,6 +62,7 @@ class LossPerturbation(Method):
     label = "Loss perturbation"
     uses = ("lam",)
     family = "training"
+    trains_per_release = True
     summary = "Add a random linear term (and extra L2 weight rho) to the objective, then solve it exactly."
     wins_when = "Small epsilon at delta = 0 and many predictions; gains quickly as N grows."
     assumptions = "Convex, twice-differentiable loss with Hessian <= L = 1/2, ||x|| <= 1, exact minimiser."
