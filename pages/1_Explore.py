@@ -148,15 +148,19 @@ def curve_tab(axis: str) -> None:
         return
     # The methods that only draw noise answer in a fraction of a second: draw them first, then
     # replace the chart when loss perturbation and DP-SGD (one training run per release) are done.
-    early = st.empty()
+    early, pending = st.empty(), st.empty()
     quick = widgets.quick_part(spec)
-    first = widgets.run_with_progress(quick, key=f"curve_{axis}_quick", label="Quick methods") if quick else None
+    quick_key = f"curve_{axis}_quick"
+    first = widgets.run_with_progress(quick, key=quick_key, label="Quick methods") if quick else None
+    if quick is not None and first is None and widgets.was_cancelled(quick, quick_key):
+        return  # one Cancel stops the whole curve; its Resume box is shown
     if first is not None:
         with early.container():
             widgets.show_figure(curve_figure(first.rows, x, title=title, log_x=log_x, current=current),
                                 key=f"fig_{axis}_quick")
-            st.caption("Loss perturbation and DP-SGD train once per release and follow in a few seconds.")
+        pending.caption("Loss perturbation and DP-SGD train once per release and follow in a few seconds.")
     res = widgets.run_with_progress(spec, key=f"curve_{axis}", label=f"Curve {TABS[axis]}")
+    pending.empty()
     if res is None:
         return  # cancelled or failed (said inline): the quick chart, if any, stays
     early.empty()

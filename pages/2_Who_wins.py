@@ -74,7 +74,7 @@ n_values = sorted({v for v in N_VALUES if v <= info.n_train} | {info.n_train})
 n_values = [v for v in n_values if v >= max(s.teachers, s.batch_size if "dpsgd" in s.methods else 10, 10)]
 if augment and can_grow:
     n_values += [2 * info.n_train, 4 * info.n_train]
-    st.warning(widgets.augmentation_caveat(info.n_train, 4 * info.n_train, s.eps))
+    st.warning(widgets.augmentation_caveat(info.n_train, 4 * info.n_train, max(eps_list)))
 s_n = replace(s, n=None, augment=bool(augment and can_grow))
 spec_n = widgets.spec_or_error(side, s_n, epsilons=eps_list, vary="n", values=tuple(n_values)) if n_values else None
 if not n_values:

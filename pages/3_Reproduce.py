@@ -68,8 +68,8 @@ if key == "4" and info.image:
     if augment:
         figures = paper.paper_figures(info.n_train, info.dim, info.classes, image=True, augment=True,
                                          min_n=int(teachers))
-        grown = max(next(f for f in figures if f.key == "4").values)
-        st.warning(widgets.augmentation_caveat(info.n_train, int(grown), 1.0))
+        fig4 = next(f for f in figures if f.key == "4")
+        st.warning(widgets.augmentation_caveat(info.n_train, int(max(fig4.values)), float(fig4.epsilons[0])))
 fig_def = next(f for f in figures if f.key == key)
 
 # The paper's setting: full data unless the figure varies it, B = 100, the shared λ and DP-SGD knobs.

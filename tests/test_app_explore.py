@@ -191,3 +191,19 @@ def test_start_up_warm_up_computes_exactly_what_explore_shows_first(tmp_path, mo
     assert {s.to_json() for s in explore_specs(build_data_info("synthetic"), values)} <= page_specs
     assert warm_default_view(values) == 0                        # a second start finds it all cached
 
+
+
+def test_explore_draws_the_quick_methods_first_unless_all_is_cached(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    methods = '["model_sensitivity","loss_perturbation","subsample_aggregate"]'
+    at = app(methods=methods).run()
+    assert not at.exception and recommendation(at)
+    ran = [json.loads(k)["methods"] for k in at.session_state["_sweep_memo"].keys()]
+    assert ["model_sensitivity", "subsample_aggregate"] in ran          # the quick part ran first
+    assert len(at.get("plotly_chart")) == 1                              # and its chart was replaced
+    again = app(methods=methods).run()                                   # a new session, same disk cache
+    ran = [json.loads(k)["methods"] for k in again.session_state["_sweep_memo"].keys()]
+    assert ["model_sensitivity", "subsample_aggregate"] not in ran      # all cached: no quick pass
+    assert len(again.get("plotly_chart")) == 1

@@ -142,6 +142,9 @@ def test_result_does_not_depend_on_batch(synth, name):
         alone = m.evaluate(ctx, [s], 4)[0]
         # Same draws per repetition; solver rounding may flip at most a test point or two.
         assert torch.allclose(alone, together[i], atol=2.5 / m_test), (name, i, alone, together[i])
+    # Nor on how many repetitions share the batch: repetitions 0-1 of 2 are repetitions 0-1 of 4.
+    fewer = m.evaluate(ctx, scales, 2)
+    assert torch.allclose(fewer, together[:, :2], atol=2.5 / m_test), (name, fewer, together[:, :2])
 
 
 @pytest.mark.parametrize("name", list(REGISTRY))
@@ -285,6 +288,15 @@ def test_cancel_acts_inside_a_batch(tmp_path, method):
         run_sweep(spec, cache=cache, cancel=cancel)
     assert len(calls) == 3
     assert run_sweep(spec, cache=cache).computed == 2  # nothing was cached by the cancelled run
+
+
+def test_dpsgd_polls_at_every_step(tmp_path):
+    spec = _small_spec(methods=("dpsgd",), baseline=False, seed=10, epsilons=(1.0,))
+    ds = load_dataset("synthetic", seed=10)
+    steps = Problem(n=ds.n, dim=ds.dim, classes=ds.classes, batch_size=spec.batch_size, epochs=spec.epochs).steps
+    calls = []
+    run_sweep(spec, cache=ResultCache(tmp_path), cancel=lambda: bool(calls.append(1)))
+    assert len(calls) == 2 + steps  # 'loading', the method's tick, then one poll per step
 
 
 def test_solver_calls_back_every_iteration_and_its_exception_stops_it(synth):

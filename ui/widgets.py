@@ -34,7 +34,7 @@ __all__ = [
     "SidebarSettings", "Setting", "DataInfo", "augmentation_caveat", "sidebar", "setting_panel", "log_select",
     "epsilon_slider", "delta_slider", "budget_slider", "n_slider", "teachers_slider", "lam_slider", "dim_slider",
     "classes_slider", "dpsgd_controls", "methods_select", "make_spec", "explore_specs", "spec_or_error",
-    "setting_problems", "quick_part", "run_with_progress", "show_warnings", "show_error", "show_figure", "data_info",
+    "setting_problems", "quick_part", "was_cancelled", "run_with_progress", "show_warnings", "show_error", "show_figure", "data_info",
     "build_data_info", "EPS_GRID", "DELTA_GRID", "BUDGET_GRID", "NEIGHBOURS_NOTE", "curve_epsilons",
     "current_setting",
 ]
@@ -571,15 +571,26 @@ def _memo() -> OrderedDict:
 def quick_part(spec):  # noqa: ANN001, ANN201 - SweepSpec -> SweepSpec | None
     """The methods of ``spec`` that train nothing per release, as a spec of their own, to draw
     while the slow ones (loss perturbation, DP-SGD) compute; None when that would not help (all
-    methods are of one kind, or this session already holds the whole result)."""
+    methods are of one kind, or the whole result is already in this session or on disk)."""
     from dataclasses import replace
 
+    from privcore.engine.runner import all_cached
     from privcore.methods import REGISTRY
 
     quick = tuple(m for m in spec.methods if not REGISTRY[m].trains_per_release)
     if not quick or len(quick) == len(spec.methods) or spec.to_json() in _memo():
         return None
+    try:
+        if all_cached(spec):
+            return None
+    except (ValueError, TypeError, RuntimeError):  # the full run will report the problem itself
+        return None
     return replace(spec, methods=quick)
+
+
+def was_cancelled(spec, key: str) -> bool:  # noqa: ANN001
+    """Whether the user cancelled :func:`run_with_progress` for this spec under ``key``."""
+    return st.session_state.get("_cancelled", {}).get(key) == spec.to_json()
 
 
 def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bool = False):  # noqa: ANN001, ANN201

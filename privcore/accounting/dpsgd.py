@@ -2,7 +2,7 @@
 
 We do not write RDP by hand: the privacy curve of the Poisson-subsampled Gaussian mechanism comes
 from Opacus (RDP: Mironov et al. 2019 via ``opacus.accountants.RDPAccountant``; PRV: Gopi et al.
-2021 via ``opacus.accountants.PRVAccountant``). Our own code is only the bisection on sigma,
+2021 via ``opacus.accountants.PRVAccountant``). Our own code is only the root search on sigma,
 with two fixes over ``opacus.accountants.utils.get_noise_multiplier`` (SPEC "Library pitfalls"):
 RDP orders up to 4096 (the defaults, up to 63, cannot certify epsilon = 0.1 at delta = 1e-5) and a
 relative tolerance on sigma instead of the coarse absolute 0.01 on epsilon. The returned sigma
@@ -96,8 +96,9 @@ def dpsgd_noise_multiplier(epsilon: float, delta: float, sample_rate: float, ste
             "dpsgd needs delta > 0 (Gaussian noise has no pure-DP guarantee): use delta > 0 such as 1e-5, "
             "or a delta = 0 method (model_sensitivity, loss_perturbation, prediction_sensitivity, subsample_aggregate)"
         )
-    # PRV's grid grows as 1/eps_error: a relative error keeps large-epsilon calls fast.
-    err = 0.002 * max(eps, 1.0)
+    # PRV's grid grows as 1/eps_error: a relative error keeps large-epsilon calls fast. RDP has no
+    # such parameter; a constant keeps its memo keys the same for every target epsilon.
+    err = 0.002 * max(eps, 1.0) if accountant == "prv" else 0.005
     eps_at = lambda s: _epsilon_cached(s, q, k, dlt, accountant, err)  # noqa: E731
     # Bracket [lo, hi] with eps_at(lo) > eps >= eps_at(hi) on powers of two: the same few sigmas
     # for every target, so after the first call the bracket comes from the cache.
@@ -110,27 +111,39 @@ def dpsgd_noise_multiplier(epsilon: float, delta: float, sample_rate: float, ste
                 "use fewer epochs, a smaller batch, or a larger epsilon/delta"
             )
     lo = hi / 2.0
-    while eps_at(lo) <= eps and lo > 1e-3:
+    while eps_at(lo) <= eps:
+        if lo < 1e-3:  # a huge epsilon: any such tiny sigma will do (safe, evaluated)
+            return lo
         hi, lo = lo, lo / 2.0
-    return _shrink_bracket(lambda s: math.log(eps_at(s)) - math.log(eps), lo, hi, rel_tol)
+    sigma = _shrink_bracket(eps_at, eps, lo, hi, rel_tol)
+    # The returned sigma was evaluated and met the target; re-check anyway (memoised: free).
+    if eps_at(sigma) > eps:  # pragma: no cover - defensive
+        raise CalibrationError("internal: calibrated DP-SGD noise does not meet the target epsilon")
+    return sigma
 
 
-def _shrink_bracket(h, lo: float, hi: float, rel_tol: float) -> float:
-    """Smallest-to-``rel_tol`` sigma in [lo, hi] with h(sigma) <= 0, for h decreasing.
+def _shrink_bracket(eps_at, eps: float, lo: float, hi: float, rel_tol: float) -> float:
+    """Smallest-to-``rel_tol`` sigma in [lo, hi] with eps_at(sigma) <= eps, for eps_at decreasing.
 
-    h(lo) > 0 >= h(hi). Illinois false position on log sigma (log epsilon is close to linear in
-    log sigma, so the estimate is good after two or three accountant calls where bisection needs
-    ten). Once the estimate sits within the tolerance of one end, the probe goes to just under one
-    tolerance from that end, so a single call closes the bracket. A bisection step is taken
-    whenever three calls fail to halve the bracket. ``hi`` always satisfies h <= 0, so the result
-    never under-protects.
+    eps_at(lo) > eps >= eps_at(hi). Illinois false position on h(u) = log eps_at(e^u) - log eps
+    (log epsilon is close to linear in log sigma, so the estimate is good after two or three
+    accountant calls where bisection needs ten). Once the estimate sits within the tolerance of
+    one end, the probe goes to just under one tolerance from that end, so a single call closes the
+    bracket. A bisection step is taken whenever three calls fail to halve the bracket. The sigma
+    returned is one that was evaluated and compared with ``eps`` directly (not through logs), so
+    the result never under-protects.
     """
-    tol = -math.log1p(-rel_tol)  # e^u_hi - e^u_lo <= rel_tol e^u_hi  <=>  u_hi - u_lo <= tol
-    u_lo, u_hi = math.log(lo), math.log(hi)
-    h_lo, h_hi = h(lo), h(hi)
-    side, calls, checkpoint = 0, 0, u_hi - u_lo
-    while u_hi - u_lo > tol:
-        if calls >= 3 and u_hi - u_lo > 0.5 * checkpoint:
+    tol = -math.log1p(-rel_tol)  # hi - lo <= rel_tol hi  <=>  log hi - log lo <= tol
+
+    def h(sigma: float) -> float:
+        return math.log(eps_at(sigma)) - math.log(eps)
+
+    s_lo, s_hi = lo, hi
+    h_lo, h_hi = h(lo), min(h(hi), 0.0)
+    side, calls, checkpoint = 0, 0, math.log(s_hi / s_lo)
+    while math.log(s_hi / s_lo) > tol:
+        u_lo, u_hi = math.log(s_lo), math.log(s_hi)
+        if (calls >= 3 and u_hi - u_lo > 0.5 * checkpoint) or not h_lo > h_hi:
             u, side = 0.5 * (u_lo + u_hi), 0
         else:
             u = (u_lo * h_hi - u_hi * h_lo) / (h_hi - h_lo)
@@ -141,18 +154,20 @@ def _shrink_bracket(h, lo: float, hi: float, rel_tol: float) -> float:
         if calls >= 3:
             calls, checkpoint = 0, u_hi - u_lo
         calls += 1
-        hu = h(math.exp(u))
-        if hu <= 0.0:
-            u_hi, h_hi = u, hu
+        sigma = math.exp(u)
+        if not s_lo < sigma < s_hi:  # rounding at the ends: bisect instead
+            sigma, side = math.sqrt(s_lo * s_hi), 0
+        if eps_at(sigma) <= eps:
+            s_hi, h_hi = sigma, min(h(sigma), 0.0)
             if side == 1:
                 h_lo *= 0.5  # Illinois: the same end moved twice, halve the other's weight
             side = 1
         else:
-            u_lo, h_lo = u, hu
+            s_lo, h_lo = sigma, max(h(sigma), 0.0)
             if side == -1:
                 h_hi *= 0.5
             side = -1
-    return math.exp(u_hi)
+    return s_hi
 
 
 @lru_cache(maxsize=8192)

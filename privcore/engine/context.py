@@ -7,6 +7,7 @@ costs one solve for any number of repetitions and epsilons.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -19,6 +20,8 @@ from ..solver import Preconditioner, SolveResult, solve_softmax
 from ..types import Problem
 
 __all__ = ["TrainContext", "accuracy"]
+
+_PRECOND_LOCK = threading.Lock()
 
 
 def accuracy(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -88,8 +91,9 @@ class TrainContext:
     @property
     def preconditioner(self) -> Preconditioner:
         """The training data's eigenbasis, rotated data and Bohning bound (built once per data set)."""
-        if not self._precond:  # the eigendecomposition of X^T X / N depends on the data only
-            self._precond.append(Preconditioner(self.x_train))
+        with _PRECOND_LOCK:  # two threads on one data set (warm-up and a session) build it once
+            if not self._precond:  # the eigendecomposition of X^T X / N depends on the data only
+                self._precond.append(Preconditioner(self.x_train))
         return self._precond[0]
 
     def solve(self, lam: torch.Tensor, linear: torch.Tensor | None = None, init: torch.Tensor | None = None) -> SolveResult:

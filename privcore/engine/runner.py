@@ -24,7 +24,7 @@ from .cache import ResultCache, point_key
 from .context import TrainContext
 from .specs import LAM_AUTO_GRID, SweepSpec
 
-__all__ = ["run_sweep", "SweepResult", "SweepCancelled", "ProgressFn", "RESULT_COLUMNS"]
+__all__ = ["run_sweep", "all_cached", "SweepResult", "SweepCancelled", "ProgressFn", "RESULT_COLUMNS"]
 
 ProgressFn = Callable[[float, str], None]
 
@@ -43,8 +43,9 @@ LAM_AUTO_NOTE = "lambda chosen on a validation split of the training data; that 
 #: The last training context of this process (see ``context`` in :func:`run_sweep`).
 _CONTEXTS: dict[tuple[str, int, str], TrainContext] = {}
 _CONTEXTS_LOCK = threading.Lock()
-#: One lock per (spec, cache directory) being run in this process: identical sweeps run once.
-_RUNNING: dict[tuple[str, str], threading.Lock] = {}
+#: (lock, holders + waiters) per (spec, cache directory) being run in this process: identical
+#: sweeps run once, one after the other (the later ones then read the cache).
+_RUNNING: dict[tuple[str, str], list] = {}
 _RUNNING_LOCK = threading.Lock()
 
 
@@ -161,20 +162,62 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
     if not store.enabled:
         return _run_sweep(spec, progress, cancel, store)
     key = (spec.to_json(), str(store.directory))
-    with _RUNNING_LOCK:
-        lock = _RUNNING.setdefault(key, threading.Lock())
-    while not lock.acquire(timeout=0.25):
-        if progress is not None:
-            progress(0.0, "waiting for the same sweep, already being computed in this process")
-        if cancel is not None and cancel():
-            raise SweepCancelled("sweep cancelled; finished points are cached")
+    with _RUNNING_LOCK:  # an entry lives while anyone holds or waits for it (a count, not lock.locked())
+        entry = _RUNNING.setdefault(key, [threading.Lock(), 0])
+        entry[1] += 1
+    lock = entry[0]
     try:
-        return _run_sweep(spec, progress, cancel, store)
+        while not lock.acquire(timeout=0.25):
+            if progress is not None:
+                progress(0.0, "waiting for the same sweep, already being computed in this process")
+            if cancel is not None and cancel():
+                raise SweepCancelled("sweep cancelled; finished points are cached")
+        try:
+            return _run_sweep(spec, progress, cancel, store)
+        finally:
+            lock.release()
     finally:
-        lock.release()
         with _RUNNING_LOCK:
-            if not lock.locked():
+            entry[1] -= 1
+            if entry[1] == 0:
                 _RUNNING.pop(key, None)
+
+
+def _variant_data(vspec: SweepSpec) -> tuple[Dataset, float, Problem]:
+    """The data set of one variant (memoised by the loader), its fixed lam and its base problem."""
+    d = vspec.data
+    ds = load_dataset(d.name, data_file=d.data_file, n=d.n, dim=d.dim, classes=d.classes, seed=vspec.seed,
+                      augment=d.augment)
+    fixed_lam = 1e-3 if vspec.lam == "auto" else float(vspec.lam)
+    return ds, fixed_lam, _problem(ds, vspec, fixed_lam)
+
+
+def _jobs(vspec: SweepSpec) -> list[tuple[str, list[float]]]:
+    """(method, epsilons) batches of one variant, the non-private baseline last."""
+    jobs = [(m, list(vspec.epsilons)) for m in vspec.methods]
+    if vspec.baseline:
+        jobs.append(("non_private", [math.inf]))
+    return jobs
+
+
+def all_cached(spec: SweepSpec, cache: ResultCache | None = None) -> bool:
+    """Whether :func:`run_sweep` would find every point of ``spec`` in the cache (nothing to train).
+
+    Loads (memoised) each variant's data set to fingerprint it; trains nothing. Points that
+    run_sweep skips (DP-SGD at delta = 0) do not count.
+    """
+    store = cache if cache is not None else ResultCache()
+    if not store.enabled:
+        return False
+    for _, vspec in spec.variants():
+        ds, _, base_problem = _variant_data(vspec)
+        for method, epsilons in _jobs(vspec):
+            if method == "dpsgd" and vspec.delta == 0.0:
+                continue
+            if any(store.get(point_key(_point(method, e, vspec, base_problem), ds.fingerprint)) is None
+                   for e in epsilons):
+                return False
+    return True
 
 
 def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[], bool] | None,
@@ -210,10 +253,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
     for vary_value, vspec in variants:
         label = "" if spec.vary is None else f" ({spec.vary} = {vary_value})"
         tick(f"loading {vspec.data.name}{label}")
-        d = vspec.data
-        ds = load_dataset(d.name, data_file=d.data_file, n=d.n, dim=d.dim, classes=d.classes, seed=spec.seed, augment=d.augment)
-        fixed_lam = 1e-3 if vspec.lam == "auto" else float(vspec.lam)
-        base_problem = _problem(ds, vspec, fixed_lam)
+        ds, fixed_lam, base_problem = _variant_data(vspec)
 
         def context(problem: Problem, ds: Dataset = ds) -> TrainContext:
             # One context per data set, kept across variants and across calls in this process:
@@ -225,14 +265,12 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
             fresh = TrainContext.from_dataset(ds, problem, spec.seed, device) if known is None else known.with_problem(problem)
             with _CONTEXTS_LOCK:
                 _CONTEXTS.clear()  # keep one data set on the device at a time (N = 1e6 is 3 GB)
-                _CONTEXTS[key] = fresh
-            fresh.poll = poll  # this call's progress and cancel, not a stored context's
-            return fresh
+                _CONTEXTS[key] = fresh  # stored without a poll: it must not keep this call's callbacks
+            mine = fresh.with_problem(problem)  # same data and solves, this call's progress and cancel
+            mine.poll = poll
+            return mine
 
-        jobs: list[tuple[str, list[float]]] = [(m, list(vspec.epsilons)) for m in vspec.methods]
-        if spec.baseline:
-            jobs.append(("non_private", [math.inf]))
-        for method, epsilons in jobs:
+        for method, epsilons in _jobs(vspec):
             tick(f"{method}{label} on {device}")
             keys = [point_key(_point(method, e, vspec, base_problem), ds.fingerprint) for e in epsilons]
             hits = [store.get(k) for k in keys]
