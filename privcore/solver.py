@@ -119,6 +119,18 @@ class Preconditioner:
         self.basis = evecs[:, keep]
         self.x = x @ self.basis.to(x.dtype)
 
+    def rows(self, index: torch.Tensor, groups: int) -> "Preconditioner":
+        """The same basis over a subset of rows split into ``groups`` equal parts: x [groups, m, r].
+
+        For problems on disjoint parts of the data (subsample-and-aggregate's teachers): the
+        data's null space lies in every part's null space, so the basis stays exact, and no
+        unrotated copy of the parts is ever made.
+        """
+        sub = object.__new__(Preconditioner)
+        sub.evals, sub.basis = self.evals, self.basis
+        sub.x = self.x[index].view(groups, -1, self.x.shape[-1])
+        return sub
+
     def to_basis(self, t: torch.Tensor) -> torch.Tensor:
         """Coordinates [P, r, C] of t [P, D, C] in the basis (the null-space part is dropped)."""
         return torch.einsum("dk,pdc->pkc", self.basis, t.to(self.basis.dtype))
@@ -179,7 +191,9 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
     x: [n, D] shared or [P, n, D]; y: [n] or [P, n] int64 labels in [0, C); lam: [P] > 0;
     linear: [P, D, C] or None; init: [P, D, C] start (zeros by default); precond: a
     :class:`Preconditioner` built from the same x (pass one to reuse its eigendecomposition and
-    rotated data); callback: called once per iteration (it may raise, e.g. to cancel).
+    rotated data; x itself is then used only for its dtype, device and number of dimensions, so
+    ``precond.x`` may stand in for it); callback: called once per iteration (it may raise, e.g. to
+    cancel).
     Returns a :class:`SolveResult` with theta [P, D, C]; its grad_norm is that of
     the full objective (the null-space part of the gradient is zero by construction).
     """

@@ -106,6 +106,26 @@ def test_per_problem_data_equals_separate_solves(synth):
         assert float((alone.theta[0] - batched.theta[p]).norm()) <= bound
 
 
+def test_teacher_votes_equal_teachers_trained_one_by_one(synth):
+    """The context trains the T teachers together in the full data's eigenbasis; each teacher
+    trained alone on its own rows (its own basis) must predict the same labels."""
+    ctx = _ctx(synth)
+    teachers, lam = 8, ctx.problem.lam
+    votes = ctx.teacher_votes(teachers, lam)
+    n, m = ctx.x_train.shape[0], ctx.x_train.shape[0] // teachers
+    perm = torch.randperm(n, generator=ctx.generator("sa_partition", teachers))[: teachers * m]
+    alone = torch.zeros_like(votes)
+    for t in range(teachers):
+        rows = perm[t * m:(t + 1) * m]
+        res = solve_softmax(ctx.x_train[rows], ctx.y_train[rows], torch.tensor([lam], dtype=torch.float64),
+                            classes=ctx.classes, gtol=ctx.gtol)
+        pred = ctx.test_logits(res.theta)[0].argmax(dim=1)
+        alone[torch.arange(len(pred)), pred] += 1
+    assert float(votes.sum()) == teachers * ctx.x_test.shape[0]
+    # Both are the unique minimisers to within gtol / lam: at most a rare near-tie may flip.
+    assert float((votes - alone).abs().sum()) <= 0.01 * teachers * ctx.x_test.shape[0]
+
+
 def test_per_example_norm_shortcut_equals_torch_func():
     from torch.func import functional_call, grad, vmap
 
