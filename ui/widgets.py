@@ -598,8 +598,9 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
 
     Returns the :class:`SweepResult`, or None when the run failed (shown inline) or was cancelled
     (finished points stay cached; a "Resume" button continues). Results are memoised per session
-    and on disk, so repeating a spec is instant. Cancelling takes effect within a quarter of a second:
-    the progress callback, where Streamlit can stop the script, runs inside every batch.
+    and on disk, so repeating a spec is instant. Cancelling takes effect at the next progress
+    update (at most 0.25 s apart, also inside a batch): the progress callback is where Streamlit
+    can stop the script.
     """
     from privcore.engine.runner import SweepCancelled, run_sweep
 
