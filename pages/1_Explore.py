@@ -33,9 +33,7 @@ st.caption("Five ways to make a linear classifier's predictions differentially p
            "data. Private training (model sensitivity, loss perturbation, DP-SGD) protects the model once; "
            "private prediction (prediction sensitivity, subsample-and-aggregate) spends ε over B answers.")
 
-side = widgets.sidebar()
-if side.error:
-    st.stop()
+side = widgets.sidebar(require_data=True)
 s = widgets.setting_panel(side)
 errors, warns = widgets.setting_problems(side, s)
 for e in errors:

@@ -26,9 +26,7 @@ st.caption("Each cell is one setting; its colour is the method with the best mea
            "(hover for every method's accuracy ± std). “≈” marks a lead within the repetition noise. The other "
            "settings (λ, T, N, DP-SGD, data set) are those of the Explore page and the sidebar.")
 
-side = widgets.sidebar()
-if side.error:
-    st.stop()
+side = widgets.sidebar(require_data=True)
 c1, c2 = st.columns(2)
 delta = widgets.delta_slider(c1)
 eps_key = state.bind("map_eps", normalise=lambda v: [e for e in v if e in EPS_CHOICES] or [1.0, 10.0])

@@ -21,9 +21,7 @@ st.title("Calibrate: how much noise does each method add?")
 st.caption("Pure calibration: the noise each method must add to meet (ε, δ) on this problem. No data are "
            "trained, so it is instant. " + widgets.NEIGHBOURS_NOTE)
 
-side = widgets.sidebar()
-if side.error:
-    st.stop()
+side = widgets.sidebar(require_data=True)
 info = side.info
 c1, c2, c3 = st.columns(3)
 eps = widgets.epsilon_slider(c1)

@@ -19,13 +19,9 @@ FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _env(tmp_path_factory):
+def _env(app_env):
     from streamlit.runtime.pages_manager import PagesManager
 
-    mp = pytest.MonkeyPatch()
-    mp.setenv("PRIVCORE_CACHE", str(tmp_path_factory.mktemp("privcore_cache")))
-    mp.setenv("PRIVCORE_EXPORT_WARMUP", "0")
-    mp.setenv("PRIVCORE_CORE_WARMUP", "0")  # no background mnist-5k sweep competing with the tests
     # app.py uses st.navigation, but the repository also has a pages/ folder. A real server switches the
     # legacy "pages/ folder" mode off for good once st.navigation has run; AppTest resets that flag before
     # every run, which would make reruns execute the page without app.py. Mirror the server here.
@@ -35,9 +31,7 @@ def _env(tmp_path_factory):
         original_init(self, *args, **kwargs)
         PagesManager.uses_pages_directory = False
 
-    mp.setattr(PagesManager, "__init__", init)
-    yield
-    mp.undo()
+    app_env.setattr(PagesManager, "__init__", init)
 
 
 def app(**params) -> AppTest:

@@ -19,15 +19,7 @@ REPRODUCE = str(ROOT / "pages" / "3_Reproduce.py")
 FAST = {"dataset": '"synthetic"', "repeats": "2"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _env(tmp_path_factory):
-    # One fresh result cache for the module: the Reproduce tests reuse what the first one computed.
-    mp = pytest.MonkeyPatch()
-    mp.setenv("PRIVCORE_CACHE", str(tmp_path_factory.mktemp("privcore_cache")))
-    mp.setenv("PRIVCORE_EXPORT_WARMUP", "0")
-    mp.setenv("PRIVCORE_CORE_WARMUP", "0")  # no background mnist-5k sweep competing with the tests
-    yield
-    mp.undo()
+pytestmark = pytest.mark.usefixtures("app_env")  # fresh result cache, no warm-ups (conftest.py)
 
 
 def page(path: str, **params) -> AppTest:

@@ -34,11 +34,12 @@ def _ctx(ds, seed: int = 0, device=CPU, **kw) -> TrainContext:
 
 # ---------------------------------------------------------------- solver
 
-def test_solver_reaches_tolerance_and_matches_float64_reference(synth):
+@pytest.mark.parametrize("scaling", ["diagonal", "bohning"])
+def test_solver_reaches_tolerance_and_matches_float64_reference(synth, scaling):
     x = torch.tensor(np.array(synth.x_train))
     y = torch.tensor(np.array(synth.y_train))
     lam = torch.tensor([1e-2, 1e-4], dtype=torch.float64)
-    res = solve_softmax(x, y, lam, classes=10, gtol=1e-6)
+    res = solve_softmax(x, y, lam, classes=10, gtol=1e-6, scaling=scaling)
     assert bool(res.converged.all())
     # Independent check: the gradient at the returned point, recomputed in float64, is ~0.
     _, g = softmax_objective(x.double(), y, res.theta, lam, None)

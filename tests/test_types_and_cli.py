@@ -53,14 +53,6 @@ BUDGET_CASES = [
 ]
 
 
-@pytest.mark.parametrize("kwargs,exc,param,shown", BUDGET_CASES, ids=lambda v: repr(v) if not isinstance(v, type) else v.__name__)
-def test_privacy_budget_rejects(kwargs, exc, param, shown):
-    with pytest.raises(exc) as info:
-        PrivacyBudget(**kwargs)
-    assert type(info.value) is exc
-    assert names_param_and_value(str(info.value), param, shown), str(info.value)
-
-
 PROBLEM_CASES = [
     ({"n": 0}, ValueError, "n", "0"),
     ({"n": -5}, ValueError, "n", "-5"),
@@ -84,10 +76,12 @@ PROBLEM_CASES = [
 ]
 
 
-@pytest.mark.parametrize("kwargs,exc,param,shown", PROBLEM_CASES, ids=lambda v: repr(v) if not isinstance(v, type) else v.__name__)
-def test_problem_rejects(kwargs, exc, param, shown):
+@pytest.mark.parametrize("cls,kwargs,exc,param,shown",
+                         [(PrivacyBudget, *c) for c in BUDGET_CASES] + [(Problem, *c) for c in PROBLEM_CASES],
+                         ids=lambda v: v.__name__ if isinstance(v, type) else repr(v))
+def test_value_types_reject_bad_parameters(cls, kwargs, exc, param, shown):
     with pytest.raises(exc) as info:
-        Problem(**kwargs)
+        cls(**kwargs)
     assert type(info.value) is exc
     assert names_param_and_value(str(info.value), param, shown), str(info.value)
 

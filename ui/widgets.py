@@ -4,8 +4,7 @@ Typical page::
 
     import streamlit as st
     from ui import widgets
-    side = widgets.sidebar()                    # same sidebar on every page (idempotent per run)
-    if side.error: st.stop()                    # e.g. full MNIST not downloadable; shown inline
+    side = widgets.sidebar(require_data=True)   # same sidebar on every page; stops if the data fail
     s = widgets.setting_panel(side)             # epsilon, delta, B, N, T, lambda, D, C, DP-SGD, methods
     spec = widgets.spec_or_error(side, s, epsilons=(s.eps,))   # SweepSpec, or None + st.error
     res = widgets.run_with_progress(spec, key="point") if spec else None
@@ -171,13 +170,21 @@ def _already_rendered(widget_user_key: str) -> bool:
         return False
 
 
-def sidebar() -> SidebarSettings:
+def sidebar(*, require_data: bool = False) -> SidebarSettings:
     """Draw the shared sidebar (once per run; later calls return the same settings).
 
     Data set (mnist-5k default, digits, synthetic, full mnist, or an uploaded CSV/NPZ saved under
     ``cache/uploads``), repetitions, accounting mode and device. A data set that fails to load is
-    reported inline (sidebar and page) and ``info`` is None.
+    reported inline (sidebar and page) and ``info`` is None; with ``require_data`` the page then
+    stops there (the message is already shown).
     """
+    settings = _sidebar()
+    if require_data and settings.error:
+        st.stop()
+    return settings
+
+
+def _sidebar() -> SidebarSettings:
     wkey = state.widget_key("dataset")
     if _already_rendered(wkey) and "_sidebar" in st.session_state:
         return st.session_state["_sidebar"]
