@@ -7,7 +7,8 @@ Sections:
    batched engine versus the same work done one model at a time (fresh context per run: every run
    re-trains its model, as the paper's code does), in one process. The loop is timed on a
    ``--loop-fraction`` of its runs (evenly spread) and scaled up; 1.0 times all of it.
-2. Single-setting refresh: 5 methods, one epsilon, 20 repetitions, uncached (median of 5 seeds).
+2. Single-setting refresh: 5 methods, one epsilon, 20 repetitions, uncached (median of 5 moves),
+   and per method; L-BFGS iterations for theta*(lam) with either initial scaling.
 3. Growth with repetitions R and with N (subsample / augmentation), and peak memory (max RSS).
 Results are printed as markdown tables and saved to bench/out/engine.json.
 """
@@ -89,6 +90,38 @@ def refresh(device: str, moves: int = 5) -> tuple[float, list[float]]:
     return cold, times
 
 
+def refresh_by_method(device: str, moves: int = 3) -> dict[str, float]:
+    """Median seconds per method of a warm refresh (new epsilon, 20 reps; calibration included)."""
+    run_sweep(SweepSpec(epsilons=(3.0,), delta=1e-5, repeats=20, seed=100, device=device), use_cache=False)
+    out = {}
+    for m in METHOD_NAMES:
+        times = []
+        for i in range(moves):
+            t0 = time.perf_counter()
+            run_sweep(SweepSpec(epsilons=(4.5 + i,), delta=1e-5, repeats=20, seed=100, device=device, methods=(m,),
+                                baseline=False), use_cache=False)
+            times.append(time.perf_counter() - t0)
+        out[m] = statistics.median(times)
+    return out
+
+
+def solver_iterations(device: str, lams=(1e-2, 1e-3, 1e-4, 1e-5)) -> dict[str, dict[float, int]]:
+    """L-BFGS iterations to reach the tolerance for theta*(lam) on mnist-5k, per initial scaling."""
+    from privcore.solver import solve_softmax
+
+    ds = load_dataset("mnist-5k", seed=0)
+    ctx = TrainContext.from_dataset(ds, Problem(n=ds.n, dim=ds.dim, classes=ds.classes), 0, resolve_device(device))
+    out: dict[str, dict[float, int]] = {}
+    for scaling in ("diagonal", "bohning"):
+        out[scaling] = {}
+        for lam in lams:
+            lam_t = torch.tensor([lam], dtype=torch.float64, device=ctx.device)
+            res = solve_softmax(ctx.x_train, ctx.y_train, lam_t, classes=ctx.classes, precond=ctx.preconditioner,
+                                scaling=scaling)
+            out[scaling][lam] = int(res.iterations.max())
+    return out
+
+
 def by_repeats(device: str, values=(1, 5, 20, 100)) -> dict[int, float]:
     """Refresh time against R, warm (data and non-private models already in memory)."""
     run_sweep(SweepSpec(epsilons=(2.0,), delta=1e-5, repeats=1, seed=7, device=device), use_cache=False)
@@ -141,6 +174,18 @@ def main() -> None:
     print(f"\nSingle-setting refresh (5 methods, one eps, delta = 1e-5, 20 reps, results not cached): cold {cold:.2f} s; "
           f"after moving epsilon: median {statistics.median(times):.2f} s (runs: {', '.join(f'{t:.2f}' for t in times)})")
 
+    per_method = refresh_by_method(args.device)
+    print("\n| method (warm refresh, median of 3) | " + " | ".join(per_method) + " |")
+    print("|---|" + "---|" * len(per_method))
+    print("| seconds | " + " | ".join(f"{v:.2f}" for v in per_method.values()) + " |")
+
+    iters = solver_iterations(args.device)
+    lams = list(next(iter(iters.values())))
+    print("\n| L-BFGS iterations for theta*(lam), by initial scaling | " + " | ".join(f"{l:g}" for l in lams) + " |")
+    print("|---|" + "---|" * len(lams))
+    for scaling, row in iters.items():
+        print(f"| {scaling} | " + " | ".join(str(row[l]) for l in lams) + " |")
+
     reps = by_repeats(args.device)
     print("\n| repetitions R | 1 | 5 | 20 | 100 |\n|---|---|---|---|---|")
     print("| refresh seconds | " + " | ".join(f"{reps[r]:.2f}" for r in (1, 5, 20, 100)) + " |")
@@ -156,7 +201,8 @@ def main() -> None:
     out.mkdir(exist_ok=True)
     (out / "engine.json").write_text(json.dumps({
         "info": info, "figure1_batched_s": t_batched, "figure1_looped_s": t_loop, "looped_timed_runs": timed,
-        "looped_total_runs": total, "refresh_cold_s": cold, "refresh_move_eps_s": times, "by_repeats_s": reps, "by_n": scaling,
+        "looped_total_runs": total, "refresh_cold_s": cold, "refresh_move_eps_s": times, "refresh_by_method_s": per_method,
+        "solver_iterations": {k: {str(l): v for l, v in row.items()} for k, row in iters.items()}, "by_repeats_s": reps, "by_n": scaling,
         "max_rss_mb": max_rss_mb()}, indent=1))
 
 

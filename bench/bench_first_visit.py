@@ -1,0 +1,83 @@
+"""What a first visitor waits for, in a real browser (prints figures; not a test).
+
+    python bench/bench_first_visit.py [--port 8765]
+
+Starts ``streamlit run app.py`` on a fresh, empty result cache, opens the Explore page with the
+defaults (mnist-5k, 20 repetitions) in headless Chromium (/usr/bin/chromium, Playwright) 2 s
+after the server answers, and times from the request: the page heading, the recommendation, the
+first chart and the end of all computing. Then it opens ``?repeats=200`` in a second tab, clicks
+Cancel 2 s after a progress bar appears, and times until the bar is gone. Browser and server share
+this machine's cores, as they do when both run on a laptop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+REC = """() => [...document.querySelectorAll('[data-testid="stAlert"]')].some(e => e.innerText.includes('Recommended'))"""
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--port", type=int, default=8765)
+    args = ap.parse_args()
+    base = f"http://127.0.0.1:{args.port}"
+    env = dict(os.environ, PRIVCORE_CACHE=tempfile.mkdtemp())
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                               "--server.port", str(args.port), "--server.address", "127.0.0.1"],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out: dict[str, float | int] = {}
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.2)
+        time.sleep(2)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1900})
+            t0 = time.perf_counter()
+            page.goto(base + "/", wait_until="commit")
+            page.get_by_role("heading", name="Explore the trade-offs of private prediction").wait_for(timeout=300_000)
+            out["heading_s"] = time.perf_counter() - t0
+            page.wait_for_function(REC, timeout=300_000, polling=50)
+            out["recommendation_s"] = time.perf_counter() - t0
+            page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=300_000)
+            out["first_chart_s"] = time.perf_counter() - t0
+            page.wait_for_selector(IDLE, timeout=300_000)
+            out["all_done_s"] = time.perf_counter() - t0
+            out["exceptions"] = page.locator('[data-testid="stException"]').count()
+            slow = browser.new_page(viewport={"width": 1400, "height": 1900})
+            slow.goto(base + "/?repeats=200")
+            cancel = slow.get_by_role("button", name="Cancel").first
+            cancel.wait_for(timeout=300_000)
+            slow.wait_for_timeout(2000)
+            t1 = time.perf_counter()
+            cancel.click()
+            slow.get_by_text("cancelled", exact=False).first.wait_for(timeout=60_000)
+            slow.wait_for_selector('[data-testid="stProgress"]', state="detached", timeout=60_000)
+            out["cancel_s"] = time.perf_counter() - t1
+            out["exceptions"] += slow.locator('[data-testid="stException"]').count()
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}))
+
+
+if __name__ == "__main__":
+    main()
