@@ -113,18 +113,38 @@ class TrainContext:
 
     def test_logits(self, theta: torch.Tensor) -> torch.Tensor:
         """Test logits for a batch of models theta [P, D, C] -> [P, M, C] (one GEMM)."""
+        return self.logits(theta, None)
+
+    def logits(self, theta: torch.Tensor, queries: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits of query rows [M, D] (default: the test set) for models theta [P, D, C] -> [P, M, C]."""
+        x = self.x_test if queries is None else queries.to(device=self.device, dtype=self.x_test.dtype)
         p, d, c = theta.shape
-        out = self.x_test @ theta.to(self.x_test.dtype).permute(1, 0, 2).reshape(d, p * c)
+        out = x @ theta.to(x.dtype).permute(1, 0, 2).reshape(d, p * c)
         return out.view(-1, p, c).permute(1, 0, 2)
 
-    def teacher_votes(self, teachers: int, lam: float) -> torch.Tensor:
-        """Vote counts [M, C] of T teachers trained on disjoint parts of floor(N/T) examples.
+    def teacher_votes(self, teachers: int, lam: float, queries: torch.Tensor | None = None) -> torch.Tensor:
+        """Vote counts [M, C] on the query rows (default: the test set) of T teachers trained on
+        disjoint parts of floor(N/T) examples.
 
         The partition is a seeded permutation (same for every method of this seed); all T
         problems are solved together with per-problem data [T, N/T, D].
         """
+        def count() -> torch.Tensor:
+            pred = self.logits(self.teacher_thetas(teachers, lam), queries).argmax(dim=2)  # [T, M]
+            votes = torch.zeros(pred.shape[1], self.classes, dtype=torch.float64, device=self.device)
+            return votes.scatter_add_(1, pred.T.contiguous(), torch.ones_like(pred.T, dtype=torch.float64))
+
+        if queries is not None:  # arbitrary queries (an attacker's): not cached
+            return count()
         key = (int(teachers), float(lam))
         if key not in self._votes:
+            self._votes[key] = count()
+        return self._votes[key]
+
+    def teacher_thetas(self, teachers: int, lam: float) -> torch.Tensor:
+        """The T teachers' models [T, D, C] (solved once per (T, lam) and cached)."""
+        key = ("teachers", int(teachers), float(lam))
+        if key not in self._solves:
             n, m = self.x_train.shape[0], self.x_train.shape[0] // teachers
             perm = torch.randperm(n, generator=self.generator("sa_partition", teachers), device=self.device)[: teachers * m]
             # The teachers' rows in the full data's eigenbasis: no unrotated copy of the parts
@@ -135,8 +155,5 @@ class TrainContext:
             res = solve_softmax(parts.x, ys, lam_t, classes=self.classes, gtol=self.gtol, precond=parts,
                                 callback=self.checkpoint)
             self._note_solve(res)
-            pred = self.test_logits(res.theta).argmax(dim=2)  # [T, M]
-            votes = torch.zeros(self.x_test.shape[0], self.classes, dtype=torch.float64, device=self.device)
-            votes.scatter_add_(1, pred.T.contiguous(), torch.ones_like(pred.T, dtype=torch.float64))
-            self._votes[key] = votes
-        return self._votes[key]
+            self._solves[key] = res
+        return self._solves[key].theta

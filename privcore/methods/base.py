@@ -3,8 +3,15 @@
 A method is a class with class attributes describing it and two operations:
 
 * ``calibrate(budget, problem, accounting) -> NoiseScale`` - pure and instant (no data);
-* ``evaluate(ctx, scales, repeats) -> Tensor [len(scales), repeats]`` - test accuracies of
-  ``repeats`` independent private releases per noise scale, solved as one batched problem.
+* ``release(ctx, scales, repeats, queries=None) -> Tensor`` - what the method publishes, for
+  ``repeats`` independent runs per noise scale, solved as one batched problem: a model
+  [E, R, D, C] (``releases = "model"``), noisy logits [E, R, M, C] for the M query rows
+  (``"logits"``) or labels [E, R, M] (``"labels"``);
+* ``evaluate(ctx, scales, repeats) -> Tensor [E, R]`` - test accuracy of those releases (the
+  test set is the query set).
+
+``release`` is what an attacker sees: the leakage module and the privacy audits call it on
+neighbouring data sets; ``evaluate`` is shared by all methods and needs no override.
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ class Method(ABC):
     #: True when every private release needs its own training run (loss perturbation, DP-SGD): the
     #: slow methods. The others train once and only draw noise per release.
     trains_per_release: ClassVar[bool] = False
+    #: What one release is: "model" (theta, any number of predictions), "logits" or "labels"
+    #: (one answer per query; the guarantee covers B of them).
+    releases: ClassVar[str] = "model"
     summary: ClassVar[str] = ""
     wins_when: ClassVar[str] = ""
     assumptions: ClassVar[str] = ""
@@ -68,8 +78,25 @@ class Method(ABC):
         """Calibration for a finite epsilon (validated inputs)."""
 
     @abstractmethod
+    def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
+                queries: "torch.Tensor | None" = None) -> "torch.Tensor":
+        """The private outputs of ``repeats`` runs per noise scale (see the module docstring).
+
+        ``queries`` [M, D] are the inputs answered by prediction methods (default: the test set);
+        training methods release a model and ignore them.
+        """
+
     def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int) -> "torch.Tensor":
         """Test accuracy [len(scales), repeats] of private releases at each noise scale."""
+        out = self.release(ctx, scales, repeats)
+        if self.releases == "model":
+            e, r, d, c = out.shape
+            pred = ctx.test_logits(out.reshape(e * r, d, c)).argmax(dim=2).view(e, r, -1)
+        elif self.releases == "logits":
+            pred = out.argmax(dim=3)
+        else:
+            pred = out
+        return (pred == ctx.y_test).double().mean(dim=2)
 
 
 def noise_multiplier_of(scale: NoiseScale) -> float:

@@ -73,7 +73,8 @@ class DPSGD(Method):
                           formula=f"noise multiplier from Opacus {acc.upper()} accountant: q = {problem.sample_rate:.4g}, "
                                   f"steps = {problem.steps}; noise std = multiplier * clip")
 
-    def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int) -> torch.Tensor:
+    def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
+                queries: torch.Tensor | None = None) -> torch.Tensor:
         pb = ctx.problem
         n, d = ctx.x_train.shape
         c, e_count = ctx.classes, len(scales)
@@ -109,9 +110,7 @@ class DPSGD(Method):
                 grad_sum = torch.bmm(xb.transpose(1, 2), (resid * factor.unsqueeze(3)).view(repeats, size, e_count * c))
                 noise = (unit_chunk[:, s].unsqueeze(2) * (mult * clip).view(1, 1, e_count, 1)).view(repeats, d, e_count * c)
                 theta = theta - lr * (grad_sum + noise) / (q * n)
-        logits = ctx.test_logits(theta.view(repeats, d, e_count, c).permute(0, 2, 1, 3).reshape(repeats * e_count, d, c))
-        acc = (logits.argmax(dim=2) == ctx.y_test).double().mean(dim=1)
-        return acc.view(repeats, e_count).T.contiguous()
+        return theta.view(repeats, d, e_count, c).permute(2, 0, 1, 3).contiguous()  # [E, R, D, C]
 
 
 def _chunks(steps: int, n: int, params: int, per_run: int = 1 << 18) -> list[int]:

@@ -89,7 +89,8 @@ class LossPerturbation(Method):
                           formula="sigma = 2K (sqrt(r^2 + eps) + r) / eps, r = chi_{2C} quantile at 1 - delta; "
                                   "rho = 2 L C / eps")
 
-    def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int) -> torch.Tensor:
+    def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
+                queries: torch.Tensor | None = None) -> torch.Tensor:
         n, lam = ctx.x_train.shape[0], ctx.problem.lam
         theta_np = ctx.nonprivate_theta(lam)
         d, c = theta_np.shape
@@ -104,6 +105,4 @@ class LossPerturbation(Method):
         pull = linear + (rho / n).repeat_interleave(repeats).view(-1, 1, 1) * theta_np.unsqueeze(0)
         init = theta_np.unsqueeze(0) - pre.from_basis(pre.apply(pre.to_basis(pull), lam_total))
         res = ctx.solve(lam_total, linear, init)
-        logits = ctx.test_logits(res.theta)
-        acc = (logits.argmax(dim=2) == ctx.y_test).double().mean(dim=1)
-        return acc.view(len(scales), repeats)
+        return res.theta.view(len(scales), repeats, d, c).float()

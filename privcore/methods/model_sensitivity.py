@@ -42,10 +42,9 @@ class ModelSensitivity(Method):
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=sigma,
                           sensitivity=delta_s, formula="sigma = analytic Gaussian(eps, delta, Delta = 2K/(N lam))")
 
-    def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int) -> torch.Tensor:
+    def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
+                queries: torch.Tensor | None = None) -> torch.Tensor:
         theta = ctx.nonprivate_theta(ctx.problem.lam)  # [D, C]
         d, c = theta.shape
-        noise = scaled_noise(ctx, self.name, scales, repeats, 1, d * c).view(len(scales) * repeats, d, c)
-        logits = ctx.test_logits(theta.unsqueeze(0).float() + noise)  # [E*R, M, C]
-        acc = (logits.argmax(dim=2) == ctx.y_test).double().mean(dim=1)
-        return acc.view(len(scales), repeats)
+        noise = scaled_noise(ctx, self.name, scales, repeats, 1, d * c).view(len(scales), repeats, d, c)
+        return theta.view(1, 1, d, c).float() + noise

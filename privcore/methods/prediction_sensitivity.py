@@ -30,6 +30,7 @@ class PredictionSensitivity(Method):
     uses = ("lam", "budget")
     family = "prediction"
     uses_budget = True
+    releases = "logits"
     summary = "Train non-privately; add noise to every released logit vector (B answers)."
     wins_when = "Rarely: few predictions (small B), large N lam; tight Gaussian accounting helps it most."
     assumptions = "As model sensitivity; the guarantee covers B predictions only."
@@ -56,11 +57,10 @@ class PredictionSensitivity(Method):
                           per_query_epsilon=adv.per_query_epsilon, per_query_delta=adv.per_query_delta,
                           sensitivity=delta_s, formula=formula)
 
-    def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int) -> torch.Tensor:
+    def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
+                queries: torch.Tensor | None = None) -> torch.Tensor:
         theta = ctx.nonprivate_theta(ctx.problem.lam)
-        logits = ctx.test_logits(theta.unsqueeze(0))[0]  # [M, C]
+        logits = ctx.logits(theta.unsqueeze(0), queries)[0]  # [M, C]
         m, c = logits.shape
-        # Each of the M test queries gets its own C-dimensional draw.
-        noise = scaled_noise(ctx, self.name, scales, repeats, m, c)  # [E, R, M, C]
-        pred = (logits + noise).argmax(dim=3)
-        return (pred == ctx.y_test).double().mean(dim=2)
+        # Each of the M queries gets its own C-dimensional draw.
+        return logits + scaled_noise(ctx, self.name, scales, repeats, m, c)  # [E, R, M, C]

@@ -40,6 +40,7 @@ class SubsampleAggregate(Method):
     uses = ("lam", "budget", "teachers")
     family = "prediction"
     uses_budget = True
+    releases = "labels"
     summary = "Train T models on disjoint parts; answer each query by a noisy vote (exponential mechanism)."
     wins_when = "Few predictions (small B) and delta = 0, or small N; any model class works."
     assumptions = "Disjoint parts; one example changes one vote; the guarantee covers B predictions only."
@@ -66,19 +67,20 @@ class SubsampleAggregate(Method):
                           per_query_epsilon=2.0 * beta, per_query_delta=0.0, sensitivity=1.0,
                           formula=formula, notes=notes)
 
-    def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int) -> torch.Tensor:
-        votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam)  # [M, C]
+    def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
+                queries: torch.Tensor | None = None) -> torch.Tensor:
+        votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam, queries)  # [M, C]
         m, c = votes.shape
         gumbel = []
         for r in range(repeats):
             u = torch.rand(m, c, generator=ctx.generator(self.name, "gumbel", r), dtype=torch.float64, device=ctx.device)
             gumbel.append(-torch.log(-torch.log(u.clamp(1e-300, 1.0 - 1e-16))))
         g = torch.stack(gumbel)  # [R, M, C]
-        out = torch.empty(len(scales), repeats, dtype=torch.float64, device=ctx.device)
+        out = torch.empty(len(scales), repeats, m, dtype=torch.int64, device=ctx.device)
         for e, s in enumerate(scales):
             beta = math.inf if s.noise == "none" else float(s.beta)
             # argmax(beta * votes + Gumbel) samples prop. to exp(beta * votes); beta = inf is the
             # plain majority vote with random tie-breaking.
             score = votes * 1e6 + g if math.isinf(beta) else beta * votes + g
-            out[e] = (score.argmax(dim=2) == ctx.y_test).double().mean(dim=1)
+            out[e] = score.argmax(dim=2)
         return out
