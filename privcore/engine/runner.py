@@ -22,7 +22,7 @@ from ..certify import SolverCertificationError
 from ..methods import BASELINE, get_method
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from .cache import ResultCache, point_key
-from .context import TrainContext
+from ..context import TrainContext
 from .specs import SweepSpec
 from .tuning import LAM_AUTO_NOTE, choose_lams, release_budget
 
