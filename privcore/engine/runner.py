@@ -305,6 +305,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
                 result.cached += int(is_cached)
                 result.rows.append(_row(method, e, vspec, base_problem, spec.vary, vary_value, stored, is_cached))
             done += 1
+    result.warnings.extend(m for m in getattr(store, "drain_messages", list)() if m not in result.warnings)
     if progress is not None:
         progress(1.0, "done")
     result.seconds = time.perf_counter() - start
