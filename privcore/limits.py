@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["max_file_bytes", "max_data_bytes", "max_columns", "max_features", "max_n", "limit_hint",
+__all__ = ["max_file_bytes", "max_data_bytes", "max_columns", "max_features", "max_n", "limit_hint", "physical_memory",
            "MAX_ZIP_RATIO"]
 
 _DEFAULTS = {
@@ -69,6 +69,14 @@ def max_columns() -> int:
 def max_features() -> int:
     """Most features D a model is trained on without PCA (``PRIVCORE_MAX_FEATURES``)."""
     return _read("PRIVCORE_MAX_FEATURES")
+
+
+def physical_memory() -> int | None:
+    """This machine's physical memory in bytes, or None when unknown."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def max_n() -> int:

@@ -283,7 +283,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
                 budgets = [PrivacyBudget(epsilons[i], vspec.delta) for i in missing]
                 try:
                     fresh = _compute(method, ds, vspec, budgets, fixed_lam, context, device, poll)
-                except CalibrationError as err:
+                except (CalibrationError, ArithmeticError) as err:  # ArithmeticError: an accountant's numerical limit
                     result.warnings.append(f"{method}: {err}")
                     fresh = [None] * len(missing)
                 per_point = (time.perf_counter() - t0) / len(missing)
