@@ -316,7 +316,7 @@ def _sidebar() -> SidebarSettings:
         format_func={"corrected": "corrected (sound; default)", "paper": "paper (as published)",
                      "tight": "tight (exact/optimal composition)"}.get,
         help="paper: the published calibrations (some are too optimistic). corrected: fixed proofs. "
-             "tight: exact Gaussian / optimal bounded-range composition, PRV accountant for DP-SGD."))
+             "tight: exact Gaussian / optimal bounded-range composition, finer replace-one PLD grid for DP-SGD."))
     import torch
 
     devices = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
