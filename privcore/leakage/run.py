@@ -185,6 +185,12 @@ def _compute(spec: LeakageSpec, ds, progress: ProgressFn | None, cancel: Callabl
     else:
         m = REGISTRY[spec.method]
         label, family, releases = m.label, m.family, m.releases
+        if "batch_size" in m.uses and spec.batch_size > pop.n_train:
+            raise ValueError(f"batch_size must be at most {pop.n_train} (each release trains on half of the "
+                             f"{pop.size:,} population rows), got {spec.batch_size}")
+        if "teachers" in m.uses and spec.teachers > pop.n_train:
+            raise ValueError(f"teachers must be at most {pop.n_train} (each release trains on half of the "
+                             f"{pop.size:,} population rows), got {spec.teachers}")
         problem = spec.problem(pop.n_train, pop.x.shape[1], pop.classes)
         scale = m.calibrate(PrivacyBudget(spec.epsilon, spec.delta), problem, spec.accounting)
     prediction = releases in ("logits", "labels")

@@ -86,9 +86,14 @@ class LeakageSpec:
                 batch_size=self.batch_size, epochs=self.epochs, clip=self.clip, learning_rate=self.learning_rate)
 
     def problem(self, n_train: int, dim: int, classes: int) -> Problem:
-        """The Problem every release of this spec is calibrated for (n = the worlds' size)."""
-        return Problem(n=n_train, dim=dim, classes=classes, lam=self.lam, budget=self.budget, teachers=self.teachers,
-                       batch_size=self.batch_size, epochs=self.epochs, clip=self.clip,
+        """The Problem every release of this spec is calibrated for (n = the worlds' size).
+
+        T and the DP-SGD batch are clipped to n_train for the methods that do not use them (the
+        runner rejects a method that uses them beyond n_train with a clear message).
+        """
+        return Problem(n=n_train, dim=dim, classes=classes, lam=self.lam, budget=self.budget,
+                       teachers=min(self.teachers, n_train), batch_size=min(self.batch_size, n_train),
+                       epochs=self.epochs, clip=self.clip,
                        learning_rate=self.learning_rate)
 
     def point(self) -> dict[str, Any]:
