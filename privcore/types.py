@@ -24,6 +24,7 @@ __all__ = [
     "CalibrationError",
     "K_LIPSCHITZ",
     "L_HESSIAN",
+    "SOLVER_TOLERANCE_FRACTION",
 ]
 
 ACCOUNTING_MODES: tuple[str, ...] = ("paper", "corrected", "tight")
@@ -33,6 +34,9 @@ NOISE_KINDS: tuple[str, ...] = ("laplace_like", "gaussian", "exponential_mechani
 K_LIPSCHITZ: float = math.sqrt(2.0)
 #: Bound on the eigenvalues of the softmax cross-entropy Hessian w.r.t. the logits.
 L_HESSIAN: float = 0.5
+#: The certified solver residual as a fraction of K / N: with gradient norm g = this * K / N, the
+#: residual term 2 g / lam of the sensitivity is this fraction of 2K / (N lam) (see privcore.certify).
+SOLVER_TOLERANCE_FRACTION: float = 0.01
 
 
 class CalibrationError(ValueError):
@@ -115,8 +119,29 @@ class Problem:
 
     @property
     def sensitivity(self) -> float:
-        """L2 sensitivity of the regularised minimiser (and of its logits): 2K / (N lam)."""
+        """L2 sensitivity of the *exact* regularised minimiser (and of its logits): 2K / (N lam).
+
+        The paper's value (Theorem 5, replace-one); it assumes the exact minimiser. Releases of a
+        solver's output use :attr:`certified_sensitivity`.
+        """
         return 2.0 * K_LIPSCHITZ / (self.n * self.lam)
+
+    @property
+    def solver_tolerance(self) -> float:
+        """The gradient norm g the solver certifies on every input: SOLVER_TOLERANCE_FRACTION * K / N.
+
+        Fixed before the data are seen (it depends on N only), so the neighbour's solve obeys it too.
+        """
+        return SOLVER_TOLERANCE_FRACTION * K_LIPSCHITZ / self.n
+
+    @property
+    def certified_sensitivity(self) -> float:
+        """Sensitivity of the released solver output: 2K / (N lam) + 2 g / lam, g = solver_tolerance.
+
+        Strong convexity gives ||theta_hat - theta*|| <= ||grad J(theta_hat)|| / lam <= g / lam on each
+        of the two neighbouring data sets (SPEC, "Inexact solvers").
+        """
+        return self.sensitivity + 2.0 * self.solver_tolerance / self.lam
 
 
 @dataclass(frozen=True)
@@ -141,13 +166,19 @@ class NoiseScale:
     per_query_epsilon: float | None = None
     per_query_delta: float | None = None
     sensitivity: float | None = None
+    #: The certified solver gradient-norm bound that ``sensitivity`` includes (None: no solver).
+    solver_tolerance: float | None = None
+    #: Scale of a second, output noise draw of the same kind (sigma, or 1/beta for Laplace-like):
+    #: loss perturbation's approximate-minima-perturbation term. None: no output noise.
+    output_scale: float | None = None
     formula: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         check_choice("accounting", self.accounting, ACCOUNTING_MODES)
         check_choice("noise", self.noise, NOISE_KINDS)
-        for name in ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity"):
+        for name in ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity",
+                     "solver_tolerance", "output_scale"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, check_real(name, value, low=0.0, allow_inf=True))

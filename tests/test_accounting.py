@@ -350,6 +350,6 @@ def test_dpsgd_tight_never_more_noise_than_corrected():
 def test_prediction_sensitivity_tight_is_exact_composition(eps, delta, budget):
     pb = Problem(budget=budget)
     t = calibrate("prediction_sensitivity", PrivacyBudget(eps, delta), pb, "tight")
-    assert t.sigma == pytest.approx(math.sqrt(budget) * bw_sigma(eps, delta) * pb.sensitivity, rel=1e-7)
+    assert t.sigma == pytest.approx(math.sqrt(budget) * bw_sigma(eps, delta) * pb.certified_sensitivity, rel=1e-7)
     # B releases at sensitivity Delta = one release at sensitivity sqrt(B) Delta: meets (eps, delta).
-    assert gaussian_delta(t.sigma, eps, math.sqrt(budget) * pb.sensitivity) <= delta * (1 + 1e-9)
+    assert gaussian_delta(t.sigma, eps, math.sqrt(budget) * pb.certified_sensitivity) <= delta * (1 + 1e-9)

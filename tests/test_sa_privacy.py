@@ -205,3 +205,13 @@ def test_approx_dp_corrected_satisfies_zcdp_and_tight_is_larger(eps, delta, budg
     assert tight >= corrected * (1 - 1e-12)
     # tight stays within its target under the optimal BR composition (each query 2 beta-BR).
     assert br_composition_delta(2 * tight, budget, eps) <= delta * (1 + 1e-9)
+
+
+def test_paper_delta_note_states_the_delta_really_reached():
+    from privcore import calibrate
+    from privcore.types import PrivacyBudget, Problem
+
+    small = calibrate("subsample_aggregate", PrivacyBudget(1.0, 1e-5), Problem(budget=10), "paper")
+    assert "delta = 0.000102" in small.notes[0] and "10.2 times" in small.notes[0]
+    large = calibrate("subsample_aggregate", PrivacyBudget(1.0, 1e-5), Problem(budget=100), "paper")
+    assert "target holds" in large.notes[0]

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from privcore import METHOD_NAMES, calibrate
+from privcore.accounting.gaussian import gaussian_delta
 from privcore.accounting import analytic_gaussian_sigma
 from privcore.cli import main
 from privcore.types import ACCOUNTING_MODES, CalibrationError, PrivacyBudget, Problem
@@ -144,9 +145,15 @@ def test_loss_perturbation_calibrations():
     eps, delta, k = 0.8, 1e-6, SQRT2
     paper0 = calibrate("loss_perturbation", PrivacyBudget(eps), pb, "paper")
     corr0 = calibrate("loss_perturbation", PrivacyBudget(eps), pb, "corrected")
+    eps1, dlt1 = 0.99 * eps, 0.99 * delta  # 1 % pays for the approximate-minima output noise
     assert paper0.beta == pytest.approx(eps / (2 * k), rel=1e-14)
-    assert corr0.beta == pytest.approx(eps / (4 * k), rel=1e-14)
-    assert paper0.rho == corr0.rho == pytest.approx(7 / eps, rel=1e-14)
+    assert corr0.beta == pytest.approx(eps1 / (4 * k), rel=1e-14)
+    assert paper0.rho == pytest.approx(7 / eps, rel=1e-14) and corr0.rho == pytest.approx(7 / eps1, rel=1e-14)
+    # Output noise: Laplace-like at sensitivity 2g / (lam + rho/N) with 0.01 eps.
+    g = 0.1 * pb.solver_tolerance
+    assert corr0.solver_tolerance == pytest.approx(g)
+    assert corr0.output_scale == pytest.approx(2 * g / (pb.lam + corr0.rho / pb.n) / (0.01 * eps), rel=1e-12)
+    assert paper0.output_scale is None
     paper = calibrate("loss_perturbation", PrivacyBudget(eps, delta), pb, "paper")
     corr = calibrate("loss_perturbation", PrivacyBudget(eps, delta), pb, "corrected")
     tight = calibrate("loss_perturbation", PrivacyBudget(eps, delta), pb, "tight")
@@ -155,9 +162,11 @@ def test_loss_perturbation_calibrations():
     # quantile at 1 - delta, the noise part of the loss 2K r / sigma + 2K^2 / sigma^2 must equal eps/2.
     from scipy.stats import chi
 
-    r = chi.isf(delta, 2 * 7)
-    assert chi.sf(r, 14) == pytest.approx(delta, rel=1e-8)
-    assert 2 * k * r / corr.sigma + 2 * k * k / corr.sigma ** 2 == pytest.approx(eps / 2, rel=1e-10)
+    r = chi.isf(dlt1, 2 * 7)
+    assert chi.sf(r, 14) == pytest.approx(dlt1, rel=1e-8)
+    assert 2 * k * r / corr.sigma + 2 * k * k / corr.sigma ** 2 == pytest.approx(eps1 / 2, rel=1e-10)
+    out = 2 * g / (pb.lam + corr.rho / pb.n)
+    assert gaussian_delta(corr.output_scale, 0.01 * eps, out) <= 0.01 * delta * (1 + 1e-9)
     # Never less noise than a one-dimensional Gaussian tail at the same sensitivity and budget.
     assert corr.sigma > 2 * k * analytic_gaussian_sigma(eps / 2, delta, 1.0)
     assert tight.sigma <= corr.sigma
@@ -169,7 +178,13 @@ def test_model_and_prediction_sensitivity_gaussian():
     eps, delta = 0.8, 1e-6
     ms = calibrate("model_sensitivity", PrivacyBudget(eps, delta), pb)
     assert pb.sensitivity == pytest.approx(2 * SQRT2 / (6000 * 0.01))
-    assert ms.sigma == pytest.approx(analytic_gaussian_sigma(eps, delta, 1.0) * pb.sensitivity, rel=1e-10)
+    # corrected: the certified sensitivity, 1 % above the exact minimiser's (solver residual included)
+    assert pb.certified_sensitivity == pytest.approx(pb.sensitivity * 1.01)
+    assert ms.sigma == pytest.approx(analytic_gaussian_sigma(eps, delta, 1.0) * pb.certified_sensitivity, rel=1e-10)
+    assert ms.sensitivity == pb.certified_sensitivity and ms.solver_tolerance == pb.solver_tolerance
+    paper = calibrate("model_sensitivity", PrivacyBudget(eps, delta), pb, "paper")
+    assert paper.sigma == pytest.approx(analytic_gaussian_sigma(eps, delta, 1.0) * pb.sensitivity, rel=1e-10)
+    assert paper.notes and "exact minimiser" in paper.notes[0]
     ps = calibrate("prediction_sensitivity", PrivacyBudget(eps, delta), pb, "paper")
     assert ps.sigma <= analytic_gaussian_sigma(eps / 37, delta / 37, pb.sensitivity)
 
@@ -310,14 +325,16 @@ def test_cli_subprocess_json_matches_in_process(cli_runs, cli_json, key):
 def test_cli_model_sensitivity(cli_json):
     o = cli_json["ms"]
     assert (o["method"], o["accounting"], o["noise"], o["delta"]) == ("model_sensitivity", "corrected", "laplace_like", 0.0)
-    assert o["beta"] == pytest.approx(N * LAM * EPS / (2 * SQRT2), rel=1e-12)
+    # certified Delta = 2K/(N lam) + 2g/lam with g = 0.01 K/N: 1.01 times the exact minimiser's
+    assert o["beta"] == pytest.approx(N * LAM * EPS / (2 * SQRT2 * 1.01), rel=1e-12)
+    assert o["solver_tolerance"] == pytest.approx(0.01 * SQRT2 / N, rel=1e-12)
     assert o["sigma"] is None and o["rho"] is None and o["noise_multiplier"] is None and o["per_query_epsilon"] is None
 
 
 def test_cli_prediction_sensitivity(cli_json):
     o = cli_json["ps"]
     assert o["noise"] == "laplace_like"
-    assert o["beta"] == pytest.approx(N * LAM * EPS / (2 * SQRT2 * B), rel=1e-12)
+    assert o["beta"] == pytest.approx(N * LAM * EPS / (2 * SQRT2 * B * 1.01), rel=1e-12)
     assert o["per_query_epsilon"] == pytest.approx(EPS / B, rel=1e-12)
     assert o["sigma"] is None and o["rho"] is None and o["noise_multiplier"] is None
 
@@ -334,11 +351,11 @@ def test_cli_subsample_aggregate(cli_json):
 
 def test_cli_loss_perturbation(cli_json):
     corr, paper = cli_json["lp_corrected"], cli_json["lp_paper"]
-    for o in (corr, paper):
+    for o, e in ((corr, 0.99 * EPS), (paper, EPS)):
         assert o["noise"] == "laplace_like"
-        assert o["rho"] == pytest.approx(C / EPS, rel=1e-12)
+        assert o["rho"] == pytest.approx(C / e, rel=1e-12)
         assert o["sigma"] is None and o["noise_multiplier"] is None and o["per_query_epsilon"] is None
-    assert corr["beta"] == pytest.approx(EPS / (4 * SQRT2), rel=1e-12)
+    assert corr["beta"] == pytest.approx(0.99 * EPS / (4 * SQRT2), rel=1e-12)
     assert paper["beta"] == pytest.approx(EPS / (2 * SQRT2), rel=1e-12)
     gauss = cli_json["lp_paper_gauss"]
     assert gauss["noise"] == "gaussian" and gauss["delta"] == 1e-6 and gauss["beta"] is None

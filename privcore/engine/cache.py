@@ -14,7 +14,8 @@ from typing import Any
 
 __all__ = ["SCHEMA_VERSION", "ResultCache", "point_key", "default_results_dir"]
 
-SCHEMA_VERSION = 3  # 3: DP-SGD draws batches and noise per chunk of steps; solves in the data eigenbasis
+SCHEMA_VERSION = 4  # 4: certified solver residual in every sensitivity, replace-one DP-SGD, approximate minima perturbation
+# 3: DP-SGD draws batches and noise per chunk of steps; solves in the data eigenbasis
 # 2: Gaussian loss perturbation calibrated on ||P b|| ~ sigma chi_2C; L-BFGS memory 5
 
 

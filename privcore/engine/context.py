@@ -16,10 +16,11 @@ import torch
 
 from ..data import Dataset
 from ..device import make_generator
+from ..certify import certify
 from ..solver import Preconditioner, SolveResult, solve_softmax
 from ..types import Problem
 
-__all__ = ["TrainContext", "accuracy"]
+__all__ = ["TrainContext", "accuracy", "unit_ball_float32"]
 
 _PRECOND_LOCK = threading.Lock()
 
@@ -27,6 +28,21 @@ _PRECOND_LOCK = threading.Lock()
 def accuracy(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Mean accuracy over the last axis: pred [..., n] vs labels y [n] -> [...]."""
     return (pred == y).to(torch.float64).mean(dim=-1)
+
+
+def unit_ball_float32(x: torch.Tensor) -> torch.Tensor:
+    """Rows of float32 ``x`` with exact (float64-evaluated) norm <= 1.
+
+    Rounding a unit-norm row to float32 can leave its norm a few 1e-8 above 1, outside the ball
+    every sensitivity bound assumes; such rows are scaled back inside (in place; a no-op otherwise).
+    """
+    for _ in range(4):
+        norms = x.double().norm(dim=1)
+        over = norms > 1.0
+        if not bool(over.any()):
+            return x
+        x[over] = (x[over].double() / (norms[over] * (1.0 + 2.0 ** -20)).unsqueeze(1)).to(x.dtype)
+    raise ValueError("could not bring the training rows into the unit ball in float32")
 
 
 @dataclass
@@ -50,6 +66,8 @@ class TrainContext:
     #: Called with the fraction done of the current batch (None when unknown) at every solver
     #: iteration and DP-SGD step; may raise to stop the work (cancel) and reports progress.
     poll: Callable[[float | None], None] | None = field(default=None, repr=False, compare=False)
+    #: Largest certified gradient norm among the solves this context's releases used (0: none).
+    grad_used: float = field(default=0.0, compare=False)
     _solves: dict[tuple, SolveResult] = field(default_factory=dict, repr=False)
     _votes: dict[tuple, torch.Tensor] = field(default_factory=dict, repr=False)
     _precond: list = field(default_factory=list, repr=False)  # [Preconditioner] once built
@@ -65,7 +83,7 @@ class TrainContext:
             # Copy: datasets hand out read-only arrays, and torch wants writable memory.
             return torch.from_numpy(np.array(a, copy=True)).to(device=device, dtype=dtype)
 
-        return cls(t(ds.x_train, torch.float32), t(ds.y_train, torch.int64), t(ds.x_test, torch.float32),
+        return cls(unit_ball_float32(t(ds.x_train, torch.float32)), t(ds.y_train, torch.int64), t(ds.x_test, torch.float32),
                    t(ds.y_test, torch.int64), ds.classes, problem, seed, device, gtol)
 
     def with_problem(self, problem: Problem) -> "TrainContext":
@@ -96,19 +114,32 @@ class TrainContext:
                 self._precond.append(Preconditioner(self.x_train))
         return self._precond[0]
 
-    def solve(self, lam: torch.Tensor, linear: torch.Tensor | None = None, init: torch.Tensor | None = None) -> SolveResult:
-        """Batched solve on the full training set (see :func:`privcore.solver.solve_softmax`)."""
-        res = solve_softmax(self.x_train, self.y_train, lam, linear, classes=self.classes, init=init, gtol=self.gtol,
-                            precond=self.preconditioner, callback=self.checkpoint)
+    def solve(self, lam: torch.Tensor, linear: torch.Tensor | None = None, init: torch.Tensor | None = None,
+              tol: float | None = None) -> SolveResult:
+        """Batched solve on the full training set, certified to gradient norm <= ``tol``.
+
+        ``tol`` defaults to ``problem.solver_tolerance``. The mixed-precision solver
+        (:func:`privcore.solver.solve_softmax`) runs first; :func:`privcore.certify.certify` then
+        checks every problem's gradient in float64 and polishes it under ``tol`` (or refuses).
+        """
+        tol = self.problem.solver_tolerance if tol is None else float(tol)
+        res = solve_softmax(self.x_train, self.y_train, lam, linear, classes=self.classes, init=init,
+                            gtol=min(self.gtol, 0.5 * tol), precond=self.preconditioner, callback=self.checkpoint)
+        res = certify(self.x_train, self.y_train, res, lam, linear, tol, self.preconditioner, self.checkpoint)
         self._note_solve(res)
+        self.grad_used = max(self.grad_used, float(res.grad_norm.max()))
         return res
 
-    def nonprivate_theta(self, lam: float) -> torch.Tensor:
+    def nonprivate_theta(self, lam: float, released: bool = True) -> torch.Tensor:
         """theta*(lam) [D, C], the exact minimiser of J (solved once per lam and cached)."""
         key = ("np", float(lam))
         if key not in self._solves:
             lam_t = torch.tensor([lam], dtype=torch.float64, device=self.device)
+            before = self.grad_used
             self._solves[key] = self.solve(lam_t)
+            self.grad_used = before
+        if released:  # a warm start (released=False) is not what the release's sensitivity rests on
+            self.grad_used = max(self.grad_used, float(self._solves[key].grad_norm.max()))
         return self._solves[key].theta[0]
 
     def test_logits(self, theta: torch.Tensor) -> torch.Tensor:

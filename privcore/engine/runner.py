@@ -18,11 +18,13 @@ import numpy as np
 
 from ..data import Dataset, load_dataset
 from ..device import resolve_device
+from ..certify import SolverCertificationError
 from ..methods import REGISTRY
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from .cache import ResultCache, point_key
 from .context import TrainContext
-from .specs import LAM_AUTO_GRID, SweepSpec
+from .specs import SweepSpec
+from .tuning import LAM_AUTO_NOTE, choose_lams, release_budget
 
 __all__ = ["run_sweep", "all_cached", "SweepResult", "SweepCancelled", "ProgressFn", "RESULT_COLUMNS"]
 
@@ -32,12 +34,12 @@ ProgressFn = Callable[[float, str], None]
 RESULT_COLUMNS: tuple[str, ...] = (
     "method", "epsilon", "delta", "budget", "n", "dim", "classes", "lam", "teachers", "accounting", "vary", "value",
     "accuracy_mean", "accuracy_std", "repeats", "seconds", "device", "cached", "noise", "sigma", "beta", "rho",
-    "noise_multiplier", "per_query_epsilon", "formula", "note", "solver_grad_norm",
+    "noise_multiplier", "per_query_epsilon", "formula", "note", "solver_grad_norm", "solver_tolerance", "sensitivity",
 )
 #: Above this final gradient norm a solve is reported as not (numerically) exact.
 GRAD_NORM_WARN = 1e-3
-_NOISE_FIELDS = ("noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "formula")
-LAM_AUTO_NOTE = "lambda chosen on a validation split of the training data; that tuning leaks privacy and is not accounted for"
+_NOISE_FIELDS = ("noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "formula", "solver_tolerance",
+                 "sensitivity")
 
 
 #: The last training context of this process (see ``context`` in :func:`run_sweep`).
@@ -116,33 +118,6 @@ def _evaluate(method: str, ctx: TrainContext, budgets: list[PrivacyBudget], acco
     scales = [m.calibrate(b, ctx.problem, accounting) for b in budgets]
     acc = m.evaluate(ctx, scales, repeats)
     return scales, acc.detach().cpu().numpy()
-
-
-def _choose_lams(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBudget], device,
-                 poll: Callable[[float | None], None] | None = None) -> list[float]:
-    """Per epsilon, the lam in :data:`LAM_AUTO_GRID` with the best mean validation accuracy.
-
-    The validation split is the last 20 % of a seeded permutation of the training set.
-    """
-    rng = np.random.default_rng(spec.seed + 7919)
-    perm = rng.permutation(ds.n)
-    cut = int(round(0.8 * ds.n))
-    tr, va = perm[:cut], perm[cut:]
-    sub = Dataset(ds.name + ":auto-lam", ds.x_train[tr], ds.y_train[tr], ds.x_train[va], ds.y_train[va], ds.classes,
-                  ds.fingerprint + ":auto-lam", ds.notes)
-    reps = max(3, min(spec.repeats, 10))
-    base_ctx = None
-    best = [(-1.0, LAM_AUTO_GRID[0])] * len(budgets)
-    for lam in LAM_AUTO_GRID:
-        problem = _problem(sub, spec, lam)
-        ctx = TrainContext.from_dataset(sub, problem, spec.seed, device) if base_ctx is None else base_ctx.with_problem(problem)
-        ctx.poll = poll
-        base_ctx = ctx
-        _, acc = _evaluate(method, ctx, budgets, spec.accounting, reps)
-        for i, a in enumerate(acc.mean(axis=1)):
-            if a > best[i][0]:
-                best[i] = (float(a), lam)
-    return [lam for _, lam in best]
 
 
 def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
@@ -283,7 +258,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
                 budgets = [PrivacyBudget(epsilons[i], vspec.delta) for i in missing]
                 try:
                     fresh = _compute(method, ds, vspec, budgets, fixed_lam, context, device, poll)
-                except CalibrationError as err:
+                except (CalibrationError, SolverCertificationError) as err:
                     result.warnings.append(f"{method}: {err}")
                     fresh = [None] * len(missing)
                 per_point = (time.perf_counter() - t0) / len(missing)
@@ -320,17 +295,21 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
         ctx = context(_problem(ds, spec, fixed_lam))
         theta = ctx.nonprivate_theta(fixed_lam)
         acc = (ctx.test_logits(theta.unsqueeze(0))[0].argmax(dim=1) == ctx.y_test).double().mean().item()
-        return [_stored(np.array([acc]), None, 0.0, dev, fixed_lam, grad_norm=ctx.stats.get("max_grad_norm"))]
+        return [_stored(np.array([acc]), None, 0.0, dev, fixed_lam, grad_norm=ctx.grad_used or None)]
     auto = spec.lam == "auto" and "lam" in REGISTRY[method].uses
-    lams = _choose_lams(method, ds, spec, budgets, device, poll) if auto else [fixed_lam] * len(budgets)
+    if auto:  # a private choice, paid for out of each budget (privcore.engine.tuning)
+        lams = choose_lams(method, ds, spec, budgets, device, lambda d, lam: _problem(d, spec, lam), poll)
+        budgets = [release_budget(b) for b in budgets]
+    else:
+        lams = [fixed_lam] * len(budgets)
     out: list[dict[str, Any] | None] = [None] * len(budgets)
     for lam in sorted(set(lams)):
         idx = [i for i, l in enumerate(lams) if l == lam]
         ctx = context(_problem(ds, spec, lam))
         scales, acc = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting, spec.repeats)
         for j, i in enumerate(idx):
-            # The largest final gradient norm of any solve this context made (theta*, teachers, the
-            # perturbed problems): the exactness the sensitivity proofs assume, made visible.
-            grad = ctx.stats.get("max_grad_norm") if method != "dpsgd" else None
+            # The largest certified gradient norm of the solves this release used (theta*, the
+            # perturbed problems); None for methods that release no minimiser (DP-SGD, S&A).
+            grad = ctx.grad_used or None
             out[i] = _stored(acc[j], scales[j], 0.0, dev, lam, LAM_AUTO_NOTE if auto else "", grad)
     return out

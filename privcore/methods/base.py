@@ -99,6 +99,22 @@ class Method(ABC):
         return (pred == ctx.y_test).double().mean(dim=2)
 
 
+EXACT_MINIMISER_NOTE = ("paper: Delta = 2K/(N lam) assumes the exact minimiser; the released solver output "
+                        "may differ by up to 2 g / lam more (g = certified gradient norm)")
+
+
+def sensitivity_of(problem: Problem, accounting: str) -> tuple[float, float | None, tuple[str, ...], str]:
+    """(Delta, solver tolerance, notes, formula text) of a released regularised minimiser.
+
+    ``paper``: 2K/(N lam), the exact minimiser's (labelled). Otherwise the certified sensitivity
+    2K/(N lam) + 2 g/lam with g = problem.solver_tolerance (privcore.certify enforces g).
+    """
+    if accounting == "paper":
+        return problem.sensitivity, None, (EXACT_MINIMISER_NOTE,), "2K/(N lam) (exact minimiser assumed)"
+    return (problem.certified_sensitivity, problem.solver_tolerance, (),
+            "2K/(N lam) + 2g/lam, g = certified solver gradient norm")
+
+
 def noise_multiplier_of(scale: NoiseScale) -> float:
     """Factor turning a unit draw into this scale's noise: 1/beta (Laplace-like) or sigma (Gaussian)."""
     if scale.noise == "laplace_like":
@@ -108,12 +124,14 @@ def noise_multiplier_of(scale: NoiseScale) -> float:
     return 0.0
 
 
-def unit_noise(ctx: "TrainContext", method: str, kind: str, repeats: int, count: int, dim: int) -> "torch.Tensor":
+def unit_noise(ctx: "TrainContext", method: str, kind: str, repeats: int, count: int, dim: int,
+               stream: str | None = None) -> "torch.Tensor":
     """Unit-scale noise [R, count, dim]: Laplace-like with beta = 1 per row, or standard Gaussian.
 
     Repetition r always gets the same draw from its own generator (seed, method, kind, r),
     whatever else is evaluated with it: results do not depend on the batch, and every epsilon
-    sees the same underlying draw (common random numbers give smooth curves).
+    sees the same underlying draw (common random numbers give smooth curves). ``stream`` names a
+    second, independent draw of the same kind (default: the kind itself).
     """
     import torch
 
@@ -121,7 +139,7 @@ def unit_noise(ctx: "TrainContext", method: str, kind: str, repeats: int, count:
 
     draws = []
     for r in range(repeats):
-        gen = ctx.generator(method, kind, r)
+        gen = ctx.generator(method, stream or kind, r)
         if kind == "laplace_like":
             draws.append(sample_laplace_like(1.0, count, dim, gen))
         else:

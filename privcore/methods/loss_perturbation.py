@@ -17,6 +17,16 @@ sensitivity 2K at privacy eps/2:
   the binary proof is replaced by a chi_{2C} tail.
 ``paper`` keeps the published beta = eps/(2K) and sigma = (K/eps) sqrt(8 ln(2/delta) + 4 eps),
 labelled as add/remove calibration.
+
+Inexact solver (``corrected`` and ``tight``): approximate minima perturbation (Iyengar et al. 2019,
+"Towards practical differentially private convex optimization", Algorithm 1). The solver certifies
+||grad J_b(theta_hat)|| <= g (:mod:`privcore.certify`), so ||theta_hat - theta*|| <= g / Lam with
+Lam = lam + rho/N the strong convexity of the perturbed average-form objective. theta* is
+(eps1, delta1)-DP; given theta* = t (which fixes b for each data set), theta_hat - t is a function
+of the data set of norm <= g / Lam, so releasing theta_hat + Z with Z calibrated at sensitivity
+2 g / Lam for (eps2, delta2) is, by adaptive composition and post-processing,
+(eps1 + eps2, delta1 + delta2)-DP. Here eps2 = AMP_FRACTION * eps (delta likewise) and
+g = LP_TOLERANCE_FACTOR * problem.solver_tolerance, so Z is far smaller than the objective noise.
 """
 
 from __future__ import annotations
@@ -26,13 +36,19 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ..accounting.gaussian import analytic_gaussian_sigma
 from ..types import K_LIPSCHITZ, L_HESSIAN, NoiseScale, PrivacyBudget, Problem
-from .base import Method, scaled_noise
+from .base import EXACT_MINIMISER_NOTE, Method, scaled_noise, unit_noise
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.context import TrainContext
 
-__all__ = ["LossPerturbation", "multiclass_gaussian_sigma"]
+__all__ = ["LossPerturbation", "multiclass_gaussian_sigma", "AMP_FRACTION", "LP_TOLERANCE_FACTOR"]
+
+#: Share of epsilon (and delta) paying for the output noise of approximate minima perturbation.
+AMP_FRACTION = 0.01
+#: Loss perturbation's certified gradient norm, as a fraction of Problem.solver_tolerance.
+LP_TOLERANCE_FACTOR = 0.1
 
 
 def multiclass_gaussian_sigma(epsilon: float, delta: float, classes: int) -> float:
@@ -77,22 +93,31 @@ class LossPerturbation(Method):
                                   formula="beta = eps / (2K), rho = 2 L C / eps (as published)")
             sigma = (K_LIPSCHITZ / eps) * math.sqrt(8.0 * math.log(2.0 / budget.delta) + 4.0 * eps)
             return NoiseScale(self.name, eps, budget.delta, accounting, "gaussian", sigma=sigma, rho=rho,
-                              sensitivity=K_LIPSCHITZ, notes=(_PAPER_NOTE,),
+                              sensitivity=K_LIPSCHITZ, notes=(_PAPER_NOTE, EXACT_MINIMISER_NOTE),
                               formula="sigma = (K/eps) sqrt(8 ln(2/delta) + 4 eps), rho = 2 L C / eps (as published)")
+        eps1, dlt1 = (1.0 - AMP_FRACTION) * eps, (1.0 - AMP_FRACTION) * budget.delta
+        eps2, dlt2 = AMP_FRACTION * eps, AMP_FRACTION * budget.delta
+        rho = 2.0 * L_HESSIAN * problem.classes / eps1
+        tol = LP_TOLERANCE_FACTOR * problem.solver_tolerance
+        out_sens = 2.0 * tol / (problem.lam + rho / problem.n)  # 2 g / Lam
+        amp = (f"; output noise at sensitivity 2g/(lam + rho/N) = {out_sens:.3g} with {AMP_FRACTION:g} of eps"
+               f"{' and delta' if not budget.is_pure else ''} (approximate minima perturbation)")
         if budget.is_pure:
-            return NoiseScale(self.name, eps, 0.0, accounting, "laplace_like", beta=eps / (4.0 * K_LIPSCHITZ), rho=rho,
-                              sensitivity=2.0 * K_LIPSCHITZ,
-                              formula="beta = eps / (4K) (replace-one: ||b - b'|| <= 2K), rho = 2 L C / eps")
-        sigma = multiclass_gaussian_sigma(eps, budget.delta, problem.classes)
+            return NoiseScale(self.name, eps, 0.0, accounting, "laplace_like", beta=eps1 / (4.0 * K_LIPSCHITZ), rho=rho,
+                              sensitivity=2.0 * K_LIPSCHITZ, solver_tolerance=tol, output_scale=out_sens / eps2,
+                              formula="beta = eps1 / (4K) (replace-one: ||b - b'|| <= 2K), rho = 2 L C / eps1, "
+                                      f"eps1 = {1 - AMP_FRACTION:g} eps" + amp)
+        sigma = multiclass_gaussian_sigma(eps1, dlt1, problem.classes)
         return NoiseScale(self.name, eps, budget.delta, accounting, "gaussian", sigma=sigma, rho=rho,
-                          sensitivity=2.0 * K_LIPSCHITZ,
-                          formula="sigma = 2K (sqrt(r^2 + eps) + r) / eps, r = chi_{2C} quantile at 1 - delta; "
-                                  "rho = 2 L C / eps")
+                          sensitivity=2.0 * K_LIPSCHITZ, solver_tolerance=tol,
+                          output_scale=analytic_gaussian_sigma(eps2, dlt2, out_sens),
+                          formula="sigma = 2K (sqrt(r^2 + eps1) + r) / eps1, r = chi_{2C} quantile at 1 - delta1; "
+                                  f"rho = 2 L C / eps1, (eps1, delta1) = {1 - AMP_FRACTION:g} (eps, delta)" + amp)
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
         n, lam = ctx.x_train.shape[0], ctx.problem.lam
-        theta_np = ctx.nonprivate_theta(lam)
+        theta_np = ctx.nonprivate_theta(lam, released=False)  # only the warm start
         d, c = theta_np.shape
         # Noise b in the sum-form objective; divided by N it is the linear term of the average form.
         b = scaled_noise(ctx, self.name, scales, repeats, 1, d * c).view(len(scales) * repeats, d, c).double()
@@ -104,5 +129,13 @@ class LossPerturbation(Method):
         pre = ctx.preconditioner
         pull = linear + (rho / n).repeat_interleave(repeats).view(-1, 1, 1) * theta_np.unsqueeze(0)
         init = theta_np.unsqueeze(0) - pre.from_basis(pre.apply(pre.to_basis(pull), lam_total))
-        res = ctx.solve(lam_total, linear, init)
-        return res.theta.view(len(scales), repeats, d, c).float()
+        tols = [s.solver_tolerance for s in scales if s.solver_tolerance is not None]
+        res = ctx.solve(lam_total, linear, init, tol=min(tols) if tols else None)
+        theta = res.theta.view(len(scales), repeats, d, c)
+        # Approximate minima perturbation: output noise of the objective noise's kind, per repetition.
+        for kind in {s.noise for s in scales if s.output_scale}:
+            unit = unit_noise(ctx, self.name, kind, repeats, 1, d * c, stream=kind + ":output").view(repeats, d, c).double()
+            for e, s in enumerate(scales):
+                if s.noise == kind and s.output_scale:
+                    theta[e] += float(s.output_scale) * unit
+        return theta.float()

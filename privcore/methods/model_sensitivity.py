@@ -5,6 +5,11 @@ Release theta* + noise, where theta* minimises J = (1/N) sum loss + lam/2 ||thet
 delta = 0: Laplace-like noise on the D*C matrix with beta = N lam eps / (2K) (paper Theorem 1).
 delta > 0: i.i.d. Gaussian, sigma = analytic Gaussian sigma at (eps, delta, Delta) (Theorem 2).
 Trained once; the noise is drawn per repetition.
+
+Inexact solver (``corrected`` and ``tight``): the released theta_hat has gradient norm at most
+g = problem.solver_tolerance (certified in float64 by :mod:`privcore.certify`), so Delta is
+2K / (N lam) + 2 g / lam (:attr:`Problem.certified_sensitivity`; 1 % above the exact-minimiser
+value). ``paper`` keeps 2K / (N lam), which assumes the exact minimiser, and says so.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..accounting.gaussian import analytic_gaussian_sigma
-from ..types import K_LIPSCHITZ, NoiseScale, PrivacyBudget, Problem
-from .base import Method, scaled_noise
+from ..types import NoiseScale, PrivacyBudget, Problem
+from .base import Method, scaled_noise, sensitivity_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.context import TrainContext
@@ -30,17 +35,19 @@ class ModelSensitivity(Method):
     family = "training"
     summary = "Train the regularised model exactly, then add noise to its weights once."
     wins_when = "N lam is large (noise shrinks as 1/(N lam eps)), D*C small, many predictions needed, delta > 0."
-    assumptions = "Convex loss, K-Lipschitz (K = sqrt 2), lam > 0, ||x|| <= 1, exact minimiser."
+    assumptions = "Convex loss, K-Lipschitz (K = sqrt 2), lam > 0, ||x|| <= 1, solver gradient norm certified."
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
-        delta_s = problem.sensitivity
+        delta_s, tol, notes, what = sensitivity_of(problem, accounting)
         if budget.is_pure:
-            beta = problem.n * problem.lam * budget.epsilon / (2.0 * K_LIPSCHITZ)
+            beta = budget.epsilon / delta_s
             return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "laplace_like", beta=beta,
-                              sensitivity=delta_s, formula="beta = N lam eps / (2K), density exp(-beta ||B||_F)")
+                              sensitivity=delta_s, solver_tolerance=tol, notes=notes,
+                              formula=f"beta = eps / Delta, Delta = {what}, density exp(-beta ||B||_F)")
         sigma = analytic_gaussian_sigma(budget.epsilon, budget.delta, delta_s)
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=sigma,
-                          sensitivity=delta_s, formula="sigma = analytic Gaussian(eps, delta, Delta = 2K/(N lam))")
+                          sensitivity=delta_s, solver_tolerance=tol, notes=notes,
+                          formula=f"sigma = analytic Gaussian(eps, delta, Delta = {what})")
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:

@@ -5,6 +5,7 @@ delta = 0: Laplace-like noise on the C logits, beta = N lam eps / (2 K B) (basic
 delta > 0, ``paper``/``corrected``: sigma = min(sigma_basic, sigma_adv) with the delta' search
 (paper Algorithm 7; :func:`privcore.accounting.composition.advanced_gaussian_sigma`).
 delta > 0, ``tight``: exact Gaussian composition, sigma = sqrt(B) * analytic sigma at (eps, delta, Delta).
+Delta includes the certified solver residual in ``corrected`` and ``tight`` (see model_sensitivity).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ import torch
 
 from ..accounting.composition import advanced_gaussian_sigma, exact_gaussian_sigma
 from ..accounting.gaussian import analytic_gaussian_epsilon
-from ..types import K_LIPSCHITZ, NoiseScale, PrivacyBudget, Problem
-from .base import Method, scaled_noise
+from ..types import NoiseScale, PrivacyBudget, Problem
+from .base import Method, scaled_noise, sensitivity_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.context import TrainContext
@@ -36,18 +37,20 @@ class PredictionSensitivity(Method):
     assumptions = "As model sensitivity; the guarantee covers B predictions only."
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
-        b, delta_s = problem.budget, problem.sensitivity
+        b = problem.budget
+        delta_s, tol, notes, what = sensitivity_of(problem, accounting)
         if budget.is_pure:
-            beta = problem.n * problem.lam * budget.epsilon / (2.0 * K_LIPSCHITZ * b)
+            beta = budget.epsilon / (b * delta_s)
             return NoiseScale(self.name, budget.epsilon, 0.0, accounting, "laplace_like", beta=beta,
                               per_query_epsilon=budget.epsilon / b, per_query_delta=0.0, sensitivity=delta_s,
-                              formula="beta = N lam eps / (2 K B) (basic composition over B queries)")
+                              solver_tolerance=tol, notes=notes,
+                              formula=f"beta = eps / (B Delta), Delta = {what} (basic composition over B queries)")
         if accounting == "tight":
             sigma = exact_gaussian_sigma(budget.epsilon, budget.delta, b, delta_s)
             pq_delta = budget.delta / b
             return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=sigma,
                               per_query_epsilon=analytic_gaussian_epsilon(sigma, pq_delta, delta_s),
-                              per_query_delta=pq_delta, sensitivity=delta_s,
+                              per_query_delta=pq_delta, sensitivity=delta_s, solver_tolerance=tol, notes=notes,
                               formula="sigma = sqrt(B) * analytic Gaussian(eps, delta, Delta) (exact Gaussian composition)")
         adv = advanced_gaussian_sigma(budget.epsilon, budget.delta, b, delta_s)
         formula = ("sigma = analytic Gaussian(eps/B, delta/B, Delta) (basic composition)" if adv.branch == "basic" else
@@ -55,7 +58,7 @@ class PredictionSensitivity(Method):
                    f"delta* = (delta - d')/B, d' = {adv.delta_prime:.3g}")
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=adv.sigma,
                           per_query_epsilon=adv.per_query_epsilon, per_query_delta=adv.per_query_delta,
-                          sensitivity=delta_s, formula=formula)
+                          sensitivity=delta_s, solver_tolerance=tol, notes=notes, formula=formula)
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:

@@ -1,0 +1,190 @@
+"""Certified solver residual: the gradient-norm bound the sensitivity proofs may rely on.
+
+Model sensitivity, prediction sensitivity and loss perturbation release (a function of) the
+minimiser of a lambda-strongly convex objective J. A solver returns theta_hat, not theta*, and by
+strong convexity ||theta_hat - theta*||_F <= ||grad J(theta_hat)||_F / lambda. If the solver
+*guarantees* ||grad J(theta_hat)|| <= g on every input, the released theta_hat has replace-one
+sensitivity at most 2K / (N lambda) + 2 g / lambda (the triangle inequality through theta*(D) and
+theta*(D')). That g is :attr:`privcore.types.Problem.solver_tolerance`, fixed before the data are
+seen; this module makes it hold:
+
+1. the batched mixed-precision solver (:func:`privcore.solver.solve_softmax`) runs first;
+2. :func:`exact_gradient` recomputes every problem's gradient in float64 on the data exactly as
+   the mechanism uses them (the float32 rows, upcast chunk by chunk, in the original coordinates:
+   no rotated or rounded copy), so the checked norm is the true one up to float64 rounding, far
+   below any tolerance used here (a margin of 1e-3 of the tolerance covers it);
+3. problems above the tolerance are polished by :func:`polish`, an L-BFGS in float64 with the same
+   exact gradients, per problem (no problem's path depends on its batch);
+4. a problem still above the tolerance raises :class:`SolverCertificationError`: no release.
+
+Cost: one float64 pass over the data per problem batch, plus the polishing iterations (float64
+products are about twice the cost of the float32 ones). ``bench/bench_engine.py`` reports it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+
+from .solver import Preconditioner, SolveResult, hessian_diagonal
+
+__all__ = ["SolverCertificationError", "exact_objective", "exact_gradient", "polish", "certify"]
+
+#: Relative margin kept below the tolerance for float64 rounding in the check itself.
+CHECK_MARGIN = 1e-3
+
+
+class SolverCertificationError(RuntimeError):
+    """The solver could not reach the certified gradient-norm bound: the release is refused."""
+
+
+def exact_objective(x: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, lam: torch.Tensor,
+                    linear: torch.Tensor | None, with_grad: bool = True,
+                    budget: int = 1 << 22) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Objective [P] and gradient [P, D, C] of the shared-data problems, all in float64.
+
+    x [n, D] (any float dtype; upcast ``budget / (P C)`` rows at a time, so no float64 copy of the
+    data is made), y [n], theta [P, D, C], lam [P], linear [P, D, C] or None.
+    """
+    p, d, c = theta.shape
+    n = x.shape[0]
+    th = theta.to(torch.float64).permute(1, 0, 2).reshape(d, p * c)
+    rows = max(256, budget // max(p * c, 1))
+    loss = torch.zeros(p, dtype=torch.float64, device=x.device)
+    grad = torch.zeros(d, p * c, dtype=torch.float64, device=x.device) if with_grad else None
+    for start in range(0, n, rows):
+        xs = x[start:start + rows].to(torch.float64)
+        ys = y[start:start + rows]
+        m = xs.shape[0]
+        logits = (xs @ th).view(m, p, c)
+        logp = logits - torch.logsumexp(logits, dim=2, keepdim=True)
+        loss -= logp.gather(2, ys.view(m, 1, 1).expand(m, p, 1)).squeeze(2).sum(dim=0)
+        if grad is not None:
+            resid = logp.exp()
+            resid.scatter_add_(2, ys.view(m, 1, 1).expand(m, p, 1),
+                               torch.full((m, p, 1), -1.0, dtype=torch.float64, device=x.device))
+            grad += xs.T @ resid.view(m, p * c)
+    theta64 = theta.to(torch.float64)
+    lam64 = lam.to(torch.float64).view(-1, 1, 1)
+    f = loss / n + 0.5 * lam64.view(-1) * theta64.pow(2).sum(dim=(1, 2))
+    if linear is not None:
+        f = f + (linear.to(torch.float64) * theta64).sum(dim=(1, 2))
+    if grad is None:
+        return f, None
+    g = grad.view(d, p, c).permute(1, 0, 2) / n + lam64 * theta64
+    if linear is not None:
+        g = g + linear.to(torch.float64)
+    return f, g
+
+
+def exact_gradient(x: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, lam: torch.Tensor,
+                   linear: torch.Tensor | None = None) -> torch.Tensor:
+    """The float64 gradient [P, D, C] of :func:`exact_objective`."""
+    return exact_objective(x, y, theta, lam, linear)[1]
+
+
+def polish(x: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, lam: torch.Tensor, linear: torch.Tensor | None,
+           tol: float, precond: Preconditioner, max_iter: int = 200, memory: int = 5,
+           callback: Callable[[], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Drive every problem's exact gradient norm to at most ``tol`` (float64 L-BFGS).
+
+    Starts from ``theta`` [P, D, C] (the mixed-precision solution). Initial inverse Hessian: the
+    loss Hessian's diagonal at the start in the data's eigenbasis plus lam, and 1/lam on the
+    data's null space. Each problem keeps its own history, steps and stopping. Returns
+    (theta [P, D, C], exact gradient norms [P]).
+    """
+    theta = theta.to(torch.float64).clone()
+    lam = lam.to(torch.float64)
+    basis = precond.basis.to(torch.float64)
+    curv = hessian_diagonal(precond.x, torch.einsum("dk,pdc->pkc", basis, theta))  # [P, r, C]
+
+    def direction0(g: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        gb = torch.einsum("dk,pdc->pkc", basis, g)
+        row = torch.einsum("dk,pkc->pdc", basis, gb)
+        return (torch.einsum("dk,pkc->pdc", basis, gb / (curv[idx] + lam[idx].view(-1, 1, 1)))
+                + (g - row) / lam[idx].view(-1, 1, 1))
+
+    f, g = exact_objective(x, y, theta, lam, linear)
+    gn = g.flatten(1).norm(dim=1)
+    out_gn = gn.clone()
+    active = torch.nonzero(gn > tol).squeeze(1)
+    s_hist: list[torch.Tensor] = []
+    y_hist: list[torch.Tensor] = []
+    fa, ga = f[active], g[active]
+    for _ in range(max_iter):
+        if active.numel() == 0:
+            break
+        if callback is not None:
+            callback()
+        th = theta[active]
+        lin = None if linear is None else linear[active]
+        q = ga.clone()
+        rhos = [torch.where((sv * yv).sum(dim=(1, 2)) > 0, 1.0 / (sv * yv).sum(dim=(1, 2)).clamp_min(1e-300),
+                            torch.zeros(sv.shape[0], dtype=torch.float64, device=sv.device))
+                for sv, yv in zip(s_hist, y_hist)]
+        alphas = []
+        for sv, yv, rho in zip(reversed(s_hist), reversed(y_hist), reversed(rhos)):
+            a = rho * (sv * q).sum(dim=(1, 2))
+            q = q - a.view(-1, 1, 1) * yv
+            alphas.append(a)
+        r = direction0(q, active)
+        for (sv, yv, rho), a in zip(zip(s_hist, y_hist, rhos), reversed(alphas)):
+            r = r + sv * (a - rho * (yv * r).sum(dim=(1, 2))).view(-1, 1, 1)
+        step_dir = -r
+        slope = (ga * step_dir).sum(dim=(1, 2))
+        bad = slope >= 0
+        if bad.any():
+            step_dir[bad] = -direction0(ga[bad], active[bad])
+            slope = (ga * step_dir).sum(dim=(1, 2))
+        step = torch.ones_like(fa)
+        gna = ga.flatten(1).norm(dim=1)
+        new_th = th + step_dir
+        new_f, new_g = exact_objective(x, y, new_th, lam[active], lin)
+        for _ in range(30):
+            ok = (new_f <= fa + 1e-4 * step * slope) | (new_g.flatten(1).norm(dim=1) <= 0.9 * gna)
+            if ok.all():
+                break
+            step = torch.where(ok, step, 0.5 * step)
+            sub = torch.nonzero(~ok).squeeze(1)
+            cand = th[sub] + step[sub].view(-1, 1, 1) * step_dir[sub]
+            fs, gs = exact_objective(x, y, cand, lam[active][sub], None if lin is None else lin[sub])
+            new_th[sub], new_f[sub], new_g[sub] = cand, fs, gs
+        stuck = ~((new_f <= fa + 1e-4 * step * slope) | (new_g.flatten(1).norm(dim=1) <= 0.9 * gna))
+        new_th[stuck], new_f[stuck], new_g[stuck] = th[stuck], fa[stuck], ga[stuck]
+        s_new, y_new = new_th - th, new_g - ga
+        ok_pair = ((s_new * y_new).sum(dim=(1, 2)) > 0).view(-1, 1, 1)
+        s_hist.append(torch.where(ok_pair, s_new, torch.zeros_like(s_new)))
+        y_hist.append(torch.where(ok_pair, y_new, torch.zeros_like(y_new)))
+        if len(s_hist) > memory:
+            s_hist.pop(0)
+            y_hist.pop(0)
+        theta[active], fa, ga = new_th, new_f, new_g
+        new_gn = ga.flatten(1).norm(dim=1)
+        out_gn[active] = new_gn
+        keep = (new_gn > tol) & ~stuck
+        if not keep.all():
+            active, fa, ga = active[keep], fa[keep], ga[keep]
+            s_hist = [sv[keep] for sv in s_hist]
+            y_hist = [yv[keep] for yv in y_hist]
+    return theta, out_gn
+
+
+def certify(x: torch.Tensor, y: torch.Tensor, res: SolveResult, lam: torch.Tensor, linear: torch.Tensor | None,
+            tol: float, precond: Preconditioner, callback: Callable[[], None] | None = None) -> SolveResult:
+    """Check (and if needed polish) ``res`` so that every exact gradient norm is at most ``tol``.
+
+    Raises :class:`SolverCertificationError` naming the worst norm reached when a problem cannot
+    be brought under ``tol``: the release is refused rather than released uncertified.
+    """
+    if not (isinstance(tol, float) and math.isfinite(tol) and tol > 0.0):
+        raise ValueError(f"tol must be a finite float > 0, got {tol!r}")
+    check = tol * (1.0 - CHECK_MARGIN)
+    theta, gn = polish(x, y, res.theta, lam, linear, check, precond, callback=callback)
+    if bool((gn > check).any()):
+        worst = float(gn.max())
+        raise SolverCertificationError(
+            f"the solver reached gradient norm {worst:.3g}, above the certified bound {tol:.3g} that the "
+            "sensitivity accounts for; the release is refused (try a larger lambda or a smaller data set)")
+    return SolveResult(theta, gn, res.iterations, torch.ones_like(res.converged))

@@ -1,0 +1,106 @@
+"""privcore.certify: the solver residual the sensitivities include is reached, checked and enforced."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from privcore.certify import SolverCertificationError, certify, exact_gradient, exact_objective
+from privcore.engine.context import TrainContext, unit_ball_float32
+from privcore.solver import Preconditioner, solve_softmax
+from privcore.types import K_LIPSCHITZ, Problem
+
+
+def _data(n=300, d=12, c=4, seed=0, null=2):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=g)
+    x[:, d - null:] = 0.0  # never-lit input directions (a null space)
+    x = x / x.norm(dim=1, keepdim=True).clamp_min(1.0)
+    y = torch.randint(0, c, (n,), generator=g)
+    return x.float(), y
+
+
+def test_exact_gradient_matches_autograd_in_float64():
+    x, y = _data()
+    theta = torch.randn(3, 12, 4, dtype=torch.float64, requires_grad=True)
+    lam = torch.tensor([1e-2, 1e-3, 0.5], dtype=torch.float64)
+    lin = torch.randn(3, 12, 4, dtype=torch.float64) * 1e-2
+    f, g = exact_objective(x, y, theta.detach(), lam, lin, budget=64)  # tiny chunks: several passes
+    logp = torch.log_softmax(torch.einsum("nd,pdc->pnc", x.double(), theta), dim=2)
+    want = -logp.gather(2, y.view(1, -1, 1).expand(3, -1, 1)).squeeze(2).mean(dim=1) \
+        + 0.5 * lam * theta.pow(2).sum(dim=(1, 2)) + (lin * theta).sum(dim=(1, 2))
+    (grad,) = torch.autograd.grad(want.sum(), theta)
+    assert torch.allclose(f, want.detach(), rtol=0, atol=1e-13)
+    assert torch.allclose(g, grad, rtol=0, atol=1e-13)
+
+
+def test_certify_polishes_below_a_tolerance_float32_cannot_reach():
+    x, y = _data()
+    lam = torch.tensor([1e-3, 1e-2], dtype=torch.float64)
+    lin = torch.randn(2, 12, 4, dtype=torch.float64) * 0.3  # a heavily perturbed problem: large theta
+    pre = Preconditioner(x)
+    rough = solve_softmax(x, y, lam, lin, classes=4, gtol=1e-5, precond=pre)
+    before = exact_gradient(x, y, rough.theta, lam, lin).flatten(1).norm(dim=1)
+    tol = 1e-10
+    assert bool((before > tol).all())  # float32 products alone stop far above it
+    res = certify(x, y, rough, lam, lin, tol, pre)
+    after = exact_gradient(x, y, res.theta, lam, lin).flatten(1).norm(dim=1)
+    assert bool((after <= tol).all()) and torch.allclose(after, res.grad_norm, rtol=1e-6, atol=1e-16)
+
+
+def test_certify_refuses_what_it_cannot_reach():
+    x, y = _data()
+    lam = torch.tensor([1e-3], dtype=torch.float64)
+    pre = Preconditioner(x)
+    rough = solve_softmax(x, y, lam, classes=4, gtol=1e-4, precond=pre)
+    with pytest.raises(SolverCertificationError, match="certified bound"):
+        certify(x, y, rough, lam, None, 1e-30, pre)
+
+
+def test_float32_rows_stay_in_the_unit_ball():
+    x = torch.randn(2000, 37, dtype=torch.float64)
+    x = (x / x.norm(dim=1, keepdim=True)).float()  # unit rows, rounded to float32
+    assert bool((x.double().norm(dim=1) > 1).any())  # rounding pushes some outside
+    out = unit_ball_float32(x.clone())
+    assert bool((out.double().norm(dim=1) <= 1).all())
+    assert torch.allclose(out, x, rtol=3e-6, atol=1e-12)  # moved by about 1e-6 relative at most
+
+
+@pytest.mark.parametrize("lam", [1e-2, 1e-3])
+def test_adversarial_neighbours_move_theta_at_most_the_certified_sensitivity(lam):
+    # D and D' differ in one example: a canary at a never-lit direction with opposite labels,
+    # the worst case for the Lipschitz bound (its gradient only pulls the canary's own direction).
+    x, y = _data(n=400, d=12, c=3, seed=1, null=1)
+    canary = torch.zeros(12)
+    canary[-1] = 1.0
+    x1, x2 = x.clone(), x.clone()
+    y1, y2 = y.clone(), y.clone()
+    x1[0], x2[0] = canary, canary
+    y1[0], y2[0] = 0, 1
+    pb = Problem(n=400, dim=12, classes=3, lam=lam)
+    thetas = []
+    for xs, ys in ((x1, y1), (x2, y2)):
+        ctx = TrainContext(xs, ys, xs[:5], ys[:5], 3, pb, 0, torch.device("cpu"))
+        thetas.append(ctx.nonprivate_theta(lam).double())
+        assert ctx.grad_used <= pb.solver_tolerance
+    dist = float((thetas[0] - thetas[1]).norm())
+    assert dist <= pb.certified_sensitivity
+    # the canary makes the bound nearly tight: the check is not vacuous
+    assert dist >= 0.2 * pb.sensitivity
+    assert pb.certified_sensitivity == pytest.approx(2 * K_LIPSCHITZ / (400 * lam) * 1.01)
+
+
+def test_loss_perturbation_solves_are_certified_to_its_tolerance():
+    from privcore.methods import get_method
+    from privcore.types import PrivacyBudget
+
+    x, y = _data(n=300, d=12, c=4, seed=2)
+    pb = Problem(n=300, dim=12, classes=4, lam=1e-3)
+    ctx = TrainContext(x, y, x[:20], y[:20], 4, pb, 0, torch.device("cpu"))
+    m = get_method("loss_perturbation")
+    scales = [m.calibrate(PrivacyBudget(e, 1e-5), pb) for e in (0.3, 3.0)]
+    out = m.release(ctx, scales, 3)
+    assert out.shape == (2, 3, 12, 4) and math.isfinite(float(out.abs().max()))
+    assert 0 < ctx.grad_used <= scales[0].solver_tolerance
