@@ -80,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .engine.cli_sweep import add_sweep_parser
 
     add_sweep_parser(sub, _add_problem_args, _number, _epsilon)
+    from .leakage.cli import add_leakage_parser
+
+    add_leakage_parser(sub, _add_problem_args, _number, _epsilon)
     return parser
 
 
@@ -111,6 +114,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "calibrate":
             return _calibrate(args)
+        if args.command == "leakage":
+            from .leakage.cli import run_leakage_command
+
+            return run_leakage_command(args)
         from .engine.cli_sweep import run_sweep_command
 
         return run_sweep_command(args)
