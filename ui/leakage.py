@@ -135,6 +135,13 @@ def rows_for_export(results: Sequence) -> list[dict[str, Any]]:
     return [r.summary() for r in results]
 
 
+def _auc(r, attack: str) -> float:  # noqa: ANN001
+    try:
+        return r.attack(attack).auc
+    except KeyError:
+        return float("nan")
+
+
 def describe(results: Sequence, epsilon: float) -> str:
     """A plain-words reading: does anything leak beyond chance, which method leaks most, and how
     the measured epsilon compares with the claim."""
@@ -142,15 +149,18 @@ def describe(results: Sequence, epsilon: float) -> str:
     priv = [r for r in results if r.method != "non_private"]
     parts = []
     if ref is not None:
-        parts.append(f"Without noise the model is attacked with AUC {ref.attack('lira').auc:.2f} on ordinary training "
-                     f"rows and {ref.attack('canary').auc:.2f} on the inserted canaries")
+        text = f"Without noise the model is attacked with AUC {_auc(ref, 'lira'):.2f} on ordinary training rows"
+        if not math.isnan(_auc(ref, "canary")):
+            text += f" and {_auc(ref, 'canary'):.2f} on the inserted canaries"
+        parts.append(text)
         if ref.audit is not None and ref.audit.lower > 0:
             parts[-1] += f", and the audit certifies ε ≥ {ref.audit.lower:.2f} for it"
     if priv:
-        worst = max(priv, key=lambda r: r.attack("canary").auc if any(a.attack == "canary" for a in r.attacks) else 0)
+        which = "canary" if all(not math.isnan(_auc(r, "canary")) for r in priv) else "lira"
+        worst = max(priv, key=lambda r: _auc(r, which))
         over = [r for r in priv if r.audit is not None and r.audit.lower > r.epsilon]
         parts.append(f"at ε = {format_number(epsilon)} the most exposed private method is {method_label(worst.method)} "
-                     f"(canary AUC {worst.attack('canary').auc:.2f})")
+                     f"({'canary' if which == 'canary' else 'LiRA'} AUC {_auc(worst, which):.2f})")
         if over:
             parts.append("the audit measured more leakage than claimed for " +
                          ", ".join(method_label(r.method) for r in over) + ": its calibration is unsound here")
