@@ -35,13 +35,14 @@ def main() -> None:
 
     from privcore.engine.cache import ResultCache
     from privcore.engine.specs import DataSpec
-    from privcore.leakage import NON_PRIVATE, TARGETS, LeakageSpec, run_leakage
+    from privcore.leakage import NON_PRIVATE, TARGETS, LeakageSpec, audit_trials_for, run_leakage
     from privcore.leakage.game import build_population, reference_logits, reference_masks
     from privcore.solver import Preconditioner
 
     data = DataSpec(name=args.dataset, augment=False)
-    common = dict(data=data, delta=args.delta, budget=args.budget, audit_trials=args.audit_trials, references=16)
-    specs = [LeakageSpec(method=m, epsilon=1.0 if m == NON_PRIVATE else args.epsilon, **common) for m in TARGETS]
+    common = dict(data=data, delta=args.delta, budget=args.budget, references=16)
+    specs = [LeakageSpec(method=m, epsilon=1.0 if m == NON_PRIVATE else args.epsilon,
+                         audit_trials=audit_trials_for(m, args.audit_trials), **common) for m in TARGETS]
     out: dict = {"device": "cpu", "threads": torch.get_num_threads(), "dataset": args.dataset,
                  "epsilon": args.epsilon, "delta": args.delta, "budget": args.budget, "methods": {}}
     store = ResultCache()

@@ -122,3 +122,19 @@ def test_batch_larger_than_the_worlds_is_a_clear_error():
         run_leakage(LeakageSpec(method="dpsgd", epsilon=1.0, **{**FAST, "batch_size": 150}), use_cache=False)
     with pytest.raises(TypeError):
         run_leakage("dpsgd")  # type: ignore[arg-type]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_every_method_runs_on_the_gpu():
+    for name in (NON_PRIVATE,) + tuple(REGISTRY):
+        r = run_leakage(LeakageSpec(method=name, epsilon=10.0, **{**FAST, "device": "cuda"}), use_cache=False)
+        assert r.device.startswith("cuda") and 0.0 <= r.audit.lower <= (math.inf if name == NON_PRIVATE else 10.0)
+
+
+def test_quick_methods_audit_more_trials():
+    from privcore.leakage import audit_trials_for
+
+    assert audit_trials_for("loss_perturbation", 64) == audit_trials_for("dpsgd", 64) == 64
+    assert audit_trials_for("model_sensitivity", 64) == audit_trials_for(NON_PRIVATE, 64) == 512
+    assert audit_trials_for("subsample_aggregate", 256) == 1024

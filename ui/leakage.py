@@ -31,7 +31,7 @@ def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple
     DP-SGD is left out at delta = 0 and lam = auto becomes 1e-3 (said in the notes).
     """
     from privcore.engine.specs import DataSpec
-    from privcore.leakage import NON_PRIVATE, LeakageSpec
+    from privcore.leakage import NON_PRIVATE, LeakageSpec, audit_trials_for
 
     notes: list[str] = []
     lam = s.lam
@@ -46,9 +46,9 @@ def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple
                     dim=s.dim, classes=s.classes, augment=augment)
     common = dict(data=data, delta=float(s.delta), budget=int(s.budget), lam=float(lam), teachers=int(s.teachers),
                   batch_size=int(s.batch_size), epochs=int(s.epochs), clip=float(s.clip), accounting=side.accounting,
-                  references=int(references), audit_trials=int(audit_trials), device=side.device)
-    specs = [LeakageSpec(method=NON_PRIVATE, epsilon=1.0, **common)]
-    specs += [LeakageSpec(method=m, epsilon=float(s.eps), **common) for m in methods]
+                  references=int(references), device=side.device)
+    specs = [LeakageSpec(method=m, epsilon=1.0 if m == NON_PRIVATE else float(s.eps),
+                         audit_trials=audit_trials_for(m, audit_trials), **common) for m in (NON_PRIVATE, *methods)]
     return specs, notes
 
 

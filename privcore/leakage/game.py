@@ -7,7 +7,8 @@ the attacker's LiRA reference models.
 * Worlds: ``worlds`` random halves of the population (n_train = P // 2 rows each, replace-one: a
   member's slot would otherwise hold a non-member). The target releases are trained on them.
 * Audit pair: two data sets of n_train rows sharing n_train - 1 ordinary rows; the last row is the
-  first OOD canary (in) or a fresh ordinary example (out).
+  first OOD canary (in) or the same input with the next label (out): the replacement that moves the
+  model furthest, so the audit comes close to the worst case the bound covers.
 * References: ``references`` random halves drawn from a separate stream (so they do not depend on
   the worlds' membership), trained non-privately in one batched solve (per-problem data); for a
   method releasing labels, each reference is an ensemble of T teachers, as the target is.
@@ -101,7 +102,7 @@ def reference_masks(pop: Population, references: int, seed: int) -> torch.Tensor
 
 
 def audit_rows(pop: Population, seed: int) -> tuple[torch.Tensor, int, int]:
-    """(base row indices [n_train - 1], the audit canary's index, the fresh example's index)."""
+    """(base row indices [n_train - 1], the audit canary's index, an ordinary row outside the base)."""
     g = make_generator(seed, "leakage", "audit", device=pop.x.device)
     ordinary = torch.nonzero(~pop.canary).flatten()
     perm = ordinary[torch.randperm(ordinary.numel(), generator=g, device=pop.x.device)]

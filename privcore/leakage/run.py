@@ -52,7 +52,7 @@ class _Game:
         self.pop, self.device, self.seed = pop, device, spec.seed
         self.masks = world_masks(pop, spec.worlds, spec.seed)
         self.ref_masks = reference_masks(pop, spec.references, spec.seed)
-        self.base, self.canary, self.fresh = audit_rows(pop, spec.seed)
+        self.base, self.canary, _ = audit_rows(pop, spec.seed)
         # One eigendecomposition for the whole game: every world, audit data set and reference is a
         # subset of the population's rows, so the population's null space lies in each one's null
         # space and its basis is exact for all of them (as for subsample-and-aggregate's teachers).
@@ -61,27 +61,35 @@ class _Game:
         self._refs: dict[Any, torch.Tensor] = {}
         self.lock = threading.Lock()
 
-    def _context(self, key: Any, rows: torch.Tensor, seed: int, spec: LeakageSpec) -> TrainContext:
+    def _add_context(self, key: Any, rows: torch.Tensor, x: torch.Tensor, y: torch.Tensor, seed: int,
+                     spec: LeakageSpec) -> None:
         problem = spec.problem(int(rows.numel()), self.pop.x.shape[1], self.pop.classes)
-        if key not in self._ctx:
-            ctx = TrainContext(self.pop.x[rows].contiguous(), self.pop.y[rows].contiguous(), self.pop.x_test,
-                               self.pop.y_test, self.pop.classes, problem, seed, self.device)
-            sub = self.precond.rows(rows, 1)
-            sub.x = sub.x[0]  # shared-data layout [n, r]
-            ctx._precond.append(sub)  # the context would otherwise decompose its own rows again
-            self._ctx[key] = ctx
-        return self._ctx[key].with_problem(problem)
+        ctx = TrainContext(x, y, self.pop.x_test, self.pop.y_test, self.pop.classes, problem, seed, self.device)
+        sub = self.precond.rows(rows, 1)
+        sub.x = sub.x[0]  # shared-data layout [n, r]
+        ctx._precond.append(sub)  # the context would otherwise decompose its own rows again
+        self._ctx[key] = ctx
 
     def world(self, g: int, spec: LeakageSpec) -> TrainContext:
-        rows = torch.nonzero(self.masks[g]).flatten()
-        return self._context(("world", g), rows, derive_seed(spec.seed, "leakage", "world", g), spec)
+        key = ("world", g)
+        if key not in self._ctx:
+            rows = torch.nonzero(self.masks[g]).flatten()
+            self._add_context(key, rows, self.pop.x[rows].contiguous(), self.pop.y[rows].contiguous(),
+                              derive_seed(spec.seed, "leakage", "world", g), spec)
+        return self._ctx[key].with_problem(spec.problem(self.pop.n_train, self.pop.x.shape[1], self.pop.classes))
 
     def audit(self, member: bool, spec: LeakageSpec) -> TrainContext:
-        last = self.canary if member else self.fresh
-        rows = torch.cat([self.base, torch.tensor([last], device=self.device)])
-        # One seed for both data sets: the same batches, noise and teacher partition; only the
-        # last row differs (replace-one neighbours).
-        return self._context(("audit", member), rows, derive_seed(spec.seed, "leakage", "audit"), spec)
+        key = ("audit", member)
+        if key not in self._ctx:
+            # In: base + the OOD canary (x, y). Out: base + the same input with the next label, the
+            # fresh example that moves the model furthest from the canary (replace-one neighbours).
+            rows = torch.cat([self.base, torch.tensor([self.canary], device=self.device)])
+            x, y = self.pop.x[rows].contiguous(), self.pop.y[rows].clone()
+            if not member:
+                y[-1] = (y[-1] + 1) % self.pop.classes
+            # One seed for both data sets: the same batches, noise and teacher partition.
+            self._add_context(key, rows, x, y, derive_seed(spec.seed, "leakage", "audit"), spec)
+        return self._ctx[key].with_problem(spec.problem(self.pop.n_train, self.pop.x.shape[1], self.pop.classes))
 
     def references(self, lam: float, teachers: int | None, callback: Callable[[], None] | None) -> torch.Tensor:
         key = (float(lam), teachers)

@@ -20,13 +20,26 @@ from ..types import ACCOUNTING_MODES, PrivacyBudget, Problem
 from ..validation import check_choice, check_int, check_real
 from .stats import EpsilonBound, Roc
 
-__all__ = ["LeakageSpec", "AttackResult", "LeakageResult", "ATTACKS", "NON_PRIVATE", "TARGETS"]
+__all__ = ["LeakageSpec", "AttackResult", "LeakageResult", "ATTACKS", "NON_PRIVATE", "TARGETS", "audit_trials_for",
+           "QUICK_AUDIT_FACTOR"]
 
 NON_PRIVATE = "non_private"
 #: Attacks reported for every method: loss threshold (Yeom et al. 2018) and offline LiRA (Carlini
 #: et al. 2022) on ordinary training examples, and LiRA on the inserted canaries (worst case).
 ATTACKS: tuple[str, ...] = ("loss", "lira", "canary")
 TARGETS: tuple[str, ...] = (NON_PRIVATE,) + METHOD_NAMES
+#: Methods that train once and only draw noise per release audit this many times more trials.
+QUICK_AUDIT_FACTOR = 8
+
+
+def audit_trials_for(method: str, trials: int) -> int:
+    """Audit trials for ``method`` when the slow methods (one training per release) get ``trials``:
+    the quick ones (and the deterministic non-private model) get QUICK_AUDIT_FACTOR times more, at
+    most 1024, so their bound is not limited by the number of trials."""
+    from ..methods import REGISTRY
+
+    slow = method in REGISTRY and REGISTRY[method].trains_per_release
+    return int(trials) if slow else max(int(trials), min(1024, QUICK_AUDIT_FACTOR * int(trials)))
 
 
 @dataclass(frozen=True)
@@ -38,7 +51,7 @@ class LeakageSpec:
     non-members. ``worlds`` such halves are released ``repeats`` times each (prediction methods
     answer B queries per target per release). ``references`` non-private models on random halves
     (independent of the worlds) serve offline LiRA. The audit releases ``audit_trials`` times on
-    each of two neighbouring data sets that differ only in one out-of-distribution canary.
+    each of two neighbouring data sets that differ only in the label of one out-of-distribution canary.
     """
 
     method: str = "model_sensitivity"
