@@ -31,7 +31,7 @@ import torch  # noqa: E402
 
 from privcore.data import load_dataset  # noqa: E402
 from privcore.device import resolve_device  # noqa: E402
-from privcore.engine.context import TrainContext  # noqa: E402
+from privcore.context import TrainContext  # noqa: E402
 from privcore.engine.runner import run_sweep  # noqa: E402
 from privcore.engine.specs import DataSpec, SweepSpec  # noqa: E402
 from privcore.methods import METHOD_NAMES, REGISTRY  # noqa: E402
@@ -62,7 +62,7 @@ def figure1_looped(device: torch.device, repeats: int, fraction: float) -> tuple
     ds = load_dataset("mnist-5k", seed=0)
     base = Problem(n=ds.n, dim=ds.dim, classes=ds.classes)
     runs = [(m, e, d, r) for d in DELTAS for m in METHOD_NAMES for e in EPSILONS for r in range(repeats)
-            if not (m == "dpsgd" and d == 0.0)]
+            if REGISTRY[m].supports(d)]
     step = max(1, round(1.0 / fraction))
     picked = runs[::step]
     t0 = time.perf_counter()
@@ -141,7 +141,7 @@ def by_n(device: str, values) -> dict[int, dict[str, float]]:
         t_data = time.perf_counter() - t0
         t0 = time.perf_counter()
         run_sweep(SweepSpec(data=DataSpec(n=n), epsilons=(1.0,), delta=0.0, repeats=20, seed=11, device=device,
-                            methods=("model_sensitivity", "loss_perturbation", "prediction_sensitivity", "subsample_aggregate")),
+                            methods=tuple(m for m in METHOD_NAMES if REGISTRY[m].supports(0.0))),
                   use_cache=False)
         out[n] = {"data_s": t_data, "sweep_s": time.perf_counter() - t0, "max_rss_mb": max_rss_mb()}
     return out

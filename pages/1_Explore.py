@@ -20,7 +20,7 @@ import streamlit as st
 from privcore.recommend import recommend
 from ui import state, widgets
 from ui.export import export_buttons
-from ui.figures import curve_figure, format_number, method_label, noise_table
+from ui.figures import curve_figure, format_number, is_baseline, method_label, noise_table
 
 TABS = {"epsilon": "Accuracy vs ε", "budget": "vs B (predictions)", "delta": "vs δ", "n": "vs N (training size)"}
 LABEL_TO_AXIS = {v: k for k, v in TABS.items()}
@@ -88,7 +88,7 @@ show_point(point.rows)
 # ---------------------------------------------------------------- 2. the active tab's curve
 def describe(rows: list[dict], x: str, xname: str) -> str:
     """One sentence saying what the chart shows (leaders at both ends, the non-private level)."""
-    priv = [r for r in rows if r["method"] != "non_private" and r.get(x) is not None and math.isfinite(float(r[x]))]
+    priv = [r for r in rows if not is_baseline(r["method"]) and r.get(x) is not None and math.isfinite(float(r[x]))]
     if not priv:
         return ""
     xs = sorted({float(r[x]) for r in priv})
@@ -99,7 +99,7 @@ def describe(rows: list[dict], x: str, xname: str) -> str:
         return method_label(best["method"]), best["accuracy_mean"]
 
     (m_lo, a_lo), (m_hi, a_hi) = leader(xs[0]), leader(xs[-1])
-    base = [r["accuracy_mean"] for r in rows if r["method"] == "non_private"]
+    base = [r["accuracy_mean"] for r in rows if is_baseline(r["method"])]
     text = f"At {xname} = {format_number(xs[0])} the best is {m_lo} ({a_lo:.2f})"
     text += (f", and it still leads at {xname} = {format_number(xs[-1])} ({a_hi:.2f})" if m_lo == m_hi
              else f"; at {xname} = {format_number(xs[-1])} it is {m_hi} ({a_hi:.2f})")
@@ -134,7 +134,7 @@ def curve_tab(axis: str) -> None:
         title = f"Test accuracy vs δ (ε = {format_number(s.eps)}, B = {s.budget:,})"
         note = "δ = 0 (pure DP, no DP-SGD) cannot sit on a log axis: set δ = 0 above to see it in the table."
     else:
-        lowest = max(s.teachers, s.batch_size if "dpsgd" in s.methods else 10, 10)
+        lowest = widgets.min_train_size(s)
         top = max(n_eff, info.n_train)
         values = tuple(sorted({v for v in N_VALUES if lowest <= v <= info.n_train} | {n_eff}))
         spec = widgets.spec_or_error(side, s, epsilons=(s.eps,), vary="n", values=values)

@@ -69,7 +69,7 @@ augment = state.commit("augment", st.checkbox(
     "Also N beyond the real training data (deformed copies; slow)", key=state.bind("augment"), disabled=not can_grow,
     help="Grows the training set with elastic deformations of its images. Several minutes on a CPU."))
 n_values = sorted({v for v in N_VALUES if v <= info.n_train} | {info.n_train})
-n_values = [v for v in n_values if v >= max(s.teachers, s.batch_size if "dpsgd" in s.methods else 10, 10)]
+n_values = [v for v in n_values if v >= widgets.min_train_size(s)]
 if augment and can_grow:
     n_values += [2 * info.n_train, 4 * info.n_train]
     st.warning(widgets.augmentation_caveat(info.n_train, 4 * info.n_train, max(eps_list)))

@@ -47,11 +47,7 @@ try:
                       budget=int(budget), teachers=int(teachers), batch_size=int(batch), epochs=int(epochs),
                       clip=float(clip))
     target = PrivacyBudget(float(eps), float(delta))
-except (ValueError, TypeError) as err:
-    if int(teachers) > int(n_eff):
-        st.error(f"T = {teachers:,} teachers is more than N = {n_eff:,} training examples. Lower T (or raise N).")
-    elif int(batch) > int(n_eff):
-        st.error(f"DP-SGD batch size {batch:,} is larger than N = {n_eff:,}. Lower the batch size.")
+except (ValueError, TypeError) as err:  # a method's own rules (T <= N, batch <= N) show per method below
     widgets.show_error(err, prefix="Invalid problem")
     st.stop()
 

@@ -1,6 +1,6 @@
 """Which method to use at one setting: winner, margin, whether the margin is real, and why.
 
-Pure (no Streamlit, no torch): works on the plain result rows of
+No Streamlit: works on the plain result rows of
 :func:`privcore.engine.runner.run_sweep` (one row per method at the same setting).
 
 Significance. Each row's ``accuracy_std`` is the standard deviation of test accuracy over its
@@ -22,17 +22,19 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from .methods import ENTRIES, methods_of_family
+from .methods.base import WinContext
+from .validation import format_value as _fmt
+
 __all__ = ["Recommendation", "recommend", "significance_threshold", "TRAINING_METHODS", "PREDICTION_METHODS"]
 
-TRAINING_METHODS = ("model_sensitivity", "loss_perturbation", "dpsgd")
-PREDICTION_METHODS = ("prediction_sensitivity", "subsample_aggregate")
-_LABELS = {
-    "model_sensitivity": "model sensitivity",
-    "loss_perturbation": "loss perturbation",
-    "dpsgd": "DP-SGD",
-    "prediction_sensitivity": "prediction sensitivity",
-    "subsample_aggregate": "subsample-and-aggregate",
-}
+TRAINING_METHODS = methods_of_family("training")
+PREDICTION_METHODS = methods_of_family("prediction")
+
+
+def _label(name: str | None) -> str:
+    entry = ENTRIES.get(name) if name is not None else None
+    return (entry.sentence_label or entry.label) if entry is not None else str(name)
 
 
 @dataclass(frozen=True)
@@ -61,10 +63,10 @@ class Recommendation:
         if self.winner is None:
             return "No private result to compare."
         if self.runner_up is None:
-            return f"{_LABELS.get(self.winner, self.winner)} is the only private method shown."
+            return f"{_label(self.winner)} is the only private method shown."
         verdict = "beyond" if self.significant else "within"
-        return (f"{_LABELS.get(self.winner, self.winner)} wins by {self.margin:.3f} accuracy over "
-                f"{_LABELS.get(self.runner_up, self.runner_up)} ({verdict} the repetition noise, "
+        return (f"{_label(self.winner)} wins by {self.margin:.3f} accuracy over "
+                f"{_label(self.runner_up)} ({verdict} the repetition noise, "
                 f"±{self.threshold:.3f}).")
 
 
@@ -73,21 +75,6 @@ def significance_threshold(std_a: float, std_b: float, repeats: int) -> float:
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     return 2.0 * math.sqrt(float(std_a) ** 2 + float(std_b) ** 2) / math.sqrt(repeats)
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "?"
-    v = float(v)
-    if math.isinf(v):
-        return "∞"
-    if v == 0:
-        return "0"
-    if v.is_integer() and abs(v) < 1e7:
-        return f"{int(v):,}"
-    if abs(v) < 1e-3:
-        return f"{v:.0e}".replace("e-0", "e-")
-    return f"{v:.3g}"
 
 
 def _setting(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -113,7 +100,8 @@ def recommend(rows: Sequence[Mapping[str, Any]], *, chance: float | None = None)
     private: dict[str, Mapping[str, Any]] = {}
     for r in rows:
         m = r.get("method")
-        if m is None or m == "non_private" or r.get("accuracy_mean") is None:
+        entry = ENTRIES.get(m) if isinstance(m, str) else None
+        if m is None or (entry is not None and entry.family == "baseline") or r.get("accuracy_mean") is None:
             continue
         if m in private:
             raise ValueError(f"method {m!r} appears more than once: pass the rows of a single setting")
@@ -146,56 +134,15 @@ def _reason(winner: str, runner: str | None, s: Mapping[str, Any], accs: Mapping
     if chance is None and s.get("classes"):
         chance = 1.0 / float(s["classes"])
     best = accs[winner][0]
-    label = _LABELS.get(winner, winner)
+    label = _label(winner)
     if chance is not None and best < chance + 0.1 * (1.0 - chance):
         return (f"At ε = {_fmt(eps)} every method is close to chance ({chance:.2f}): the noise needed for this "
                 f"privacy level swamps what N = {_fmt(n)} examples can teach; raise ε or N.")
-    pure = delta is not None and float(delta) == 0.0
-    few = b is not None and int(b) <= 30
-    many = b is not None and int(b) >= 300
-    nlam = float(n) * float(lam) if (n is not None and isinstance(lam, (int, float))) else None
-    if winner == "subsample_aggregate":
-        if pure and few:
-            core = (f"few predictions (B = {_fmt(b)}) and δ = 0 favour subsample-and-aggregate: its noisy vote over "
-                    f"T = {_fmt(t)} teachers spends ε only on the B answers and tolerates one changed example")
-        elif few:
-            core = (f"few predictions (B = {_fmt(b)}) favour subsample-and-aggregate: a vote over T = {_fmt(t)} "
-                    f"teachers needs little noise when ε is split over only B answers")
-        elif n is not None and int(n) <= 1000:
-            core = (f"with small N = {_fmt(n)} the sensitivity methods' noise 2K/(Nλ) is large, while "
-                    f"subsample-and-aggregate's vote does not depend on N")
-        else:
-            core = (f"at ε = {_fmt(eps)} subsample-and-aggregate's vote over T = {_fmt(t)} teachers still answers "
-                    f"B = {_fmt(b)} queries more accurately than the alternatives")
-    elif winner == "dpsgd":
-        core = "δ > 0 lets DP-SGD's Gaussian noise and amplification by subsampling win"
-        if many:
-            core += f", and as a private-training method it pays nothing for B = {_fmt(b)} predictions"
-    elif winner == "loss_perturbation":
-        if pure and eps is not None and float(eps) <= 3:
-            core = (f"at small ε = {_fmt(eps)} with δ = 0, loss perturbation wins: its noise enters the objective and "
-                    f"is damped by the extra regulariser ρ instead of landing directly on the weights")
-        elif many:
-            core = (f"many predictions (B = {_fmt(b)}) rule out the prediction methods, and loss perturbation's "
-                    f"objective noise hurts least among the private-training methods here")
-        elif not pure:
-            core = (f"at ε = {_fmt(eps)} loss perturbation's Gaussian noise enters the objective, where its extra "
-                    f"regulariser ρ damps it, and hurts less than the alternatives' noise")
-        else:
-            core = (f"large N λ (N = {_fmt(n)}, λ = {_fmt(lam)}) shrinks the sensitivity methods' noise, and loss "
-                    f"perturbation's objective noise hurts least at ε = {_fmt(eps)}")
-    elif winner == "model_sensitivity":
-        core = (f"large N λ (N = {_fmt(n)}, λ = {_fmt(lam)}) shrinks the sensitivity methods' noise "
-                f"2K/(N λ ε), so perturbing the trained weights once is enough")
-        if many:
-            core += f", whatever the number of predictions (B = {_fmt(b)})"
-    elif winner == "prediction_sensitivity":
-        core = (f"few predictions (B = {_fmt(b)}) and large N λ = {_fmt(nlam)} keep the per-answer logit noise of "
-                f"prediction sensitivity small")
-    else:
-        core = f"{label} has the best accuracy at this setting"
+    entry = ENTRIES.get(winner)
+    win = WinContext(eps, delta, b, n, lam, t)
+    core = entry.win_reason(win) if entry is not None else f"{label} has the best accuracy at this setting"
     if runner is not None and not significant:
-        core += f", though its lead over {_LABELS.get(runner, runner)} is within the repetition noise"
+        core += f", though its lead over {_label(runner)} is within the repetition noise"
     if core[0].isascii():  # never turn a Greek symbol into another one (δ -> Δ)
         core = core[0].upper() + core[1:]
     return core + "."

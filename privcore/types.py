@@ -101,15 +101,17 @@ class Problem:
         check_int("classes", self.classes, low=2)
         object.__setattr__(self, "lam", check_real("lam", self.lam, low=0.0, low_open=True))
         check_int("budget", self.budget, low=1)
-        check_int("teachers", self.teachers, low=1, high=self.n)
-        check_int("batch_size", self.batch_size, low=1, high=self.n)
+        # T <= N and batch <= N are rules of the methods that use them (their ``unavailable`` and
+        # calibration say so), so one method's constraint never blocks the others.
+        check_int("teachers", self.teachers, low=1)
+        check_int("batch_size", self.batch_size, low=1)
         check_int("epochs", self.epochs, low=1)
         object.__setattr__(self, "clip", check_real("clip", self.clip, low=0.0, low_open=True))
         object.__setattr__(self, "learning_rate", check_real("learning_rate", self.learning_rate, low=0.0, low_open=True))
 
     @property
     def sample_rate(self) -> float:
-        """DP-SGD Poisson sampling rate q = batch_size / n."""
+        """DP-SGD Poisson sampling rate q = batch_size / n (> 1 when the batch exceeds N: DP-SGD refuses it)."""
         return self.batch_size / self.n
 
     @property

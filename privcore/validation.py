@@ -11,7 +11,7 @@ import math
 import numbers
 from typing import Any
 
-__all__ = ["check_real", "check_int", "check_choice", "fmt_value"]
+__all__ = ["check_real", "check_int", "check_choice", "fmt_value", "format_value"]
 
 
 def fmt_value(value: Any) -> str:
@@ -77,3 +77,22 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(choices)}, got {fmt_value(value)}")
     return value
+
+
+def format_value(v: Any) -> str:
+    """A setting's number for a sentence: thousands separators, 1e-5 style for tiny values, "?" for None."""
+    if v is None:
+        return "?"
+    if isinstance(v, str):
+        return v
+    v = float(v)
+    if math.isinf(v):
+        return "∞"
+    if v == 0:
+        return "0"
+    if v.is_integer() and abs(v) < 1e7:
+        return f"{int(v):,}"
+    if abs(v) < 1e-3:
+        return f"{v:.0e}".replace("e-0", "e-")
+    return f"{v:.3g}"
+

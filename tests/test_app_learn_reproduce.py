@@ -125,7 +125,8 @@ def test_reproduce_computes_a_small_figure_paper_and_corrected():
     sa = gaps[gaps["Method"] == "Subsample-and-aggregate"]
     assert len(sa) == 1 and float(sa["Mean change"].iloc[0]) <= 0.0  # the correction halves beta at delta = 0
     ms = gaps[gaps["Method"] == "Model sensitivity"]
-    assert float(ms["Mean change"].iloc[0]) == pytest.approx(0.0, abs=1e-9)  # unchanged by the correction
+    # changed only by the certified solver residual (1 % more sensitivity): at most a point of accuracy
+    assert abs(float(ms["Mean change"].iloc[0])) <= 0.01
     # The results are cached: a new session shows the figure at once, without the button.
     fresh = page(REPRODUCE).run()
     fresh.selectbox(key="repro_figure").set_value("1a").run()

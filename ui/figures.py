@@ -20,38 +20,19 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import plotly.graph_objects as go
 
+from privcore.methods import BASELINE, ENTRIES
+
 __all__ = [
     "METHOD_COLORS", "METHOD_ORDER", "METHOD_LABELS", "SHORT_LABELS", "AXIS_TITLES", "PRINT_TEMPLATE",
     "method_label", "method_color", "curve_figure", "winner_map_figure", "noise_table", "calibration_table",
-    "format_number", "winner_grid", "main_noise", "accounting_comparison_figure",
+    "format_number", "winner_grid", "main_noise", "accounting_comparison_figure", "is_baseline",
 ]
 
-#: Fixed colours (Okabe-Ito palette), identical in every chart and theme.
-METHOD_COLORS: dict[str, str] = {
-    "model_sensitivity": "#0072B2",       # blue
-    "loss_perturbation": "#E69F00",       # orange
-    "dpsgd": "#009E73",                   # bluish green
-    "prediction_sensitivity": "#CC79A7",  # reddish purple
-    "subsample_aggregate": "#D55E00",     # vermillion
-    "non_private": "#333333",             # near black (dashed)
-}
-METHOD_ORDER: tuple[str, ...] = tuple(METHOD_COLORS)
-METHOD_LABELS: dict[str, str] = {
-    "model_sensitivity": "Model sensitivity",
-    "loss_perturbation": "Loss perturbation",
-    "dpsgd": "DP-SGD",
-    "prediction_sensitivity": "Prediction sensitivity",
-    "subsample_aggregate": "Subsample-and-aggregate",
-    "non_private": "Non-private (no noise)",
-}
-SHORT_LABELS: dict[str, str] = {
-    "model_sensitivity": "Model sens.",
-    "loss_perturbation": "Loss pert.",
-    "dpsgd": "DP-SGD",
-    "prediction_sensitivity": "Pred. sens.",
-    "subsample_aggregate": "Subs.-agg.",
-    "non_private": "Non-private",
-}
+#: Fixed colours, labels and order, all from the method registry (each method's module says them).
+METHOD_COLORS: dict[str, str] = {name: m.colour for name, m in ENTRIES.items()}
+METHOD_ORDER: tuple[str, ...] = tuple(ENTRIES)
+METHOD_LABELS: dict[str, str] = {name: m.label for name, m in ENTRIES.items()}
+SHORT_LABELS: dict[str, str] = {name: m.short_label or m.label for name, m in ENTRIES.items()}
 #: Axis titles for the result columns a chart may be drawn along.
 AXIS_TITLES: dict[str, str] = {
     "epsilon": "Privacy loss ε (smaller = more private)",
@@ -88,6 +69,11 @@ PRINT_TEMPLATE = go.layout.Template(
 def method_label(method: str) -> str:
     """Human label of a method name (falls back to the name itself)."""
     return METHOD_LABELS.get(method, method)
+
+
+def is_baseline(method: str | None) -> bool:
+    """Whether ``method`` names the non-private reference (drawn dashed, never a winner)."""
+    return method == BASELINE.name
 
 
 def method_color(method: str) -> str:
@@ -171,7 +157,7 @@ def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x
     for method in _ordered_methods(by_method):
         pts = sorted(by_method[method])
         colour, label = method_color(method), method_label(method)
-        if method == "non_private":
+        if is_baseline(method):
             finite = [p for p in pts if math.isfinite(p[0])]
             if len({p[0] for p in finite}) >= 2:
                 xs, ys = [p[0] for p in finite], [p[1] for p in finite]
@@ -247,7 +233,7 @@ def winner_grid(rows: Sequence[Mapping[str, Any]], x: str, y: str) -> dict[tuple
         if xv is None or yv is None or row.get("accuracy_mean") is None:
             continue
         if not (math.isfinite(float(xv)) and math.isfinite(float(yv))):
-            if row.get("method") == "non_private":  # epsilon = inf: a reference for every cell it matches
+            if is_baseline(row.get("method")):  # epsilon = inf: a reference for every cell it matches
                 baselines.append(row)
             continue
         cells.setdefault((float(xv), float(yv)), {})[row["method"]] = row
@@ -255,7 +241,7 @@ def winner_grid(rows: Sequence[Mapping[str, Any]], x: str, y: str) -> dict[tuple
         bx, by = float(_x_of(base, x)), float(_x_of(base, y))
         for (cx, cy), cell in cells.items():
             if (not math.isfinite(bx) or bx == cx) and (not math.isfinite(by) or by == cy):
-                cell.setdefault("non_private", base)
+                cell.setdefault(BASELINE.name, base)
     return cells
 
 
@@ -358,7 +344,8 @@ def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas Dat
             "Noise multiplier": format_number(r.get("noise_multiplier")),
             "Per-query ε": format_number(r.get("per_query_epsilon")),
             "Accuracy": f"{r['accuracy_mean']:.3f} ± {float(std or 0):.3f}" if r.get("accuracy_mean") is not None else "-",
-            "Formula": r.get("formula") or ("no noise (ε = ∞)" if method == "non_private" else ""),
+            "Sensitivity Δ": format_number(r.get("sensitivity"), 4),
+            "Formula": r.get("formula") or ("no noise (ε = ∞)" if is_baseline(method) else ""),
             "Note": r.get("note") or "",
         })
     return pd.DataFrame(out)

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from privcore import REGISTRY
-from ui.figures import AXIS_TITLES, METHOD_COLORS, PRINT_TEMPLATE, method_label
+from ui.figures import AXIS_TITLES, METHOD_COLORS, PRINT_TEMPLATE, is_baseline, method_label
 
 
 #: What the paper found (SPEC "What the paper found"), one sentence per figure.
@@ -36,6 +36,14 @@ PAPER_FINDINGS: dict[str, str] = {
 }
 
 ALL_METHODS: tuple[str, ...] = tuple(REGISTRY)
+#: The methods with a pure-DP (delta = 0) guarantee, and a note naming the ones left out.
+_PURE: tuple[str, ...] = tuple(m for m in ALL_METHODS if REGISTRY[m].supports(0.0))
+_PURE_NOTE = " and ".join(REGISTRY[m].label for m in ALL_METHODS if m not in _PURE) + " need δ > 0 and are left out."
+
+
+def _figure6(axis: str) -> tuple[str, ...]:
+    """The method(s) whose module names ``axis`` as its paper Figure 6 sweep."""
+    return tuple(m for m in ALL_METHODS if REGISTRY[m].paper_figure6_axis == axis)
 
 
 class PaperFigure:
@@ -82,29 +90,29 @@ def paper_figures(n_train: int, dim: int, classes: int, *, image: bool = True, a
     eps_pure = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
     return [
         PaperFigure("1a", "accuracy vs ε at δ = 0, B = 100", "epsilon", True, eps_pure, 0.0,
-                    methods=tuple(m for m in ALL_METHODS if m != "dpsgd"), note="DP-SGD needs δ > 0 and is left out."),
+                    methods=_PURE, note=_PURE_NOTE),
         PaperFigure("1b", "accuracy vs ε at δ = 1e-5, B = 100", "epsilon", False, (0.1, 0.2, 0.4, 0.6, 0.8, 1.0), 1e-5,
                     note="As in the paper, ε runs from 0 to 1 here."),
         PaperFigure("2a", "accuracy vs inference budget B at ε = 1, δ = 0", "budget", True, (1.0,), 0.0, vary="budget",
-                    values=(1, 3, 10, 30, 100, 300, 1000), methods=tuple(m for m in ALL_METHODS if m != "dpsgd")),
+                    values=(1, 3, 10, 30, 100, 300, 1000), methods=_PURE),
         PaperFigure("2b", "accuracy vs inference budget B at ε = 1, δ = 1e-5", "budget", True, (1.0,), 1e-5,
                     vary="budget", values=(1, 3, 10, 30, 100, 300, 1000)),
         PaperFigure("3", "accuracy vs δ at ε = 1, B = 100", "delta", True, (1.0,), 1e-5, vary="delta",
                     values=(1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)),
         PaperFigure("4", "accuracy vs training-set size N at (ε, δ) = (1, 0), B = 100", "n", True, (1.0,), 0.0,
-                    vary="n", values=tuple(ns), methods=tuple(m for m in ALL_METHODS if m != "dpsgd"),
+                    vary="n", values=tuple(ns), methods=_PURE,
                     note="The paper grew MNIST to 1M images (InfiMNIST); here N stops at the data set's training split "
                          "unless augmentation is switched on."),
         PaperFigure("5a", "accuracy vs input dimension D (PCA) at (ε, δ) = (1, 0), B = 100", "dim", True, (1.0,), 0.0,
-                    vary="dim", values=tuple(dims), methods=tuple(m for m in ALL_METHODS if m != "dpsgd")),
+                    vary="dim", values=tuple(dims), methods=_PURE),
         PaperFigure("5b", "accuracy vs number of classes C at (ε, δ) = (1, 0), B = 100", "classes", False, (1.0,), 0.0,
                     vary="classes", values=tuple(range(2, classes + 1)),
-                    methods=tuple(m for m in ALL_METHODS if m != "dpsgd")),
+                    methods=_PURE),
         PaperFigure("6a", "loss perturbation vs L2 weight λ at δ = 0, B = 100", "lam", True, (1.0, 10.0, 100.0), 0.0,
-                    vary="lam", values=(1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5), methods=("loss_perturbation",),
+                    vary="lam", values=(1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5), methods=_figure6("lam"),
                     by_epsilon=True),
         PaperFigure("6b", "subsample-and-aggregate vs number of teachers T at δ = 0, B = 100", "teachers", True,
-                    (1.0, 10.0, 100.0), 0.0, vary="teachers", values=tuple(teachers), methods=("subsample_aggregate",),
+                    (1.0, 10.0, 100.0), 0.0, vary="teachers", values=tuple(teachers), methods=_figure6("teachers"),
                     by_epsilon=True),
     ]
 
@@ -121,7 +129,7 @@ def epsilon_curves_figure(rows: Sequence[dict[str, Any]], x: str, *, title: str,
     methods = [m for m in METHOD_COLORS if any(r["method"] == m for r in rows)]
     for method in methods:
         pts = [r for r in rows if r["method"] == method and r.get(x) is not None and r.get("accuracy_mean") is not None]
-        if method == "non_private":
+        if is_baseline(method):
             pts = sorted(pts, key=lambda r: float(r[x]))
             fig.add_trace(go.Scatter(x=[float(r[x]) for r in pts], y=[r["accuracy_mean"] for r in pts], mode="lines",
                                      name=method_label(method), line=dict(color=METHOD_COLORS[method], dash="dash")))
@@ -162,7 +170,7 @@ def accounting_gaps(rows_by_accounting: dict[str, Sequence[dict[str, Any]]], x: 
         diffs: dict[str, list[float]] = {}
         for r in rows:
             key = (r["method"], r["epsilon"], r.get(x))
-            if r["method"] != "non_private" and key in ref:
+            if not is_baseline(r["method"]) and key in ref:
                 diffs.setdefault(r["method"], []).append(r["accuracy_mean"] - ref[key])
         for method, d in diffs.items():
             out.append({"method": method, "accounting": acc, "mean_change": float(np.mean(d)),

@@ -28,6 +28,7 @@ import streamlit as st
 
 from . import state
 from .figures import format_number, method_label
+from privcore.methods import get_method
 
 __all__ = [
     "SidebarSettings", "Setting", "DataInfo", "augmentation_caveat", "sidebar", "setting_panel", "log_select",
@@ -447,40 +448,55 @@ def curve_epsilons(eps_min: float, eps_max: float, current: float | None = None,
 
 # ---------------------------------------------------------------- spec and problems
 
+def method_knobs(s: Setting) -> dict[str, Any]:
+    """The setting's values that methods' rules read (keys as in privcore's Problem, plus delta)."""
+    return {"delta": float(s.delta), "teachers": int(s.teachers), "batch_size": int(s.batch_size)}
+
+
+def available_methods(s: Setting, n: int | None, methods: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The chosen methods that can run at this setting (each method's ``unavailable`` rule)."""
+    knobs = method_knobs(s)
+    return tuple(m for m in (methods if methods is not None else s.methods) if get_method(m).unavailable(knobs, n) is None)
+
+
+def min_train_size(s: Setting) -> int:
+    """The smallest N every chosen method can be trained on (at least 10)."""
+    knobs = method_knobs(s)
+    return max([10] + [get_method(m).min_train_size(knobs) for m in s.methods])
+
+
 def setting_problems(side: SidebarSettings, s: Setting) -> tuple[list[str], list[str]]:
     """(errors, warnings) about a setting, in plain words, before anything runs.
 
-    Errors make the spec invalid (T > N, batch > N, no methods); warnings flag extreme or
-    unsupported but runnable choices (DP-SGD at δ = 0, extreme ε, δ ≥ 1/N, tiny teacher parts...).
+    Errors make the spec invalid (no method, or none that can run); warnings flag extreme choices
+    and the methods left out by their own rules (e.g. a method needing δ > 0, T > N, batch > N).
     """
     errors: list[str] = []
     warnings: list[str] = []
     n = s.effective_n(side.info)
     if not s.methods:
         errors.append("Choose at least one method.")
-    if n is not None:
-        if s.teachers > n:
-            errors.append(f"T = {s.teachers:,} teachers is more than N = {n:,} training examples: each teacher needs "
-                          f"at least one example. Lower T (or raise N).")
-        elif "subsample_aggregate" in s.methods and n // s.teachers < 10:
-            warnings.append(f"Each of the T = {s.teachers} teachers sees only ⌊N/T⌋ = {n // s.teachers} examples: "
-                            "its votes will be close to random.")
-        if "dpsgd" in s.methods and s.batch_size > n:
-            errors.append(f"DP-SGD batch size {s.batch_size:,} is larger than N = {n:,}. Lower the batch size.")
-        if s.delta > 0 and s.delta >= 1.0 / n:
-            warnings.append(f"δ = {format_number(s.delta)} is not small compared with 1/N = {format_number(1.0 / n)}: "
-                            "such a δ allows releasing a few training examples outright. Use δ ≪ 1/N (e.g. 1e-5).")
-    if "dpsgd" in s.methods and s.delta == 0:
-        warnings.append("DP-SGD needs δ > 0 (its Gaussian noise has no pure-DP guarantee): it is left out at δ = 0. "
-                        "Set δ to e.g. 1e-5 to include it.")
+    knobs = method_knobs(s)
+    for name in s.methods:  # each method's own rules: it is left out, the others still run
+        entry = get_method(name)
+        why = entry.unavailable(knobs, n)
+        if why:
+            warnings.append(f"{entry.label} is left out at this setting: {why}.")
+        warnings.extend(entry.setting_warnings(knobs, n))
+    if s.methods and not available_methods(s, n):
+        errors.append("None of the chosen methods can run at this setting (see the notes above).")
+    if n is not None and s.delta > 0 and s.delta >= 1.0 / n:
+        warnings.append(f"δ = {format_number(s.delta)} is not small compared with 1/N = {format_number(1.0 / n)}: "
+                        "such a δ allows releasing a few training examples outright. Use δ ≪ 1/N (e.g. 1e-5).")
     if s.eps < 0.05:
         warnings.append(f"ε = {format_number(s.eps)} is extremely small: expect every method near chance level.")
     if s.eps > 100:
         warnings.append(f"ε = {format_number(s.eps)} is extreme: e^ε ≈ {format_number(math.exp(min(s.eps, 700)), 2)}, "
                         "the guarantee means little at this level.")
     if s.lam == "auto":
-        warnings.append("λ = auto tunes λ on a validation split of the training data: that tuning leaks privacy "
-                        "and is not accounted for (as in the paper), and it is about 6× slower.")
+        warnings.append("λ = auto chooses λ privately: 10 % of ε (and δ) pays for a noisy choice among 6 candidates "
+                        "trained on 80 % of the data and scored on the rest; the release gets the other 90 %. It is "
+                        "about 6× slower.")
     if s.n is not None and side.info is not None and s.n > side.info.n_train:
         warnings.append(augmentation_caveat(side.info.n_train, s.n, s.eps))
     return errors, warnings
@@ -503,8 +519,8 @@ def make_spec(side: SidebarSettings, s: Setting, *, epsilons: Sequence[float], v
     from privcore.engine.specs import SweepSpec
 
     meths = tuple(methods if methods is not None else s.methods)
-    if s.delta == 0 and vary != "delta":
-        meths = tuple(m for m in meths if m != "dpsgd") or meths
+    if vary not in ("delta", "n"):  # methods that cannot run here are left out (setting_problems says why)
+        meths = available_methods(s, s.effective_n(side.info), meths) or meths
     augment = bool(s.augment or (s.n is not None and side.info is not None and s.n > side.info.n_train))
     return SweepSpec(
         data=side.data_spec(n=s.n, dim=s.dim, classes=s.classes, augment=augment),

@@ -19,10 +19,10 @@ import numpy as np
 from ..data import Dataset, load_dataset
 from ..device import resolve_device
 from ..certify import SolverCertificationError
-from ..methods import REGISTRY
+from ..methods import BASELINE, get_method
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from .cache import ResultCache, point_key
-from .context import TrainContext
+from ..context import TrainContext
 from .specs import SweepSpec
 from .tuning import LAM_AUTO_NOTE, choose_lams, release_budget
 
@@ -82,7 +82,7 @@ def _problem(ds: Dataset, spec: SweepSpec, lam: float) -> Problem:
 
 def _point(method: str, eps: float, spec: SweepSpec, problem: Problem) -> dict[str, Any]:
     """The cache identity of one point: only the settings the method's result depends on."""
-    uses = REGISTRY[method].uses if method in REGISTRY else ("lam",)
+    uses = get_method(method).uses
     point = {"method": method, "epsilon": "inf" if math.isinf(eps) else eps, "delta": spec.delta,
              "accounting": spec.accounting, "repeats": spec.repeats, "seed": spec.seed}
     for name in uses:
@@ -114,7 +114,7 @@ def _stored(acc: np.ndarray, scale: NoiseScale | None, seconds: float, device: s
 
 def _evaluate(method: str, ctx: TrainContext, budgets: list[PrivacyBudget], accounting: str,
               repeats: int) -> tuple[list[NoiseScale], np.ndarray]:
-    m = REGISTRY[method]
+    m = get_method(method)
     scales = [m.calibrate(b, ctx.problem, accounting) for b in budgets]
     acc = m.evaluate(ctx, scales, repeats)
     return scales, acc.detach().cpu().numpy()
@@ -171,7 +171,7 @@ def _jobs(vspec: SweepSpec) -> list[tuple[str, list[float]]]:
     """(method, epsilons) batches of one variant, the non-private baseline last."""
     jobs = [(m, list(vspec.epsilons)) for m in vspec.methods]
     if vspec.baseline:
-        jobs.append(("non_private", [math.inf]))
+        jobs.append((BASELINE.name, [math.inf]))
     return jobs
 
 
@@ -187,7 +187,7 @@ def all_cached(spec: SweepSpec, cache: ResultCache | None = None) -> bool:
     for _, vspec in spec.variants():
         ds, _, base_problem = _variant_data(vspec)
         for method, epsilons in _jobs(vspec):
-            if method == "dpsgd" and vspec.delta == 0.0:
+            if not get_method(method).supports(vspec.delta):
                 continue
             if any(store.get(point_key(_point(method, e, vspec, base_problem), ds.fingerprint)) is None
                    for e in epsilons):
@@ -250,8 +250,8 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
             keys = [point_key(_point(method, e, vspec, base_problem), ds.fingerprint) for e in epsilons]
             hits = [store.get(k) for k in keys]
             missing = [i for i, h in enumerate(hits) if h is None]
-            if method == "dpsgd" and vspec.delta == 0.0:
-                result.warnings.append("dpsgd skipped: it needs delta > 0 (Gaussian noise has no pure-DP guarantee)")
+            if not get_method(method).supports(vspec.delta):
+                result.warnings.append(f"{method} skipped: {get_method(method).pure_unsupported_message()}")
                 missing, hits = [], [None] * len(epsilons)
             if missing:
                 t0 = time.perf_counter()
@@ -291,12 +291,7 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
              poll: Callable[[float | None], None] | None = None) -> list[dict[str, Any] | None]:
     """Evaluate the missing points of one method in one batch (per chosen lam when auto)."""
     dev = str(device)
-    if method == "non_private":
-        ctx = context(_problem(ds, spec, fixed_lam))
-        theta = ctx.nonprivate_theta(fixed_lam)
-        acc = (ctx.test_logits(theta.unsqueeze(0))[0].argmax(dim=1) == ctx.y_test).double().mean().item()
-        return [_stored(np.array([acc]), None, 0.0, dev, fixed_lam, grad_norm=ctx.grad_used or None)]
-    auto = spec.lam == "auto" and "lam" in REGISTRY[method].uses
+    auto = spec.lam == "auto" and "lam" in get_method(method).uses and get_method(method).family != "baseline"
     if auto:  # a private choice, paid for out of each budget (privcore.engine.tuning)
         lams = choose_lams(method, ds, spec, budgets, device, lambda d, lam: _problem(d, spec, lam), poll)
         budgets = [release_budget(b) for b in budgets]
@@ -311,5 +306,6 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
             # The largest certified gradient norm of the solves this release used (theta*, the
             # perturbed problems); None for methods that release no minimiser (DP-SGD, S&A).
             grad = ctx.grad_used or None
-            out[i] = _stored(acc[j], scales[j], 0.0, dev, lam, LAM_AUTO_NOTE if auto else "", grad)
+            scale = scales[j] if scales[j].noise != "none" else None  # the baseline stores no noise scale
+            out[i] = _stored(acc[j], scale, 0.0, dev, lam, LAM_AUTO_NOTE if auto else "", grad)
     return out

@@ -1,4 +1,9 @@
-"""The five methods, one module each, gathered in one explicit registry (in the paper's order)."""
+"""The methods, one module each, gathered in one explicit registry (in the paper's order).
+
+``REGISTRY`` holds the private methods; ``BASELINE`` is the non-private reference. Everything that
+lists, labels, colours, explains or rules on methods asks these entries (``get_method`` knows
+both), so a new method is its module plus one line here.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +11,29 @@ from .base import Method
 from .dpsgd import DPSGD
 from .loss_perturbation import LossPerturbation
 from .model_sensitivity import ModelSensitivity
+from .non_private import NonPrivate
 from .prediction_sensitivity import PredictionSensitivity
 from .subsample_aggregate import SubsampleAggregate
 
-__all__ = ["Method", "REGISTRY", "METHOD_NAMES", "get_method"]
+__all__ = ["Method", "REGISTRY", "METHOD_NAMES", "BASELINE", "ENTRIES", "get_method", "methods_of_family"]
 
 REGISTRY: dict[str, Method] = {
     m.name: m
     for m in (ModelSensitivity(), LossPerturbation(), DPSGD(), PredictionSensitivity(), SubsampleAggregate())
 }
 METHOD_NAMES: tuple[str, ...] = tuple(REGISTRY)
+BASELINE: Method = NonPrivate()
+#: Every entry, private methods first, in the order charts and tables list them.
+ENTRIES: dict[str, Method] = {**REGISTRY, BASELINE.name: BASELINE}
+
+
+def methods_of_family(family: str) -> tuple[str, ...]:
+    """Names of the registered methods of ``family`` ("training", "prediction" or "baseline")."""
+    return tuple(name for name, m in ENTRIES.items() if m.family == family)
 
 
 def get_method(name: str) -> Method:
-    """The registered method called ``name``; ``ValueError`` listing the valid names otherwise."""
-    if not isinstance(name, str) or name not in REGISTRY:
-        raise ValueError(f"method must be one of {', '.join(METHOD_NAMES)}, got {name!r}")
-    return REGISTRY[name]
+    """The registry entry called ``name`` (a method or the baseline); ``ValueError`` listing the names otherwise."""
+    if not isinstance(name, str) or name not in ENTRIES:
+        raise ValueError(f"method must be one of {', '.join(ENTRIES)}, got {name!r}")
+    return ENTRIES[name]

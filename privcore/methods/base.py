@@ -17,7 +17,8 @@ neighbouring data sets; ``evaluate`` is shared by all methods and needs no overr
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from ..types import ACCOUNTING_MODES, CalibrationError, NoiseScale, PrivacyBudget, Problem
 from ..validation import check_choice
@@ -25,9 +26,39 @@ from ..validation import check_choice
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from ..engine.context import TrainContext
+    from ..context import TrainContext
 
-__all__ = ["Method"]
+__all__ = ["Method", "WinContext"]
+
+
+@dataclass(frozen=True)
+class WinContext:
+    """The setting a recommendation explains (plain numbers; None when unknown)."""
+
+    epsilon: float | None
+    delta: float | None
+    budget: int | None
+    n: int | None
+    lam: float | str | None
+    teachers: int | None
+
+    @property
+    def pure(self) -> bool:
+        return self.delta is not None and float(self.delta) == 0.0
+
+    @property
+    def few(self) -> bool:
+        """Few predictions (B <= 30): where the prediction methods can win."""
+        return self.budget is not None and int(self.budget) <= 30
+
+    @property
+    def many(self) -> bool:
+        """Many predictions (B >= 300)."""
+        return self.budget is not None and int(self.budget) >= 300
+
+    @property
+    def n_lam(self) -> float | None:
+        return float(self.n) * float(self.lam) if self.n is not None and isinstance(self.lam, (int, float)) else None
 
 
 class Method(ABC):
@@ -35,7 +66,13 @@ class Method(ABC):
 
     name: ClassVar[str]
     label: ClassVar[str]
-    family: ClassVar[str]  # "training" (the model is private) or "prediction" (B answers are)
+    #: Short label for dense charts (winner maps); in-sentence label for recommendation texts.
+    short_label: ClassVar[str] = ""
+    sentence_label: ClassVar[str] = ""
+    #: Fixed chart colour (Okabe-Ito palette, colour-blind safe), the same in every view.
+    colour: ClassVar[str] = "#888888"
+    #: "training" (the model is private), "prediction" (B answers are) or "baseline" (no privacy).
+    family: ClassVar[str]
     uses: ClassVar[tuple[str, ...]]  # Problem fields besides n, dim, classes that change its results
     supports_pure: ClassVar[bool] = True
     supports_approx: ClassVar[bool] = True
@@ -46,6 +83,8 @@ class Method(ABC):
     #: What one release is: "model" (theta, any number of predictions), "logits" or "labels"
     #: (one answer per query; the guarantee covers B of them).
     releases: ClassVar[str] = "model"
+    #: The knob the paper's Figure 6 sweeps for this method ("lam", "teachers"), if any.
+    paper_figure6_axis: ClassVar[str | None] = None
     summary: ClassVar[str] = ""
     wins_when: ClassVar[str] = ""
     assumptions: ClassVar[str] = ""
@@ -61,7 +100,7 @@ class Method(ABC):
             return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "none",
                               formula="epsilon = inf: non-private baseline, no noise")
         if budget.is_pure and not self.supports_pure:
-            raise CalibrationError(self._pure_unsupported_message())
+            raise CalibrationError(self.pure_unsupported_message())
         try:
             return self._calibrate(budget, problem, accounting)
         except CalibrationError:
@@ -70,7 +109,35 @@ class Method(ABC):
             raise CalibrationError(f"{self.name} cannot be calibrated at epsilon={budget.epsilon:g}, "
                                    f"delta={budget.delta:g}: {err}") from err
 
-    def _pure_unsupported_message(self) -> str:
+    def supports(self, delta: float) -> bool:
+        """Whether the method has a guarantee at this delta (pure DP when delta = 0)."""
+        return self.supports_pure if float(delta) == 0.0 else self.supports_approx
+
+    def min_train_size(self, setting: Mapping[str, Any]) -> int:
+        """The smallest N the method can be trained on at ``setting`` (keys as in :class:`Problem`)."""
+        return 1
+
+    def unavailable(self, setting: Mapping[str, Any], n: int | None) -> str | None:
+        """Why the method cannot run at ``setting`` with ``n`` training examples (None: it can).
+
+        ``setting`` has the keys of :class:`Problem` plus ``delta``. The UI leaves such a method out
+        with this message instead of stopping every method.
+        """
+        if "delta" in setting and not self.supports(setting["delta"]):
+            return self.pure_unsupported_message()
+        if n is not None and n < self.min_train_size(setting):
+            return f"{self.label} needs at least {self.min_train_size(setting):,} training examples here, N = {n:,}"
+        return None
+
+    def setting_warnings(self, setting: Mapping[str, Any], n: int | None) -> list[str]:
+        """Caveats of this method at ``setting`` that do not stop it (shown beside the results)."""
+        return []
+
+    def win_reason(self, s: WinContext) -> str:
+        """Why this method wins at ``s``: one clause tying it to the setting (paper Sections 5-6)."""
+        return f"{self.sentence_label or self.label} has the best accuracy at this setting"
+
+    def pure_unsupported_message(self) -> str:
         return f"{self.name} needs delta > 0; use delta > 0 such as 1e-5, or a method that supports delta = 0"
 
     @abstractmethod
@@ -96,7 +163,9 @@ class Method(ABC):
             pred = out.argmax(dim=3)
         else:
             pred = out
-        return (pred == ctx.y_test).double().mean(dim=2)
+        from ..context import accuracy
+
+        return accuracy(pred, ctx.y_test)
 
 
 EXACT_MINIMISER_NOTE = ("paper: Delta = 2K/(N lam) assumes the exact minimiser; the released solver output "

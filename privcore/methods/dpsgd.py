@@ -15,16 +15,17 @@ depends on the problem's shape only), so a run does not depend on what else is i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 import torch
 
 from ..accounting.dpsgd import dpsgd_noise_multiplier
-from ..types import NoiseScale, PrivacyBudget, Problem
-from .base import Method
+from ..validation import format_value as _fmt
+from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
+from .base import Method, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.context import TrainContext
+    from ..context import TrainContext
 
 __all__ = ["DPSGD", "per_example_grad_norms", "PRV_MAX_STEPS"]
 
@@ -46,6 +47,9 @@ def per_example_grad_norms(x: torch.Tensor, probs: torch.Tensor, y: torch.Tensor
 class DPSGD(Method):
     name = "dpsgd"
     label = "DP-SGD"
+    short_label = "DP-SGD"
+    sentence_label = "DP-SGD"
+    colour = "#009E73"  # bluish green
     uses = ("batch_size", "epochs", "clip", "learning_rate")
     family = "training"
     trains_per_release = True
@@ -54,11 +58,31 @@ class DPSGD(Method):
     wins_when = "delta > 0 and many predictions; works for any differentiable model."
     assumptions = "delta > 0; Poisson-sampled batches; per-example clipping to nu."
 
-    def _pure_unsupported_message(self) -> str:
-        return ("dpsgd needs delta > 0 (Gaussian noise has no pure-DP guarantee): use delta > 0 such as 1e-5, "
-                "or a delta = 0 method (model_sensitivity, loss_perturbation, prediction_sensitivity, subsample_aggregate)")
+    def pure_unsupported_message(self) -> str:
+        from . import REGISTRY  # the alternatives, as the registry lists them
+
+        pure = ", ".join(name for name, m in REGISTRY.items() if m.supports(0.0))
+        return ("DP-SGD needs δ > 0 (delta > 0: Gaussian noise has no pure-DP guarantee): use delta > 0 such as 1e-5, "
+                f"or a delta = 0 method ({pure})")
+
+    def win_reason(self, s: WinContext) -> str:
+        core = "δ > 0 lets DP-SGD's Gaussian noise and amplification by subsampling win"
+        if s.many:
+            core += f", and as a private-training method it pays nothing for B = {_fmt(s.budget)} predictions"
+        return core
+
+    def min_train_size(self, setting: Mapping[str, Any]) -> int:
+        return int(setting.get("batch_size", 1))  # the expected batch cannot exceed N
+
+    def unavailable(self, setting: Mapping[str, Any], n: int | None) -> str | None:
+        if n is not None and int(setting.get("batch_size", 1)) > n:
+            return f"DP-SGD batch size {int(setting['batch_size']):,} is larger than N = {n:,}: lower the batch size"
+        return super().unavailable(setting, n)
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
+        if problem.batch_size > problem.n:
+            raise CalibrationError(f"dpsgd batch_size must be at most N = {problem.n:,}, got {problem.batch_size:,}: "
+                                   "lower the batch size")
         acc = "prv" if accounting == "tight" else "rdp"
         notes: tuple[str, ...] = ()
         if acc == "prv" and problem.steps > PRV_MAX_STEPS:

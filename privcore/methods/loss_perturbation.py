@@ -37,11 +37,12 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..accounting.gaussian import analytic_gaussian_sigma
+from ..validation import format_value as _fmt
 from ..types import K_LIPSCHITZ, L_HESSIAN, NoiseScale, PrivacyBudget, Problem
-from .base import EXACT_MINIMISER_NOTE, Method, scaled_noise, unit_noise
+from .base import EXACT_MINIMISER_NOTE, Method, scaled_noise, unit_noise, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.context import TrainContext
+    from ..context import TrainContext
 
 __all__ = ["LossPerturbation", "multiclass_gaussian_sigma", "AMP_FRACTION", "LP_TOLERANCE_FACTOR"]
 
@@ -76,12 +77,29 @@ _PAPER_NOTE = ("as published: calibrated for add/remove neighbours (||b - b'|| <
 class LossPerturbation(Method):
     name = "loss_perturbation"
     label = "Loss perturbation"
+    short_label = "Loss pert."
+    sentence_label = "loss perturbation"
+    paper_figure6_axis = "lam"
+    colour = "#E69F00"  # orange
     uses = ("lam",)
     family = "training"
     trains_per_release = True
     summary = "Add a random linear term (and extra L2 weight rho) to the objective, then solve it exactly."
     wins_when = "Small epsilon at delta = 0 and many predictions; gains quickly as N grows."
     assumptions = "Convex, twice-differentiable loss with Hessian <= L = 1/2, ||x|| <= 1, exact minimiser."
+
+    def win_reason(self, s: WinContext) -> str:
+        if s.pure and s.epsilon is not None and float(s.epsilon) <= 3:
+            return (f"at small ε = {_fmt(s.epsilon)} with δ = 0, loss perturbation wins: its noise enters the objective "
+                    "and is damped by the extra regulariser ρ instead of landing directly on the weights")
+        if s.many:
+            return (f"many predictions (B = {_fmt(s.budget)}) rule out the prediction methods, and loss perturbation's "
+                    "objective noise hurts least among the private-training methods here")
+        if not s.pure:
+            return (f"at ε = {_fmt(s.epsilon)} loss perturbation's Gaussian noise enters the objective, where its extra "
+                    "regulariser ρ damps it, and hurts less than the alternatives' noise")
+        return (f"large N λ (N = {_fmt(s.n)}, λ = {_fmt(s.lam)}) shrinks the sensitivity methods' noise, and loss "
+                f"perturbation's objective noise hurts least at ε = {_fmt(s.epsilon)}")
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         eps = budget.epsilon

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..accounting.gaussian import analytic_gaussian_sigma
+from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
-from .base import Method, scaled_noise, sensitivity_of
+from .base import Method, scaled_noise, sensitivity_of, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.context import TrainContext
+    from ..context import TrainContext
 
 __all__ = ["ModelSensitivity"]
 
@@ -31,11 +32,19 @@ __all__ = ["ModelSensitivity"]
 class ModelSensitivity(Method):
     name = "model_sensitivity"
     label = "Model sensitivity"
+    short_label = "Model sens."
+    sentence_label = "model sensitivity"
+    colour = "#0072B2"  # blue
     uses = ("lam",)
     family = "training"
     summary = "Train the regularised model exactly, then add noise to its weights once."
     wins_when = "N lam is large (noise shrinks as 1/(N lam eps)), D*C small, many predictions needed, delta > 0."
     assumptions = "Convex loss, K-Lipschitz (K = sqrt 2), lam > 0, ||x|| <= 1, solver gradient norm certified."
+
+    def win_reason(self, s: WinContext) -> str:
+        core = (f"large N λ (N = {_fmt(s.n)}, λ = {_fmt(s.lam)}) shrinks the sensitivity methods' noise "
+                f"2K/(N λ ε), so perturbing the trained weights once is enough")
+        return core + (f", whatever the number of predictions (B = {_fmt(s.budget)})" if s.many else "")
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         delta_s, tol, notes, what = sensitivity_of(problem, accounting)

@@ -16,11 +16,12 @@ import torch
 
 from ..accounting.composition import advanced_gaussian_sigma, exact_gaussian_sigma
 from ..accounting.gaussian import analytic_gaussian_epsilon
+from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
-from .base import Method, scaled_noise, sensitivity_of
+from .base import Method, scaled_noise, sensitivity_of, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.context import TrainContext
+    from ..context import TrainContext
 
 __all__ = ["PredictionSensitivity"]
 
@@ -28,6 +29,9 @@ __all__ = ["PredictionSensitivity"]
 class PredictionSensitivity(Method):
     name = "prediction_sensitivity"
     label = "Prediction sensitivity"
+    short_label = "Pred. sens."
+    sentence_label = "prediction sensitivity"
+    colour = "#CC79A7"  # reddish purple
     uses = ("lam", "budget")
     family = "prediction"
     uses_budget = True
@@ -35,6 +39,10 @@ class PredictionSensitivity(Method):
     summary = "Train non-privately; add noise to every released logit vector (B answers)."
     wins_when = "Rarely: few predictions (small B), large N lam; tight Gaussian accounting helps it most."
     assumptions = "As model sensitivity; the guarantee covers B predictions only."
+
+    def win_reason(self, s: WinContext) -> str:
+        return (f"few predictions (B = {_fmt(s.budget)}) and large N λ = {_fmt(s.n_lam)} keep the per-answer logit "
+                "noise of prediction sensitivity small")
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         b = problem.budget

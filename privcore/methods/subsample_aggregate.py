@@ -18,18 +18,19 @@ finite on separable parts).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 import math
 
 import torch
 
 from ..accounting.bounded_range import br_composition_delta, optimal_beta, zcdp_beta
-from ..types import NoiseScale, PrivacyBudget, Problem
-from .base import Method
+from ..validation import format_value as _fmt
+from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
+from .base import Method, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.context import TrainContext
+    from ..context import TrainContext
 
 __all__ = ["SubsampleAggregate"]
 
@@ -51,6 +52,10 @@ def _paper_delta_note(beta: float, eps: float, delta: float, budget: int) -> tup
 class SubsampleAggregate(Method):
     name = "subsample_aggregate"
     label = "Subsample-and-aggregate"
+    short_label = "Subs.-agg."
+    sentence_label = "subsample-and-aggregate"
+    paper_figure6_axis = "teachers"
+    colour = "#D55E00"  # vermillion
     uses = ("lam", "budget", "teachers")
     family = "prediction"
     uses_budget = True
@@ -59,7 +64,32 @@ class SubsampleAggregate(Method):
     wins_when = "Few predictions (small B) and delta = 0, or small N; any model class works."
     assumptions = "Disjoint parts; one example changes one vote; the guarantee covers B predictions only."
 
+    def win_reason(self, s: WinContext) -> str:
+        if s.pure and s.few:
+            return (f"few predictions (B = {_fmt(s.budget)}) and δ = 0 favour subsample-and-aggregate: its noisy vote "
+                    f"over T = {_fmt(s.teachers)} teachers spends ε only on the B answers and tolerates one changed example")
+        if s.few:
+            return (f"few predictions (B = {_fmt(s.budget)}) favour subsample-and-aggregate: a vote over "
+                    f"T = {_fmt(s.teachers)} teachers needs little noise when ε is split over only B answers")
+        if s.n is not None and int(s.n) <= 1000:
+            return (f"with small N = {_fmt(s.n)} the sensitivity methods' noise 2K/(Nλ) is large, while "
+                    "subsample-and-aggregate's vote does not depend on N")
+        return (f"at ε = {_fmt(s.epsilon)} subsample-and-aggregate's vote over T = {_fmt(s.teachers)} teachers still "
+                f"answers B = {_fmt(s.budget)} queries more accurately than the alternatives")
+
+    def min_train_size(self, setting: Mapping[str, Any]) -> int:
+        return int(setting.get("teachers", 1))  # each teacher needs at least one example
+
+    def setting_warnings(self, setting: Mapping[str, Any], n: int | None) -> list[str]:
+        t = int(setting.get("teachers", 1))
+        if n is not None and n >= t and n // t < 10:
+            return [f"Each of the T = {t} teachers sees only ⌊N/T⌋ = {n // t} examples: its votes will be close to random."]
+        return []
+
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
+        if problem.teachers > problem.n:
+            raise CalibrationError(f"subsample_aggregate teachers must be at most N = {problem.n:,}, got "
+                                   f"T = {problem.teachers:,}: each teacher needs at least one example")
         eps, dlt, b = budget.epsilon, budget.delta, problem.budget
         notes: tuple[str, ...] = ()
         if accounting == "paper":

@@ -1,0 +1,40 @@
+"""The non-private baseline (epsilon = infinity): the regularised minimiser, no noise.
+
+A registry entry like the methods, so runner, charts and tables treat it without special cases:
+it is drawn as the dashed reference line and never wins a recommendation (``family = "baseline"``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
+from .base import Method
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import TrainContext
+
+__all__ = ["NonPrivate"]
+
+
+class NonPrivate(Method):
+    name = "non_private"
+    label = "Non-private (no noise)"
+    short_label = "Non-private"
+    sentence_label = "the non-private model"
+    colour = "#333333"  # near black, dashed
+    family = "baseline"
+    uses = ("lam",)
+    summary = "The same regularised model trained without any privacy: the accuracy every method is compared with."
+    assumptions = "None: it offers no privacy."
+
+    def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
+        raise CalibrationError("non_private is the epsilon = inf baseline; it has no finite-epsilon calibration")
+
+    def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
+                queries: torch.Tensor | None = None) -> torch.Tensor:
+        theta = ctx.nonprivate_theta(ctx.problem.lam)
+        d, c = theta.shape
+        return theta.float().view(1, 1, d, c).expand(len(scales), repeats, d, c)
