@@ -85,7 +85,7 @@ def roc_figure(results: Sequence, attack: str, epsilon: float, delta: float, *, 
             continue
         fpr = np.asarray(a.roc.fpr)
         tpr = np.maximum(np.asarray(a.roc.tpr), floor)
-        is_ref = r.method == "non_private"
+        is_ref = r.family == "baseline"
         fig.add_trace(go.Scatter(x=fpr, y=tpr, mode="lines", line_shape="hv",
                                  name=f"{method_label(r.method)} (AUC {a.roc.auc:.2f})",
                                  line=dict(color=method_color(r.method), width=2.5, dash="dash" if is_ref else "solid"),
@@ -145,8 +145,8 @@ def _auc(r, attack: str) -> float:  # noqa: ANN001
 def describe(results: Sequence, epsilon: float) -> str:
     """A plain-words reading: does anything leak beyond chance, which method leaks most, and how
     the measured epsilon compares with the claim."""
-    ref = next((r for r in results if r.method == "non_private"), None)
-    priv = [r for r in results if r.method != "non_private"]
+    ref = next((r for r in results if r.family == "baseline"), None)
+    priv = [r for r in results if r.family != "baseline"]
     parts = []
     if ref is not None:
         text = f"Without noise the model is attacked with AUC {_auc(ref, 'lira'):.2f} on ordinary training rows"

@@ -20,11 +20,11 @@ from ..device import derive_seed, resolve_device
 from ..engine.cache import ResultCache, point_key
 from ..engine.context import TrainContext
 from ..solver import Preconditioner
-from ..methods import REGISTRY
+from ..methods import get_method
 from ..types import NoiseScale, PrivacyBudget
 from .attacks import confidence, lira_offline_scores, loss_scores, out_stats
 from .game import Population, audit_rows, build_population, reference_logits, reference_masks, vote_logits, world_masks
-from .spec import NON_PRIVATE, AttackResult, LeakageResult, LeakageSpec
+from .spec import AttackResult, LeakageResult, LeakageSpec
 from .stats import epsilon_lower_bound, roc
 
 __all__ = ["run_leakage", "LeakageCancelled", "observe", "MAX_OBSERVED", "MAX_AUDIT_ANSWERS"]
@@ -119,15 +119,11 @@ def observe(method: str, ctx: TrainContext, scale: NoiseScale | None, repeats: i
     """What the attacker sees about each query row, as logit-like outputs [R, M, C], and the
     released models [R, D, C] (None for prediction methods).
 
-    Training methods: the released model's logits. Prediction sensitivity: the mean of B noisy
-    logit vectors per row. Subsample-and-aggregate: smoothed frequencies of B labels per row. The
-    non-private reference is deterministic (R = 1).
+    Methods releasing a model (and the non-private baseline): the model's logits. Releasing logits:
+    the mean of the B noisy logit vectors per row. Releasing labels: smoothed frequencies of the B
+    labels per row.
     """
-    lam = ctx.problem.lam
-    if method == NON_PRIVATE:
-        theta = ctx.nonprivate_theta(lam).float().unsqueeze(0)
-        return ctx.logits(theta, queries), theta
-    m = REGISTRY[method]
+    m = get_method(method)
     if m.releases == "model":
         theta = m.release(ctx, [scale], repeats)[0]  # [R, D, C]
         return ctx.logits(theta, queries), theta
@@ -188,24 +184,22 @@ def _compute(spec: LeakageSpec, ds, progress: ProgressFn | None, cancel: Callabl
     game = _game(ds, spec, device)
     pop = game.pop
     notes: list[str] = []
-    if spec.method == NON_PRIVATE:
-        scale, label, family, releases = None, "Non-private (no noise)", "training", "model"
-    else:
-        m = REGISTRY[spec.method]
-        label, family, releases = m.label, m.family, m.releases
-        if "batch_size" in m.uses and spec.batch_size > pop.n_train:
-            raise ValueError(f"batch_size must be at most {pop.n_train} (each release trains on half of the "
-                             f"{pop.size:,} population rows), got {spec.batch_size}")
-        if "teachers" in m.uses and spec.teachers > pop.n_train:
-            raise ValueError(f"teachers must be at most {pop.n_train} (each release trains on half of the "
-                             f"{pop.size:,} population rows), got {spec.teachers}")
-        problem = spec.problem(pop.n_train, pop.x.shape[1], pop.classes)
-        scale = m.calibrate(PrivacyBudget(spec.epsilon, spec.delta), problem, spec.accounting)
+    m = get_method(spec.method)
+    label, family, releases = m.label, m.family, m.releases
+    if "batch_size" in m.uses and spec.batch_size > pop.n_train:
+        raise ValueError(f"batch_size must be at most {pop.n_train} (each release trains on half of the "
+                         f"{pop.size:,} population rows), got {spec.batch_size}")
+    if "teachers" in m.uses and spec.teachers > pop.n_train:
+        raise ValueError(f"teachers must be at most {pop.n_train} (each release trains on half of the "
+                         f"{pop.size:,} population rows), got {spec.teachers}")
+    problem = spec.problem(pop.n_train, pop.x.shape[1], pop.classes)
+    scale = m.calibrate(PrivacyBudget(spec.epsilon, spec.delta), problem, spec.accounting)
+    deterministic = scale.noise == "none"  # the baseline: one release says everything
     prediction = releases in ("logits", "labels")
 
     # Targets: every row, or (prediction methods with a large B) all canaries plus a subsample.
     targets = torch.arange(pop.size, device=device)
-    repeats = spec.repeats
+    repeats = 1 if deterministic else spec.repeats
     if prediction:
         per_repeat = spec.budget * pop.classes * pop.size
         repeats = max(1, min(repeats, MAX_OBSERVED // per_repeat))
@@ -239,7 +233,7 @@ def _compute(spec: LeakageSpec, ds, progress: ProgressFn | None, cancel: Callabl
                     pred = ctx.test_logits(theta).argmax(dim=2)
                     accuracy = float((pred == ctx.y_test).double().mean())
                 else:
-                    accuracy = float(REGISTRY[spec.method].evaluate(ctx, [scale], repeats).mean())
+                    accuracy = float(m.evaluate(ctx, [scale], repeats).mean())
 
         # 2. The attacker's reference models.
         state["done"] = 1 + spec.worlds
@@ -261,7 +255,7 @@ def _compute(spec: LeakageSpec, ds, progress: ProgressFn | None, cancel: Callabl
         for member in (True, False):
             ctx = game.audit(member, spec)
             ctx.poll = poll
-            logits, _ = observe(spec.method, ctx, scale, trials, qx)
+            logits, _ = observe(spec.method, ctx, scale, 1 if deterministic else trials, qx)
             phi = confidence(logits, qy).flatten()
             audit_phi.append(phi.expand(trials) if phi.numel() == 1 else phi)  # deterministic release
     bound = epsilon_lower_bound(audit_phi[0].cpu().numpy(), audit_phi[1].cpu().numpy(), spec.delta, spec.alpha)
@@ -283,5 +277,5 @@ def _compute(spec: LeakageSpec, ds, progress: ProgressFn | None, cancel: Callabl
     return LeakageResult(
         method=spec.method, label=label, family=family, releases=releases, epsilon=spec.epsilon, delta=spec.delta,
         accounting=spec.accounting, accuracy=accuracy, n_train=pop.n_train, attacks=tuple(attacks), audit=bound,
-        noise={} if scale is None else scale.to_dict(), seconds=time.perf_counter() - start, device=str(device),
+        noise=scale.to_dict(), seconds=time.perf_counter() - start, device=str(device),
         cached=False, notes=tuple(notes))

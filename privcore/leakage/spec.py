@@ -1,7 +1,7 @@
 """Frozen, validated descriptions of a leakage measurement and its result rows (plain numbers).
 
-A :class:`LeakageSpec` is one method (or ``"non_private"``, the reference) at one setting, plus the
-attack's own knobs: how many target worlds and releases per world, how many LiRA reference models,
+A :class:`LeakageSpec` is one method (or the registry's non-private baseline, the reference) at one
+setting, plus the attack's own knobs: how many target worlds and releases per world, how many LiRA reference models,
 how many canaries and audit trials. A :class:`LeakageResult` holds one :class:`AttackResult` per
 attack (``loss``, ``lira``, ``canary``) and the audit's :class:`~privcore.leakage.stats.EpsilonBound`.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from ..device import DEVICE_CHOICES
 from ..engine.specs import DataSpec
-from ..methods import METHOD_NAMES
+from ..methods import BASELINE, METHOD_NAMES, get_method
 from ..types import ACCOUNTING_MODES, PrivacyBudget, Problem
 from ..validation import check_choice, check_int, check_real
 from .stats import EpsilonBound, Roc
@@ -23,7 +23,8 @@ from .stats import EpsilonBound, Roc
 __all__ = ["LeakageSpec", "AttackResult", "LeakageResult", "ATTACKS", "NON_PRIVATE", "TARGETS", "audit_trials_for",
            "QUICK_AUDIT_FACTOR"]
 
-NON_PRIVATE = "non_private"
+#: The registry's non-private baseline (epsilon = infinity), attacked as the reference.
+NON_PRIVATE = BASELINE.name
 #: Attacks reported for every method: loss threshold (Yeom et al. 2018) and offline LiRA (Carlini
 #: et al. 2022) on ordinary training examples, and LiRA on the inserted canaries (worst case).
 ATTACKS: tuple[str, ...] = ("loss", "lira", "canary")
@@ -36,9 +37,7 @@ def audit_trials_for(method: str, trials: int) -> int:
     """Audit trials for ``method`` when the slow methods (one training per release) get ``trials``:
     the quick ones (and the deterministic non-private model) get QUICK_AUDIT_FACTOR times more, at
     most 1024, so their bound is not limited by the number of trials."""
-    from ..methods import REGISTRY
-
-    slow = method in REGISTRY and REGISTRY[method].trains_per_release
+    slow = get_method(method).trains_per_release
     return int(trials) if slow else max(int(trials), min(1024, QUICK_AUDIT_FACTOR * int(trials)))
 
 
