@@ -18,6 +18,23 @@ FAST = {"dataset": '"synthetic"', "n": "300", "teachers": "4", "budget": "5", "e
 pytestmark = pytest.mark.usefixtures("app_env")  # fresh result cache, no warm-ups (conftest.py)
 
 
+@pytest.fixture()
+def navigation(app_env):
+    """Run app.py as the server does (see tests/test_app_explore.py: st.navigation switches the legacy
+    pages/ folder mode off for good; AppTest would reset it before every run)."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    original_init = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    app_env.setattr(PagesManager, "__init__", init)
+    yield
+    app_env.setattr(PagesManager, "__init__", original_init)
+
+
 def page(**params) -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=240)
     at.query_params.update({**FAST, **{k: str(v) for k, v in params.items()}})
@@ -54,3 +71,13 @@ def test_switching_attack_and_bad_url_values():
     assert at.query_params["lk_attack"] == "canary"
     fig = at.get("plotly_chart")[0].proto.spec
     assert "canaries" in fig
+
+
+def test_reached_through_the_app_navigation(navigation):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
+    at.query_params.update({**FAST, "methods": json.dumps(["model_sensitivity"])})
+    at.run()
+    at.switch_page("pages/6_Measured_leakage.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Measured leakage beside the bound"
+    assert list(at.dataframe[0].value["Method"]) == ["Non-private (no noise)", "Model sensitivity"]
