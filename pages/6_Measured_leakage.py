@@ -74,14 +74,6 @@ with st.expander("Attack settings: reference models K and audit trials", expande
     _url_store("lk_refs", refs, 16)
     _url_store("lk_audit", audit, 64)
 
-specs, notes = lk.specs_for(side, s, references=refs, audit_trials=audit)
-widgets.show_warnings(notes)
-results = lk.run_with_progress(specs, key="leakage", label="Measuring leakage")
-if results is None:
-    st.stop()
-notes_seen = [n for r in results for n in r.notes]
-widgets.show_warnings(notes_seen)
-
 attack_options = list(lk.ATTACK_LABELS)
 attack_default = st.query_params.get("lk_attack", "lira")
 attack = st.segmented_control("Attack", attack_options, format_func=lk.ATTACK_LABELS.get, key="lk_attack_w",
@@ -89,19 +81,46 @@ attack = st.segmented_control("Attack", attack_options, format_func=lk.ATTACK_LA
 attack = attack or "lira"
 _url_store("lk_attack", attack, "lira")
 
-fig = lk.roc_figure(results, attack, s.eps, s.delta)
-widgets.show_figure(fig, key="fig_leakage")
-st.markdown(lk.describe(results, s.eps))
-st.caption("Grey area: the (ε, δ) region no test can leave, TPR ≤ e^ε·FPR + δ (and the symmetric bound). Dashed "
-           "grey curve: the Gaussian mechanism that is exactly (ε, δ)-DP. Dashed black: the non-private model. "
-           "Curves are drawn down to FPR = 10⁻⁴; a curve at the floor found no member at that FPR.")
+specs, notes = lk.specs_for(side, s, references=refs, audit_trials=audit)
+widgets.show_warnings(notes)
+quick, slow = lk.split_quick(specs)
+view, pending = st.empty(), st.empty()
 
-st.subheader(f"Leakage per method (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, B = {s.budget:,})")
-st.dataframe(lk.leakage_table(results), hide_index=True, width="stretch")
-n_train = results[0].n_train
-st.caption(f"Each release trains on {n_train:,} rows. Measured ε: a 95 % lower bound from {audit} releases (8× more "
-           "for the methods that train once) on each "
-           "of two data sets that differ only in the label of one out-of-distribution canary (the attacker knows "
-           "both); the estimate uses the observed error rates. TPR@x%: members found while calling at most x % of non-members members. "
-           "The loss and LiRA AUCs pool every training row; the canary AUC only the inserted canaries.")
-export_buttons(fig, lk.rows_for_export(results), key="export_leakage", filename="measured_leakage")
+
+def show(results: list, *, final: bool) -> None:
+    """The figure, the reading, the table (drawn again, in place, when the slow methods arrive)."""
+    with view.container():
+        fig = lk.roc_figure(results, attack, s.eps, s.delta)
+        widgets.show_figure(fig, key="fig_leakage" if final else "fig_leakage_quick")
+        st.markdown(lk.describe(results, s.eps))
+        st.caption("Grey area: the (ε, δ) region no test can leave, TPR ≤ e^ε·FPR + δ (and the symmetric bound). "
+                   "Dashed grey curve: the Gaussian mechanism that is exactly (ε, δ)-DP. Dashed black: the "
+                   "non-private model. Curves are drawn down to FPR = 10⁻⁴; a curve at the floor found no member "
+                   "at that FPR.")
+        st.subheader(f"Leakage per method (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, "
+                     f"B = {s.budget:,})")
+        st.dataframe(lk.leakage_table(results), hide_index=True, width="stretch")
+        st.caption(f"Each release trains on {results[0].n_train:,} rows. Measured ε: a 95 % lower bound from {audit} "
+                   "releases (8× more for the methods that train once) on each of two data sets that differ only in "
+                   "the label of one out-of-distribution canary (the attacker knows both); the estimate uses the "
+                   "observed error rates. TPR@x%: members found while calling at most x % of non-members members. "
+                   "The loss and LiRA AUCs pool every training row; the canary AUC only the inserted canaries.")
+        widgets.show_warnings([n for r in results for n in r.notes])
+        if final:
+            export_buttons(fig, lk.rows_for_export(results), key="export_leakage", filename="measured_leakage")
+
+
+# The methods that train once answer in seconds: draw them first, then add loss perturbation and DP-SGD
+# (one training run per release, 64 audit runs each) when they are done.
+first = lk.run_with_progress(quick, key="leakage_quick", label="Measuring leakage (quick methods)") if slow else None
+if slow and first is None and lk.was_cancelled(quick, "leakage_quick"):
+    st.stop()
+if first:
+    show(first, final=False)
+    pending.caption("Loss perturbation and DP-SGD train once per release (and 64 times per audit data set): they "
+                    "follow below the progress bar.")
+results = lk.run_with_progress(specs, key="leakage", label="Measuring leakage")
+pending.empty()
+if results is None:
+    st.stop()
+show(results, final=True)

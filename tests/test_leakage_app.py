@@ -81,3 +81,12 @@ def test_reached_through_the_app_navigation(navigation):
     assert not at.exception, at.exception
     assert at.title[0].value == "Measured leakage beside the bound"
     assert list(at.dataframe[0].value["Method"]) == ["Non-private (no noise)", "Model sensitivity"]
+
+
+def test_slow_methods_follow_the_quick_ones():
+    at = page(methods=json.dumps(["model_sensitivity", "dpsgd"]), batch_size="32", epochs="1").run()
+    assert not at.exception, at.exception
+    assert not at.error, texts(at.error)
+    assert len(at.get("plotly_chart")) == 1  # the quick chart was replaced in place
+    assert list(at.dataframe[0].value["Method"]) == ["Non-private (no noise)", "Model sensitivity", "DP-SGD"]
+    assert not any("follow below" in t for t in texts(at.caption))

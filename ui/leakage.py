@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from .figures import PRINT_TEMPLATE, format_number, method_color, method_label
 
-__all__ = ["ATTACK_LABELS", "specs_for", "roc_figure", "leakage_table", "describe", "rows_for_export",
+__all__ = ["ATTACK_LABELS", "specs_for", "split_quick", "was_cancelled", "roc_figure", "leakage_table", "describe", "rows_for_export",
            "run_with_progress", "REFERENCE_CHOICES", "AUDIT_CHOICES"]
 
 ATTACK_LABELS = {
@@ -50,6 +50,25 @@ def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple
     specs = [LeakageSpec(method=m, epsilon=1.0 if m == NON_PRIVATE else float(s.eps),
                          audit_trials=audit_trials_for(m, audit_trials), **common) for m in (NON_PRIVATE, *methods)]
     return specs, notes
+
+
+def split_quick(specs: Sequence) -> tuple[list, list]:
+    """(specs of the entries that train once per setting, specs of those that train per release)."""
+    from privcore.methods import get_method
+
+    slow = [sp for sp in specs if get_method(sp.method).trains_per_release]
+    return [sp for sp in specs if sp not in slow], slow
+
+
+def was_cancelled(specs: Sequence, key: str) -> bool:
+    """Whether the user cancelled :func:`run_with_progress` for these specs under ``key``."""
+    import streamlit as st
+
+    return st.session_state.get("_cancelled", {}).get(key) == _signature(specs)
+
+
+def _signature(specs: Sequence) -> str:
+    return "|".join(sp.to_json() for sp in specs)
 
 
 def _style(fig: go.Figure, title: str) -> go.Figure:
@@ -186,7 +205,7 @@ def run_with_progress(specs: Sequence, *, key: str, label: str = "Measuring leak
 
     from .widgets import _device_text, _fmt_seconds, show_error
 
-    sig = "|".join(sp.to_json() for sp in specs)
+    sig = _signature(specs)
     memo = st.session_state.setdefault("_leakage_memo", {})
     if sig in memo:
         return memo[sig]
