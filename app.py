@@ -44,6 +44,7 @@ _PAGES = [
     ("pages/3_Reproduce.py", "Reproduce the paper", ":material/science:", False),
     ("pages/4_Learn.py", "Learn", ":material/school:", False),
     ("pages/5_Calibrate.py", "Calibrate", ":material/tune:", False),
+    ("pages/6_Measured_leakage.py", "Measured leakage", ":material/policy:", False),
 ]
 pages = [st.Page(path, title=title, icon=icon, default=default)
          for path, title, icon, default in _PAGES if (ROOT / path).is_file()]

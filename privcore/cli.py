@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .engine.cli_sweep import add_sweep_parser
 
     add_sweep_parser(sub, _add_problem_args, _number, _epsilon)
+    from .leakage.cli import add_leakage_parser
+
+    add_leakage_parser(sub, _add_problem_args, _number, _epsilon)
     return parser
 
 
@@ -140,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "calibrate":
             code = _calibrate(args)
+        elif args.command == "leakage":
+            from .leakage.cli import run_leakage_command
+
+            code = run_leakage_command(args)
         else:
             from .engine.cli_sweep import run_sweep_command
 

@@ -10,7 +10,7 @@ import hashlib
 
 import torch
 
-from .validation import check_choice, check_int
+from .validation import check_choice
 
 __all__ = ["resolve_device", "make_generator", "derive_seed", "DEVICE_CHOICES"]
 
@@ -42,7 +42,9 @@ def derive_seed(seed: int, *labels: object) -> int:
     independent of each other and of what else is computed in the same batch, so each one gets
     its own seed from a hash of (seed, labels), never from a shared generator's position.
     """
-    check_int("seed", seed, low=0)
+    # Seeds are identifiers, not counts: any 64-bit value (derived seeds are 63-bit) is exact.
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 64:
+        raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
     text = repr((int(seed),) + tuple(str(x) for x in labels)).encode()
     return int.from_bytes(hashlib.sha256(text).digest()[:8], "little") & ((1 << 63) - 1)
 

@@ -379,8 +379,12 @@ class ResultCache:
             return row[2]
         return None
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The stored dict for ``key``, or None (missing, unreadable or failing validation)."""
+    def get(self, key: str, validate: Callable[[Any], str | None] | None = None) -> dict[str, Any] | None:
+        """The stored dict for ``key``, or None (missing, unreadable or failing validation).
+
+        ``validate`` replaces the cache's own check for this read (for records of another shape,
+        e.g. leakage results); the JSON-only decoding applies either way.
+        """
         if not self.enabled:
             return None
         try:
@@ -398,8 +402,9 @@ class ResultCache:
                 value = json.loads(value, parse_constant=_reject_constant)
             except (ValueError, RecursionError) as err:
                 problem = f"not valid JSON ({_short(err)})"
-        if problem is None and self.validate is not None:
-            problem = self.validate(value)
+        check = validate if validate is not None else self.validate
+        if problem is None and check is not None:
+            problem = check(value)
         if problem is not None:
             self._note(f"ignored a stored result that does not have the expected form ({problem}); it is recomputed")
             return None

@@ -1,0 +1,126 @@
+"""Measured leakage: membership-inference attacks on every method, beside the bound DP proves.
+
+For the shared setting, each chosen method (and the non-private model, for contrast) is released on
+random halves of the data and attacked: loss threshold, offline LiRA with K reference models, and
+LiRA on inserted canaries; an audit on two neighbouring data sets gives a 95 % lower bound on ε.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run pages/x.py, AppTest)
+    sys.path.insert(0, _ROOT)
+
+import streamlit as st
+
+from ui import leakage as lk
+from ui import widgets
+from ui.export import export_buttons
+from ui.figures import format_number
+
+st.title("Measured leakage beside the bound")
+st.caption("What an attacker actually learns about membership, next to what differential privacy promises. "
+           "Each release trains on a random half of the N rows (plus inserted canaries); the other half are the "
+           "non-members. The attacker sees exactly what the method publishes: the model for private training, "
+           "B noisy answers about the target for private prediction.")
+
+side = widgets.sidebar(require_data=True)
+s = widgets.setting_panel(side)
+errors, warns = widgets.setting_problems(side, s)
+for e in errors:
+    st.error(e)
+if errors:
+    st.stop()
+widgets.show_warnings(warns)
+
+
+def _url_choice(name: str, options: tuple, default):  # noqa: ANN001, ANN202
+    """A page-local control persisted in the URL under ``name`` (validated; bad values fall back)."""
+    raw = st.query_params.get(name)
+    value = default
+    if raw is not None:
+        try:
+            cand = type(default)(raw)
+            value = cand if cand in options else default
+        except (TypeError, ValueError):
+            value = default
+    return value
+
+
+def _url_store(name: str, value, default) -> None:  # noqa: ANN001
+    if value == default:
+        if name in st.query_params:
+            del st.query_params[name]
+    elif st.query_params.get(name) != str(value):
+        st.query_params[name] = str(value)
+
+
+with st.expander("Attack settings: reference models K and audit trials", expanded=False):
+    c1, c2 = st.columns(2)
+    k_default = _url_choice("lk_refs", lk.REFERENCE_CHOICES, 16)
+    refs = c1.select_slider("LiRA reference models K", options=list(lk.REFERENCE_CHOICES), value=k_default,
+                            key="lk_refs_w", help="Non-private models the attacker trains on random halves; each "
+                                                  "row is left out of about half of them (offline LiRA).")
+    a_default = _url_choice("lk_audit", lk.AUDIT_CHOICES, 64)
+    audit = c2.select_slider("Audit trials per data set (slow methods)", options=list(lk.AUDIT_CHOICES),
+                             value=a_default, key="lk_audit_w",
+                             help="Independent releases with and without the canary; half choose the threshold, half "
+                                  "bound ε (Clopper-Pearson, 95 %). Loss perturbation and DP-SGD train once per "
+                                  "release; the other methods (and the non-private model) get 8 times more, up to "
+                                  "1,024.")
+    _url_store("lk_refs", refs, 16)
+    _url_store("lk_audit", audit, 64)
+
+attack_options = list(lk.ATTACK_LABELS)
+attack_default = st.query_params.get("lk_attack", "lira")
+attack = st.segmented_control("Attack", attack_options, format_func=lk.ATTACK_LABELS.get, key="lk_attack_w",
+                              default=attack_default if attack_default in attack_options else "lira")
+attack = attack or "lira"
+_url_store("lk_attack", attack, "lira")
+
+specs, notes = lk.specs_for(side, s, references=refs, audit_trials=audit)
+widgets.show_warnings(notes)
+quick, slow = lk.split_quick(specs)
+view, pending = st.empty(), st.empty()
+
+
+def show(results: list, *, final: bool) -> None:
+    """The figure, the reading, the table (drawn again, in place, when the slow methods arrive)."""
+    with view.container():
+        fig = lk.roc_figure(results, attack, s.eps, s.delta)
+        widgets.show_figure(fig, key="fig_leakage" if final else "fig_leakage_quick")
+        st.markdown(lk.describe(results, s.eps))
+        st.caption("Grey area: the (ε, δ) region no test can leave, TPR ≤ e^ε·FPR + δ (and the symmetric bound). "
+                   "Dashed grey curve: the Gaussian mechanism that is exactly (ε, δ)-DP. Dashed black: the "
+                   "non-private model. Curves are drawn down to FPR = 10⁻⁴; a curve at the floor found no member "
+                   "at that FPR.")
+        st.subheader(f"Leakage per method (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, "
+                     f"B = {s.budget:,})")
+        st.dataframe(lk.leakage_table(results), hide_index=True, width="stretch")
+        st.caption(f"Each release trains on {results[0].n_train:,} rows. Measured ε: a 95 % lower bound from {audit} "
+                   "releases (8× more for the methods that train once) on each of two data sets that differ only in "
+                   "the label of one out-of-distribution canary (the attacker knows both); the estimate uses the "
+                   "observed error rates. TPR@x%: members found while calling at most x % of non-members members. "
+                   "The loss and LiRA AUCs pool every training row; the canary AUC only the inserted canaries.")
+        widgets.show_warnings([n for r in results for n in r.notes])
+        if final:
+            export_buttons(fig, lk.rows_for_export(results), key="export_leakage", filename="measured_leakage")
+
+
+# The methods that train once answer in seconds: draw them first, then add loss perturbation and DP-SGD
+# (one training run per release, 64 audit runs each) when they are done.
+first = lk.run_with_progress(quick, key="leakage_quick", label="Measuring leakage (quick methods)") if slow else None
+if slow and first is None and lk.was_cancelled(quick, "leakage_quick"):
+    st.stop()
+if first:
+    show(first, final=False)
+    pending.caption("Loss perturbation and DP-SGD train once per release (and 64 times per audit data set): they "
+                    "follow below the progress bar.")
+results = lk.run_with_progress(specs, key="leakage", label="Measuring leakage")
+pending.empty()
+if results is None:
+    st.stop()
+show(results, final=True)

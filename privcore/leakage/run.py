@@ -1,0 +1,290 @@
+"""Run one leakage measurement: release, attack, audit; cache the plain numbers.
+
+:func:`run_leakage` takes a :class:`~privcore.leakage.spec.LeakageSpec` and returns a
+:class:`~privcore.leakage.spec.LeakageResult`. What does not depend on the method (the population,
+the worlds' non-private solves and teachers, the reference models) is kept in memory for the last
+game, so measuring the five methods at one setting trains the shared parts once.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any, Callable
+
+import torch
+
+from ..data import load_dataset
+from ..device import derive_seed, resolve_device
+from ..engine.cache import ResultCache, point_key
+from ..engine.context import TrainContext
+from ..solver import Preconditioner
+from ..methods import get_method
+from ..types import NoiseScale, PrivacyBudget
+from .attacks import confidence, lira_offline_scores, loss_scores, out_stats
+from .game import Population, audit_rows, build_population, reference_logits, reference_masks, vote_logits, world_masks
+from .spec import AttackResult, LeakageResult, LeakageSpec
+from .stats import epsilon_lower_bound, roc
+
+__all__ = ["run_leakage", "LeakageCancelled", "observe", "MAX_OBSERVED", "MAX_AUDIT_ANSWERS"]
+
+ProgressFn = Callable[[float, str], None]
+#: Largest number of answer entries (repeats x B x targets x C) drawn per world for a prediction
+#: method: the repeats are lowered first (to 1), then the ordinary targets subsampled (every canary
+#: is kept).
+MAX_OBSERVED = 1 << 22
+#: Largest audit trials x B for a prediction method (each answer is one generator draw).
+MAX_AUDIT_ANSWERS = 40_000
+
+_GAMES: dict[tuple, "_Game"] = {}
+_GAMES_LOCK = threading.Lock()
+
+
+class LeakageCancelled(RuntimeError):
+    """Raised when the cancel callable returned True."""
+
+
+class _Game:
+    """The population, world membership, audit rows and lazily built contexts and references."""
+
+    def __init__(self, pop: Population, spec: LeakageSpec, device: torch.device) -> None:
+        self.pop, self.device, self.seed = pop, device, spec.seed
+        self.masks = world_masks(pop, spec.worlds, spec.seed)
+        self.ref_masks = reference_masks(pop, spec.references, spec.seed)
+        self.base, self.canary, _ = audit_rows(pop, spec.seed)
+        # One eigendecomposition for the whole game: every world, audit data set and reference is a
+        # subset of the population's rows, so the population's null space lies in each one's null
+        # space and its basis is exact for all of them (as for subsample-and-aggregate's teachers).
+        self.precond = Preconditioner(pop.x)
+        self._ctx: dict[Any, TrainContext] = {}
+        self._refs: dict[Any, torch.Tensor] = {}
+        self.lock = threading.Lock()
+
+    def _add_context(self, key: Any, rows: torch.Tensor, x: torch.Tensor, y: torch.Tensor, seed: int,
+                     spec: LeakageSpec) -> None:
+        problem = spec.problem(int(rows.numel()), self.pop.x.shape[1], self.pop.classes)
+        ctx = TrainContext(x, y, self.pop.x_test, self.pop.y_test, self.pop.classes, problem, seed, self.device)
+        sub = self.precond.rows(rows, 1)
+        sub.x = sub.x[0]  # shared-data layout [n, r]
+        ctx._precond.append(sub)  # the context would otherwise decompose its own rows again
+        self._ctx[key] = ctx
+
+    def world(self, g: int, spec: LeakageSpec) -> TrainContext:
+        key = ("world", g)
+        if key not in self._ctx:
+            rows = torch.nonzero(self.masks[g]).flatten()
+            self._add_context(key, rows, self.pop.x[rows].contiguous(), self.pop.y[rows].contiguous(),
+                              derive_seed(spec.seed, "leakage", "world", g), spec)
+        return self._ctx[key].with_problem(spec.problem(self.pop.n_train, self.pop.x.shape[1], self.pop.classes))
+
+    def audit(self, member: bool, spec: LeakageSpec) -> TrainContext:
+        key = ("audit", member)
+        if key not in self._ctx:
+            # In: base + the OOD canary (x, y). Out: base + the same input with the next label, the
+            # fresh example that moves the model furthest from the canary (replace-one neighbours).
+            rows = torch.cat([self.base, torch.tensor([self.canary], device=self.device)])
+            x, y = self.pop.x[rows].contiguous(), self.pop.y[rows].clone()
+            if not member:
+                y[-1] = (y[-1] + 1) % self.pop.classes
+            # One seed for both data sets: the same batches, noise and teacher partition.
+            self._add_context(key, rows, x, y, derive_seed(spec.seed, "leakage", "audit"), spec)
+        return self._ctx[key].with_problem(spec.problem(self.pop.n_train, self.pop.x.shape[1], self.pop.classes))
+
+    def references(self, lam: float, teachers: int | None, callback: Callable[[], None] | None) -> torch.Tensor:
+        key = (float(lam), teachers)
+        if key not in self._refs:
+            self._refs[key] = reference_logits(self.pop, self.ref_masks, lam, teachers, self.seed, callback,
+                                               precond=self.precond)
+        return self._refs[key]
+
+
+def _game(ds, spec: LeakageSpec, device: torch.device) -> _Game:  # noqa: ANN001
+    key = (ds.fingerprint, spec.seed, spec.canaries, spec.worlds, spec.references, str(device))
+    with _GAMES_LOCK:
+        game = _GAMES.get(key)
+        if game is None:
+            t = lambda a, dt: torch.as_tensor(a.copy(), dtype=dt, device=device)  # noqa: E731
+            pop = build_population(t(ds.x_train, torch.float32), t(ds.y_train, torch.int64),
+                                   t(ds.x_test, torch.float32), t(ds.y_test, torch.int64), ds.classes,
+                                   spec.canaries, spec.seed)
+            game = _Game(pop, spec, device)
+            _GAMES.clear()  # one game in memory at a time
+            _GAMES[key] = game
+    return game
+
+
+def observe(method: str, ctx: TrainContext, scale: NoiseScale | None, repeats: int,
+            queries: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """What the attacker sees about each query row, as logit-like outputs [R, M, C], and the
+    released models [R, D, C] (None for prediction methods).
+
+    Methods releasing a model (and the non-private baseline): the model's logits. Releasing logits:
+    the mean of the B noisy logit vectors per row. Releasing labels: smoothed frequencies of the B
+    labels per row.
+    """
+    m = get_method(method)
+    if m.releases == "model":
+        theta = m.release(ctx, [scale], repeats)[0]  # [R, D, C]
+        return ctx.logits(theta, queries), theta
+    b = ctx.problem.budget
+    out = m.release(ctx, [scale], repeats * b, queries)[0]
+    if m.releases == "logits":
+        return out.view(repeats, b, *out.shape[1:]).double().mean(dim=1), None
+    labels = out.view(repeats, b, -1)  # [R, B, M]
+    counts = torch.nn.functional.one_hot(labels, ctx.classes).sum(dim=1)  # [R, M, C]
+    return vote_logits(counts, b), None
+
+
+def _split(scores: torch.Tensor, member: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """In- and out-scores of [R, M] scores given membership [M]."""
+    return scores[:, member].flatten(), scores[:, ~member].flatten()
+
+
+def _check_record(value: Any) -> str | None:
+    """None when ``value`` reads back as a :class:`LeakageResult`, else why not (a cache miss)."""
+    try:
+        LeakageResult.from_dict(value, cached=True)
+    except (KeyError, TypeError, ValueError) as err:
+        return f"not a leakage result ({type(err).__name__})"
+    return None
+
+
+def run_leakage(spec: LeakageSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
+                cache: ResultCache | None = None, use_cache: bool = True) -> LeakageResult:
+    """Measure the leakage of one method at one setting (or fetch it from the cache)."""
+    if not isinstance(spec, LeakageSpec):
+        raise TypeError(f"spec must be a LeakageSpec, got {type(spec).__name__}")
+    store = cache if cache is not None else ResultCache(enabled=use_cache)
+    d = spec.data
+    ds = load_dataset(d.name, data_file=d.data_file, n=d.n, dim=d.dim, classes=d.classes, seed=spec.seed,
+                      augment=d.augment)
+    key = point_key(spec.point(), ds.fingerprint)
+    hit = store.get(key, validate=_check_record)
+    if hit is not None:
+        if progress is not None:
+            progress(1.0, "from the cache")
+        return LeakageResult.from_dict(hit, cached=True)
+    result = _compute(spec, ds, progress, cancel)
+    store.put(key, result.to_dict())
+    return result
+
+
+def _compute(spec: LeakageSpec, ds, progress: ProgressFn | None, cancel: Callable[[], bool] | None) -> LeakageResult:  # noqa: ANN001, C901
+    start = time.perf_counter()
+    device = resolve_device(spec.device)
+    stages = spec.worlds + 3
+    state = {"done": 0, "msg": "", "last": 0.0}
+
+    def poll(fraction: float | None = None) -> None:
+        now = time.perf_counter()
+        if progress is not None and now - state["last"] >= 0.25:
+            within = 0.0 if fraction is None else min(max(fraction, 0.0), 1.0)
+            progress(min((state["done"] + within) / stages, 1.0), state["msg"])
+            state["last"] = now
+        if cancel is not None and cancel():
+            raise LeakageCancelled("leakage measurement cancelled")
+
+    def tick(msg: str) -> None:
+        state["msg"], state["last"] = msg, 0.0
+        poll(0.0)
+
+    tick("building the population and canaries")
+    game = _game(ds, spec, device)
+    pop = game.pop
+    notes: list[str] = []
+    m = get_method(spec.method)
+    label, family, releases = m.label, m.family, m.releases
+    if "batch_size" in m.uses and spec.batch_size > pop.n_train:
+        raise ValueError(f"batch_size must be at most {pop.n_train} (each release trains on half of the "
+                         f"{pop.size:,} population rows), got {spec.batch_size}")
+    if "teachers" in m.uses and spec.teachers > pop.n_train:
+        raise ValueError(f"teachers must be at most {pop.n_train} (each release trains on half of the "
+                         f"{pop.size:,} population rows), got {spec.teachers}")
+    problem = spec.problem(pop.n_train, pop.x.shape[1], pop.classes)
+    scale = m.calibrate(PrivacyBudget(spec.epsilon, spec.delta), problem, spec.accounting)
+    deterministic = scale.noise == "none"  # the baseline: one release says everything
+    prediction = releases in ("logits", "labels")
+
+    # Targets: every row, or (prediction methods with a large B) all canaries plus a subsample.
+    targets = torch.arange(pop.size, device=device)
+    repeats = 1 if deterministic else spec.repeats
+    if prediction:
+        per_repeat = spec.budget * pop.classes * pop.size
+        repeats = max(1, min(repeats, MAX_OBSERVED // per_repeat))
+        if repeats < spec.repeats:
+            notes.append(f"{repeats} release(s) per world instead of {spec.repeats} (each answers B = {spec.budget:,} "
+                         "queries per row)")
+        cap = MAX_OBSERVED // (repeats * spec.budget * pop.classes)
+        if cap < pop.size:
+            g = torch.Generator(device=device)
+            g.manual_seed(derive_seed(spec.seed, "leakage", "targets"))
+            ordinary = torch.nonzero(~pop.canary).flatten()
+            keep = ordinary[torch.randperm(ordinary.numel(), generator=g, device=device)[: max(cap - spec.canaries, 64)]]
+            targets = torch.cat([keep.sort().values, torch.nonzero(pop.canary).flatten()])
+            notes.append(f"{targets.numel():,} of {pop.size:,} rows attacked (B = {spec.budget:,} answers each)")
+    tx, ty, tcan = pop.x[targets], pop.y[targets], pop.canary[targets]
+
+    # 1. The target releases on each world.
+    loss_obs, phi_obs, members, accuracy = [], [], [], float("nan")
+    with game.lock:
+        for g in range(spec.worlds):
+            state["done"] = 1 + g
+            tick(f"releasing on world {g + 1} of {spec.worlds}")
+            ctx = game.world(g, spec)
+            ctx.poll = poll
+            logits, theta = observe(spec.method, ctx, scale, repeats, tx)
+            loss_obs.append(loss_scores(logits, ty))
+            phi_obs.append(confidence(logits, ty))
+            members.append(game.masks[g][targets])
+            if g == 0:
+                if theta is not None:
+                    pred = ctx.test_logits(theta).argmax(dim=2)
+                    accuracy = float((pred == ctx.y_test).double().mean())
+                else:
+                    accuracy = float(m.evaluate(ctx, [scale], repeats).mean())
+
+        # 2. The attacker's reference models.
+        state["done"] = 1 + spec.worlds
+        tick(f"training {spec.references} reference models")
+        teachers = spec.teachers if releases == "labels" else None
+        ref = game.references(spec.lam, teachers, poll)
+        ref_phi = confidence(ref[:, targets], ty)
+        stats = out_stats(ref_phi, game.ref_masks[:, targets])
+
+        # 3. The audit: two neighbouring data sets, i.i.d. releases on each.
+        state["done"] = 2 + spec.worlds
+        tick("auditing: releases with and without the canary")
+        trials = spec.audit_trials
+        if prediction and trials * spec.budget > MAX_AUDIT_ANSWERS:
+            trials = max(8, MAX_AUDIT_ANSWERS // spec.budget)
+            notes.append(f"audit trials capped at {trials} (each needs B = {spec.budget:,} answers)")
+        qx, qy = pop.x[game.canary:game.canary + 1], pop.y[game.canary:game.canary + 1]
+        audit_phi = []
+        for member in (True, False):
+            ctx = game.audit(member, spec)
+            ctx.poll = poll
+            logits, _ = observe(spec.method, ctx, scale, 1 if deterministic else trials, qx)
+            phi = confidence(logits, qy).flatten()
+            audit_phi.append(phi.expand(trials) if phi.numel() == 1 else phi)  # deterministic release
+    bound = epsilon_lower_bound(audit_phi[0].cpu().numpy(), audit_phi[1].cpu().numpy(), spec.delta, spec.alpha)
+
+    # 4. Attack scores and ROCs.
+    attacks = []
+    ordinary = ~tcan
+    for name, per_world in (("loss", loss_obs), ("lira", [lira_offline_scores(p, stats) for p in phi_obs])):
+        ins, outs = zip(*(_split(s[:, ordinary], mb[ordinary]) for s, mb in zip(per_world, members)))
+        attacks.append(AttackResult(name, spec.method, roc(torch.cat(ins).cpu().numpy(), torch.cat(outs).cpu().numpy())))
+    lira = [lira_offline_scores(p, stats) for p in phi_obs]
+    pairs = [_split(s[:, tcan], mb[tcan]) for s, mb in zip(lira, members)]
+    ins = torch.cat([p[0] for p in pairs])
+    outs = torch.cat([p[1] for p in pairs])
+    if ins.numel() and outs.numel():
+        attacks.append(AttackResult("canary", spec.method, roc(ins.cpu().numpy(), outs.cpu().numpy())))
+    if progress is not None:
+        progress(1.0, "done")
+    return LeakageResult(
+        method=spec.method, label=label, family=family, releases=releases, epsilon=spec.epsilon, delta=spec.delta,
+        accounting=spec.accounting, accuracy=accuracy, n_train=pop.n_train, attacks=tuple(attacks), audit=bound,
+        noise=scale.to_dict(), seconds=time.perf_counter() - start, device=str(device),
+        cached=False, notes=tuple(notes))

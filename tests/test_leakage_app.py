@@ -1,0 +1,92 @@
+"""AppTest over the Measured leakage page (synthetic data, small N, two quick methods, K = 8)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = str(ROOT / "pages" / "6_Measured_leakage.py")
+FAST = {"dataset": '"synthetic"', "n": "300", "teachers": "4", "budget": "5", "eps": "10.0", "lk_refs": "8",
+        "lk_audit": "32", "methods": json.dumps(["model_sensitivity", "prediction_sensitivity"])}
+
+pytestmark = pytest.mark.usefixtures("app_env")  # fresh result cache, no warm-ups (conftest.py)
+
+
+@pytest.fixture()
+def navigation(app_env):
+    """Run app.py as the server does (see tests/test_app_explore.py: st.navigation switches the legacy
+    pages/ folder mode off for good; AppTest would reset it before every run)."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    original_init = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    app_env.setattr(PagesManager, "__init__", init)
+    yield
+    app_env.setattr(PagesManager, "__init__", original_init)
+
+
+def page(**params) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    at.query_params.update({**FAST, **{k: str(v) for k, v in params.items()}})
+    return at
+
+
+def texts(elements) -> list[str]:
+    return [e.value for e in elements]
+
+
+def test_leakage_page_shows_roc_table_and_reading():
+    at = page().run()
+    assert not at.exception, at.exception
+    assert not at.error, texts(at.error)
+    assert len(at.get("plotly_chart")) == 1
+    table = at.dataframe[0].value
+    assert list(table["Method"]) == ["Non-private (no noise)", "Model sensitivity", "Prediction sensitivity"]
+    assert {"Accuracy", "Claimed ε", "Measured ε ≥ (95 %)", "AUC LiRA", "TPR@0.1% LiRA", "AUC canary"} <= set(table.columns)
+    assert table["Claimed ε"].iloc[1] == "10"
+    reading = " ".join(texts(at.markdown))
+    assert "Without noise the model is attacked with AUC" in reading
+    assert "ε = 10" in at.subheader[0].value
+    # The page's own controls come from the URL and stay there.
+    assert at.select_slider(key="lk_refs_w").value == 8
+    assert at.query_params["lk_refs"] == "8"
+
+
+def test_switching_attack_and_bad_url_values():
+    at = page(lk_refs="7", lk_attack="bogus").run()  # invalid values fall back to the defaults
+    assert not at.exception, at.exception
+    assert at.select_slider(key="lk_refs_w").value == 16
+    at.segmented_control(key="lk_attack_w").set_value("canary").run()
+    assert not at.exception, at.exception
+    assert at.query_params["lk_attack"] == "canary"
+    fig = at.get("plotly_chart")[0].proto.spec
+    assert "canaries" in fig
+
+
+def test_reached_through_the_app_navigation(navigation):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
+    at.query_params.update({**FAST, "methods": json.dumps(["model_sensitivity"])})
+    at.run()
+    at.switch_page("pages/6_Measured_leakage.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Measured leakage beside the bound"
+    assert list(at.dataframe[0].value["Method"]) == ["Non-private (no noise)", "Model sensitivity"]
+
+
+def test_slow_methods_follow_the_quick_ones():
+    at = page(methods=json.dumps(["model_sensitivity", "dpsgd"]), batch_size="32", epochs="1").run()
+    assert not at.exception, at.exception
+    assert not at.error, texts(at.error)
+    assert len(at.get("plotly_chart")) == 1  # the quick chart was replaced in place
+    assert list(at.dataframe[0].value["Method"]) == ["Non-private (no noise)", "Model sensitivity", "DP-SGD"]
+    assert not any("follow below" in t for t in texts(at.caption))

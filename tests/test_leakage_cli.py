@@ -1,0 +1,39 @@
+"""``python -m privcore leakage``: JSON/CSV rows, attack column selection, bad input exits 2."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from privcore.cli import main
+
+SMALL = ["--dataset", "digits", "--n", "200", "--dim", "16", "--references", "8", "--canaries", "8",
+         "--audit-trials", "32", "--repeats", "2", "--no-cache"]
+
+
+def test_json_and_csv(capsys):
+    assert main(["leakage", "--method", "non_private,prediction_sensitivity", "--epsilon", "3", "--budget", "5",
+                 "--roc", *SMALL]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["method"] for r in rows] == ["non_private", "prediction_sensitivity"]
+    assert rows[0]["epsilon"] == "inf" and rows[1]["epsilon"] == 3.0
+    assert {"lira_auc", "loss_auc", "canary_auc", "eps_lower"} <= set(rows[1])
+    assert set(rows[1]["roc"]) == {"loss", "lira", "canary"}
+    assert main(["leakage", "--method", "model_sensitivity", "--epsilon", "1", "--attack", "canary",
+                 "--format", "csv", *SMALL]) == 0
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(table) == 1 and "canary_auc" in table[0] and "lira_auc" not in table[0]
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["leakage", "--method", "nope", "--epsilon", "1"], "unknown method"),
+    (["leakage", "--epsilon", "-1", *SMALL], "epsilon"),
+    (["leakage", "--method", "dpsgd", "--epsilon", "1", "--batch-size", "500", *SMALL], "batch_size must be at most"),
+    (["leakage", "--epsilon", "1", *SMALL, "--references", "1"], "references"),
+])
+def test_bad_input_exits_2(capsys, argv, match):
+    assert main(argv) == 2
+    assert match in capsys.readouterr().err

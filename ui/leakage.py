@@ -1,0 +1,254 @@
+"""Measured-leakage views: the ROC figure over the DP region, the per-method table, the sentence
+that reads them, the specs of a setting and a progress/cancel runner (Streamlit only in the runner).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .figures import PRINT_TEMPLATE, format_number, method_color, method_label
+
+__all__ = ["ATTACK_LABELS", "specs_for", "split_quick", "was_cancelled", "roc_figure", "leakage_table", "describe", "rows_for_export",
+           "run_with_progress", "REFERENCE_CHOICES", "AUDIT_CHOICES"]
+
+ATTACK_LABELS = {
+    "lira": "LiRA (offline) on training rows",
+    "loss": "Loss threshold on training rows",
+    "canary": "LiRA on inserted canaries (worst case)",
+}
+REFERENCE_CHOICES = (8, 16, 32, 64)
+AUDIT_CHOICES = (32, 64, 128, 256)
+
+
+def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple[list, list[str]]:  # noqa: ANN001
+    """(LeakageSpecs, notes) for the chosen methods at setting ``s`` plus the non-private reference.
+
+    DP-SGD is left out at delta = 0 and lam = auto becomes 1e-3 (said in the notes).
+    """
+    from privcore.engine.specs import DataSpec
+    from privcore.leakage import NON_PRIVATE, LeakageSpec, audit_trials_for
+
+    notes: list[str] = []
+    lam = s.lam
+    if lam == "auto":
+        lam = 1e-3
+        notes.append("λ = auto is not used here (tuning would leak too): the attacks run at λ = 0.001.")
+    methods = [m for m in s.methods if not (m == "dpsgd" and s.delta == 0)]
+    if len(methods) < len(s.methods):
+        notes.append("DP-SGD needs δ > 0: it is left out at δ = 0.")
+    augment = bool(s.augment or (s.n is not None and side.info is not None and s.n > side.info.n_train))
+    data = DataSpec(name=side.dataset, data_file=side.data_file if side.dataset == "file" else None, n=s.n,
+                    dim=s.dim, classes=s.classes, augment=augment)
+    common = dict(data=data, delta=float(s.delta), budget=int(s.budget), lam=float(lam), teachers=int(s.teachers),
+                  batch_size=int(s.batch_size), epochs=int(s.epochs), clip=float(s.clip), accounting=side.accounting,
+                  references=int(references), device=side.device)
+    specs = [LeakageSpec(method=m, epsilon=1.0 if m == NON_PRIVATE else float(s.eps),
+                         audit_trials=audit_trials_for(m, audit_trials), **common) for m in (NON_PRIVATE, *methods)]
+    return specs, notes
+
+
+def split_quick(specs: Sequence) -> tuple[list, list]:
+    """(specs of the entries that train once per setting, specs of those that train per release)."""
+    from privcore.methods import get_method
+
+    slow = [sp for sp in specs if get_method(sp.method).trains_per_release]
+    return [sp for sp in specs if sp not in slow], slow
+
+
+def was_cancelled(specs: Sequence, key: str) -> bool:
+    """Whether the user cancelled :func:`run_with_progress` for these specs under ``key``."""
+    import streamlit as st
+
+    return st.session_state.get("_cancelled", {}).get(key) == _signature(specs)
+
+
+def _signature(specs: Sequence) -> str:
+    return "|".join(sp.to_json() for sp in specs)
+
+
+def _style(fig: go.Figure, title: str) -> go.Figure:
+    fig.update_layout(template=PRINT_TEMPLATE, title=title, height=520, legend=dict(orientation="v"),
+                      margin=dict(l=60, r=20, t=60, b=60))
+    return fig
+
+
+def roc_figure(results: Sequence, attack: str, epsilon: float, delta: float, *, floor: float = 1e-4) -> go.Figure:
+    """ROC curves (log-log) of ``attack`` for each result, over the region (eps, delta)-DP allows:
+    TPR <= min(e^eps FPR + delta, 1 - e^-eps (1 - delta - FPR)); the Gaussian trade-off curve
+    that is exactly (eps, delta)-DP (delta > 0); chance level dotted."""
+    from privcore.leakage import dp_region_tpr, gaussian_mu, gaussian_tradeoff_tpr
+
+    grid = np.logspace(math.log10(floor), 0, 200)
+    fig = go.Figure()
+    bound = dp_region_tpr(grid, epsilon, delta)
+    fig.add_trace(go.Scatter(x=grid, y=np.maximum(bound, floor), mode="lines", name=f"DP bound at ε = {format_number(epsilon)}",
+                             line=dict(color="rgba(120,120,120,0.9)", width=1.5),
+                             fill="tozeroy", fillcolor="rgba(160,160,160,0.15)",
+                             hovertemplate="FPR %{x:.2g}: DP allows TPR ≤ %{y:.3g}<extra></extra>"))
+    if delta > 0:
+        g = gaussian_tradeoff_tpr(grid, gaussian_mu(epsilon, delta))
+        fig.add_trace(go.Scatter(x=grid, y=np.maximum(g, floor), mode="lines", name="Gaussian mechanism at (ε, δ)",
+                                 line=dict(color="rgba(90,90,90,0.9)", width=1.5, dash="dash"),
+                                 hovertemplate="FPR %{x:.2g}: Gaussian TPR %{y:.3g}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=grid, y=grid, mode="lines", name="chance (TPR = FPR)",
+                             line=dict(color="#999999", width=1, dash="dot"), hoverinfo="skip"))
+    for r in results:
+        try:
+            a = r.attack(attack)
+        except KeyError:
+            continue
+        fpr = np.asarray(a.roc.fpr)
+        tpr = np.maximum(np.asarray(a.roc.tpr), floor)
+        is_ref = r.family == "baseline"
+        fig.add_trace(go.Scatter(x=fpr, y=tpr, mode="lines", line_shape="hv",
+                                 name=f"{method_label(r.method)} (AUC {a.roc.auc:.2f})",
+                                 line=dict(color=method_color(r.method), width=2.5, dash="dash" if is_ref else "solid"),
+                                 hovertemplate=f"{method_label(r.method)}<br>FPR %{{x:.2g}}, TPR %{{y:.3g}}<extra></extra>"))
+    fig.update_xaxes(type="log", title="False-positive rate (non-members called members)", range=[math.log10(floor), 0])
+    fig.update_yaxes(type="log", title="True-positive rate (members found)", range=[math.log10(floor), 0])
+    return _style(fig, f"{ATTACK_LABELS.get(attack, attack)}: ROC at ε = {format_number(epsilon)}, "
+                       f"δ = {format_number(delta)} (log-log)")
+
+
+def _eps_text(r) -> str:  # noqa: ANN001
+    b = r.audit
+    if b is None:
+        return "–"
+    est = "∞" if math.isinf(b.estimate) else f"{b.estimate:.2f}"
+    return f"{b.lower:.2f} (estimate {est})"
+
+
+def leakage_table(results: Sequence):  # noqa: ANN201 - pandas DataFrame
+    """One row per method: accuracy, claimed eps, audited eps lower bound, AUCs and TPR at low FPR."""
+    import pandas as pd
+
+    rows = []
+    for r in results:
+        row = {
+            "Method": method_label(r.method),
+            "Accuracy": round(r.accuracy, 3),
+            "Claimed ε": "∞ (no guarantee)" if math.isinf(r.epsilon) else format_number(r.epsilon),
+            "Measured ε ≥ (95 %)": _eps_text(r),
+        }
+        for name, short in (("loss", "loss"), ("lira", "LiRA"), ("canary", "canary")):
+            try:
+                a = r.attack(name)
+            except KeyError:
+                continue
+            row[f"AUC {short}"] = round(a.roc.auc, 3)
+            if name != "loss":
+                row[f"TPR@0.1% {short}"] = round(a.roc.tpr_at_0_1, 4)
+                row[f"TPR@1% {short}"] = round(a.roc.tpr_at_1, 4)
+        row["Seconds"] = 0.0 if r.cached else round(r.seconds, 1)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def rows_for_export(results: Sequence) -> list[dict[str, Any]]:
+    """Flat rows (:meth:`LeakageResult.summary`) for the CSV export."""
+    return [r.summary() for r in results]
+
+
+def _auc(r, attack: str) -> float:  # noqa: ANN001
+    try:
+        return r.attack(attack).auc
+    except KeyError:
+        return float("nan")
+
+
+def describe(results: Sequence, epsilon: float) -> str:
+    """A plain-words reading: does anything leak beyond chance, which method leaks most, and how
+    the measured epsilon compares with the claim."""
+    ref = next((r for r in results if r.family == "baseline"), None)
+    priv = [r for r in results if r.family != "baseline"]
+    parts = []
+    if ref is not None:
+        text = f"Without noise the model is attacked with AUC {_auc(ref, 'lira'):.2f} on ordinary training rows"
+        if not math.isnan(_auc(ref, "canary")):
+            text += f" and {_auc(ref, 'canary'):.2f} on the inserted canaries"
+        parts.append(text)
+        if ref.audit is not None and ref.audit.lower > 0:
+            parts[-1] += f", and the audit certifies ε ≥ {ref.audit.lower:.2f} for it"
+    if priv:
+        which = "canary" if all(not math.isnan(_auc(r, "canary")) for r in priv) else "lira"
+        worst = max(priv, key=lambda r: _auc(r, which))
+        over = [r for r in priv if r.audit is not None and r.audit.lower > r.epsilon]
+        parts.append(f"at ε = {format_number(epsilon)} the most exposed private method is {method_label(worst.method)} "
+                     f"({'canary' if which == 'canary' else 'LiRA'} AUC {_auc(worst, which):.2f})")
+        if over:
+            parts.append("the audit measured more leakage than claimed for " +
+                         ", ".join(method_label(r.method) for r in over) + ": its calibration is unsound here")
+        else:
+            top = max(priv, key=lambda r: r.audit.lower if r.audit else 0)
+            parts.append(f"no method leaked beyond its claim (largest measured lower bound ε ≥ "
+                         f"{top.audit.lower:.2f}, {method_label(top.method)})")
+    text = "; ".join(parts) + "."
+    return text[0].upper() + text[1:] + (" A lower bound of 0 means the attacks found nothing they can certify, "
+                                         "not that nothing leaks; the claimed ε is the proven upper limit.")
+
+
+def run_with_progress(specs: Sequence, *, key: str, label: str = "Measuring leakage"):  # noqa: ANN001, ANN201
+    """Run every spec (or fetch it from the cache) with one progress bar and a Cancel button.
+
+    Returns the list of :class:`LeakageResult` or None when cancelled or failed (said inline).
+    Results are memoised per session by the specs' JSON and cached on disk by privcore.
+    """
+    import streamlit as st
+
+    from privcore.leakage import LeakageCancelled, run_leakage
+    from privcore.types import CalibrationError
+
+    from .widgets import _device_text, _fmt_seconds, show_error
+
+    sig = _signature(specs)
+    memo = st.session_state.setdefault("_leakage_memo", {})
+    if sig in memo:
+        return memo[sig]
+    cancelled = st.session_state.setdefault("_cancelled", {})
+    if cancelled.get(key) == sig:
+        box = st.container(border=True)
+        box.info(f"{label}: cancelled. Finished methods are cached; resume to compute the rest.")
+        if box.button("Resume", key=f"{key}_resume"):
+            cancelled.pop(key, None)
+            st.rerun()
+        return None
+    holder = st.empty()
+    with holder.container(border=True):
+        device = _device_text(specs[0].device) if specs else "CPU"
+        bar = st.progress(0.0, text=f"{label} on {device}: starting...")
+        if st.button("Cancel", key=f"{key}_cancel", help="Stop now; finished methods stay cached"):
+            cancelled[key] = sig
+            holder.empty()
+            st.rerun()
+    t0 = time.perf_counter()
+    results = []
+    try:
+        for i, spec in enumerate(specs):
+            name = method_label(spec.method)
+
+            def progress(fraction: float, message: str, i: int = i, name: str = name) -> None:
+                done = (i + min(max(fraction, 0.0), 1.0)) / len(specs)
+                elapsed = time.perf_counter() - t0
+                eta = "estimating..." if done <= 0 else f"ETA {_fmt_seconds(elapsed * (1 - done) / done)}"
+                bar.progress(min(done, 1.0), text=f"{label} on {device}: {name}, {message} · {done:.0%} · "
+                                                  f"{_fmt_seconds(elapsed)} elapsed · {eta}")
+
+            results.append(run_leakage(spec, progress=progress))
+    except LeakageCancelled:
+        holder.empty()
+        st.info(f"{label}: cancelled; finished methods are cached.")
+        return None
+    except (ValueError, TypeError, RuntimeError, CalibrationError) as err:
+        holder.empty()
+        show_error(err, prefix=f"{label} failed")
+        return None
+    holder.empty()
+    memo[sig] = results
+    while len(memo) > 16:
+        memo.pop(next(iter(memo)))
+    return results
