@@ -31,7 +31,7 @@ import torch  # noqa: E402
 
 from privcore.data import load_dataset  # noqa: E402
 from privcore.device import resolve_device  # noqa: E402
-from privcore.engine.context import TrainContext  # noqa: E402
+from privcore.context import TrainContext  # noqa: E402
 from privcore.engine.runner import run_sweep  # noqa: E402
 from privcore.engine.specs import DataSpec, SweepSpec  # noqa: E402
 from privcore.methods import METHOD_NAMES, REGISTRY  # noqa: E402

@@ -97,7 +97,7 @@ st.caption(
 store = st.session_state.setdefault("repro_results", {})
 results = {}
 for acc, spec in specs.items():
-    sig = spec.to_json()
+    sig = spec.key
     if sig not in store:
         hit = paper.cached_sweep(spec)  # straight from the disk cache when every point is there
         if hit is not None:
@@ -122,7 +122,7 @@ if missing:
                                             label=f"Figure {key}, {acc} accounting", show_done=True)
             if res is None:
                 break
-            store[specs[acc].to_json()] = res
+            store[specs[acc].key] = res
             results[acc] = res
 
 if results:

@@ -28,6 +28,7 @@ from typing import Callable
 
 import torch
 
+from .lbfgs import backtrack, descent_direction, push_pair
 from .solver import Preconditioner, SolveResult, hessian_diagonal
 
 __all__ = ["SolverCertificationError", "exact_objective", "exact_gradient", "polish", "certify"]
@@ -107,9 +108,8 @@ def polish(x: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, lam: torch.Ten
                 + (g - row) / lam[idx].view(-1, 1, 1))
 
     f, g = exact_objective(x, y, theta, lam, linear)
-    gn = g.flatten(1).norm(dim=1)
-    out_gn = gn.clone()
-    active = torch.nonzero(gn > tol).squeeze(1)
+    out_gn = g.flatten(1).norm(dim=1)
+    active = torch.nonzero(out_gn > tol).squeeze(1)
     s_hist: list[torch.Tensor] = []
     y_hist: list[torch.Tensor] = []
     fa, ga = f[active], g[active]
@@ -118,56 +118,26 @@ def polish(x: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, lam: torch.Ten
             break
         if callback is not None:
             callback()
+        lam_a, lin_a, idx = lam[active], None if linear is None else linear[active], active
+
+        def objective(th: torch.Tensor, rows: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+            if rows is None:
+                return exact_objective(x, y, th, lam_a, lin_a)
+            return exact_objective(x, y, th, lam_a[rows], None if lin_a is None else lin_a[rows])
+
         th = theta[active]
-        lin = None if linear is None else linear[active]
-        q = ga.clone()
-        rhos = [torch.where((sv * yv).sum(dim=(1, 2)) > 0, 1.0 / (sv * yv).sum(dim=(1, 2)).clamp_min(1e-300),
-                            torch.zeros(sv.shape[0], dtype=torch.float64, device=sv.device))
-                for sv, yv in zip(s_hist, y_hist)]
-        alphas = []
-        for sv, yv, rho in zip(reversed(s_hist), reversed(y_hist), reversed(rhos)):
-            a = rho * (sv * q).sum(dim=(1, 2))
-            q = q - a.view(-1, 1, 1) * yv
-            alphas.append(a)
-        r = direction0(q, active)
-        for (sv, yv, rho), a in zip(zip(s_hist, y_hist, rhos), reversed(alphas)):
-            r = r + sv * (a - rho * (yv * r).sum(dim=(1, 2))).view(-1, 1, 1)
-        step_dir = -r
-        slope = (ga * step_dir).sum(dim=(1, 2))
-        bad = slope >= 0
-        if bad.any():
-            step_dir[bad] = -direction0(ga[bad], active[bad])
-            slope = (ga * step_dir).sum(dim=(1, 2))
-        step = torch.ones_like(fa)
+        direction, slope = descent_direction(ga, s_hist, y_hist, lambda v: direction0(v, idx))
         gna = ga.flatten(1).norm(dim=1)
-        new_th = th + step_dir
-        new_f, new_g = exact_objective(x, y, new_th, lam[active], lin)
-        for _ in range(30):
-            ok = (new_f <= fa + 1e-4 * step * slope) | (new_g.flatten(1).norm(dim=1) <= 0.9 * gna)
-            if ok.all():
-                break
-            step = torch.where(ok, step, 0.5 * step)
-            sub = torch.nonzero(~ok).squeeze(1)
-            cand = th[sub] + step[sub].view(-1, 1, 1) * step_dir[sub]
-            fs, gs = exact_objective(x, y, cand, lam[active][sub], None if lin is None else lin[sub])
-            new_th[sub], new_f[sub], new_g[sub] = cand, fs, gs
-        stuck = ~((new_f <= fa + 1e-4 * step * slope) | (new_g.flatten(1).norm(dim=1) <= 0.9 * gna))
-        new_th[stuck], new_f[stuck], new_g[stuck] = th[stuck], fa[stuck], ga[stuck]
-        s_new, y_new = new_th - th, new_g - ga
-        ok_pair = ((s_new * y_new).sum(dim=(1, 2)) > 0).view(-1, 1, 1)
-        s_hist.append(torch.where(ok_pair, s_new, torch.zeros_like(s_new)))
-        y_hist.append(torch.where(ok_pair, y_new, torch.zeros_like(y_new)))
-        if len(s_hist) > memory:
-            s_hist.pop(0)
-            y_hist.pop(0)
+        new_th, new_f, new_g, stuck = backtrack(objective, th, direction, fa, ga, gna, slope, halvings=30)
+        push_pair(s_hist, y_hist, new_th - th, new_g - ga, memory, min_curvature=0.0)
         theta[active], fa, ga = new_th, new_f, new_g
         new_gn = ga.flatten(1).norm(dim=1)
         out_gn[active] = new_gn
         keep = (new_gn > tol) & ~stuck
         if not keep.all():
             active, fa, ga = active[keep], fa[keep], ga[keep]
-            s_hist = [sv[keep] for sv in s_hist]
-            y_hist = [yv[keep] for yv in y_hist]
+            s_hist[:] = [sv[keep] for sv in s_hist]
+            y_hist[:] = [yv[keep] for yv in y_hist]
     return theta, out_gn
 
 

@@ -34,6 +34,8 @@ from typing import Callable
 
 import torch
 
+from .lbfgs import Objective, backtrack, descent_direction, push_pair
+
 __all__ = ["SolveResult", "solve_softmax", "softmax_objective", "Preconditioner"]
 
 _F32_FLOOR = 1e-7
@@ -170,16 +172,17 @@ def hessian_diagonal(x: torch.Tensor, theta: torch.Tensor, rows: int = 1 << 16) 
     return diag / n
 
 
-def _accept(new_f: torch.Tensor, new_g: torch.Tensor, f: torch.Tensor, gn: torch.Tensor, step: torch.Tensor,
-            slope: torch.Tensor) -> torch.Tensor:
-    """Armijo sufficient decrease, or a clear drop of the gradient norm.
+def _batch_objective(xa: torch.Tensor, ya: torch.Tensor, lam_a: torch.Tensor, lin_a: torch.Tensor | None,
+                     per_problem: bool) -> Objective:
+    """The active problems' objective for :func:`privcore.lbfgs.backtrack` (rows: a subset of them)."""
 
-    The loss part of f is summed from float32 log-probabilities, so f carries ~1e-8 of rounding
-    noise; near the optimum the expected decrease falls below it and Armijo alone would stall.
-    There, strong convexity makes a smaller gradient norm an equally safe sign of progress.
-    """
-    armijo = new_f <= f + 1e-4 * step * slope
-    return armijo | (new_g.flatten(1).norm(dim=1) <= 0.9 * gn)
+    def objective(theta: torch.Tensor, rows: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        if rows is None:
+            return softmax_objective(xa, ya, theta, lam_a, lin_a)
+        xs, ys = (xa[rows], ya[rows]) if per_problem else (xa, ya)
+        return softmax_objective(xs, ys, theta, lam_a[rows], None if lin_a is None else lin_a[rows])
+
+    return objective
 
 
 def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: torch.Tensor | None = None,
@@ -256,57 +259,15 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
             s_hist = [s[keep] for s in s_hist]
             y_hist = [v[keep] for v in y_hist]
 
-        # Two-loop recursion with the preconditioner as the initial inverse Hessian.
-        q = g.clone()
-        alphas = []
-        # A pair a problem rejected is stored as zeros with rho = 0: it leaves q and r unchanged.
-        rhos = []
-        for sv, yv in zip(s_hist, y_hist):
-            curv_h = (sv * yv).sum(dim=(1, 2))
-            rhos.append(torch.where(curv_h > 0, 1.0 / curv_h.clamp_min(1e-300), torch.zeros_like(curv_h)))
-        for sv, yv, rho in zip(reversed(s_hist), reversed(y_hist), reversed(rhos)):
-            a = rho * (sv * q).sum(dim=(1, 2))
-            q = q - a.view(-1, 1, 1) * yv
-            alphas.append(a)
-        r = q / (curv + lam_a.view(-1, 1, 1))
-        for (sv, yv, rho), a in zip(zip(s_hist, y_hist, rhos), reversed(alphas)):
-            b = rho * (yv * r).sum(dim=(1, 2))
-            r = r + sv * (a - b).view(-1, 1, 1)
-        direction = -r
-        slope = (g * direction).sum(dim=(1, 2))
-        bad = slope >= 0  # numerical trouble: fall back to the preconditioned gradient
-        if bad.any():
-            direction[bad] = -g[bad] / (curv[bad] + lam_a[bad].view(-1, 1, 1))
-            slope = (g * direction).sum(dim=(1, 2))
-
-        # Armijo backtracking, per problem; usually step 1 is accepted at once.
-        step = torch.ones_like(f)
-        new_theta = theta + direction
-        new_f, new_g = softmax_objective(xa, ya, new_theta, lam_a, lin_a)
-        for _ in range(20):
-            fail = ~_accept(new_f, new_g, f, gn, step, slope)
-            if not fail.any():
-                break
-            step = torch.where(fail, step * 0.5, step)
-            sub = fail.nonzero().squeeze(1)
-            cand = theta[sub] + step[sub].view(-1, 1, 1) * direction[sub]
-            xs = xa if x.dim() == 2 else xa[sub]
-            ys = ya if x.dim() == 2 else ya[sub]
-            fs, gs = softmax_objective(xs, ys, cand, lam_a[sub], None if lin_a is None else lin_a[sub])
-            new_theta[sub], new_f[sub], new_g[sub] = cand, fs, gs
-        # No decrease even at a tiny step: the problem sits at the precision limit; stop it.
-        stalled = ~_accept(new_f, new_g, f, gn, step, slope)
-        new_theta[stalled], new_f[stalled], new_g[stalled] = theta[stalled], f[stalled], g[stalled]
-        s_new, y_new = new_theta - theta, new_g - g
-        theta, f, g = new_theta, new_f, new_g
-        # Per-problem curvature check: a problem that rejects this pair gets a neutral zero pair,
-        # so no problem's path depends on the others in its batch.
-        ok = ((s_new * y_new).sum(dim=(1, 2)) > 1e-20).view(-1, 1, 1)
-        s_hist.append(torch.where(ok, s_new, torch.zeros_like(s_new)))
-        y_hist.append(torch.where(ok, y_new, torch.zeros_like(y_new)))
-        if len(s_hist) > memory:
-            s_hist.pop(0)
-            y_hist.pop(0)
+        # Two-loop recursion with the preconditioner as the initial inverse Hessian, then an
+        # Armijo backtracking per problem (usually step 1 is accepted at once).
+        h0_diag = curv + lam_a.view(-1, 1, 1)
+        direction, slope = descent_direction(g, s_hist, y_hist, lambda v: v / h0_diag)
+        objective = _batch_objective(xa, ya, lam_a, lin_a, per_problem=x.dim() == 3)
+        new_theta, f_new, g_new, stalled = backtrack(objective, theta, direction, f, g, gn, slope)
+        s_new, y_new = new_theta - theta, g_new - g
+        theta, f, g = new_theta, f_new, g_new
+        push_pair(s_hist, y_hist, s_new, y_new, memory)
 
     floor = _F32_FLOOR * theta_all.flatten(1).norm(dim=1) if x.dtype == torch.float32 else 0.0
     theta_out = precond.from_basis(theta_all)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from privcore.certify import SolverCertificationError, certify, exact_gradient, exact_objective
-from privcore.engine.context import TrainContext, unit_ball_float32
+from privcore.context import TrainContext, unit_ball_float32
 from privcore.solver import Preconditioner, solve_softmax
 from privcore.types import K_LIPSCHITZ, Problem
 

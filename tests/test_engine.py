@@ -10,7 +10,7 @@ import torch
 
 from privcore.data import load_dataset
 from privcore.engine.cache import ResultCache
-from privcore.engine.context import TrainContext
+from privcore.context import TrainContext
 from privcore.engine.runner import run_sweep
 from privcore.engine.specs import DataSpec, SweepSpec
 from privcore.methods import REGISTRY

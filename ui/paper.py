@@ -178,27 +178,9 @@ def accounting_gaps(rows_by_accounting: dict[str, Sequence[dict[str, Any]]], x: 
     return out
 
 
-class _Miss(Exception):
-    pass
-
-
 def cached_sweep(spec: Any) -> Any | None:
     """The :class:`~privcore.engine.runner.SweepResult` of ``spec`` if every point is already in the
     on-disk cache, else None. Computes nothing (it loads the data set to fingerprint it)."""
-    from privcore.engine.cache import ResultCache
-    from privcore.engine.runner import run_sweep
+    from privcore.engine.runner import read_cached
 
-    class _Probe(ResultCache):
-        def get(self, key: str) -> dict[str, Any] | None:
-            value = super().get(key)
-            if value is None:
-                raise _Miss
-            return value
-
-        def put(self, key: str, value: dict[str, Any]) -> None:  # pragma: no cover - never reached
-            raise _Miss
-
-    try:
-        return run_sweep(spec, cache=_Probe())
-    except _Miss:
-        return None
+    return read_cached(spec)

@@ -597,14 +597,14 @@ def quick_part(spec):  # noqa: ANN001, ANN201 - SweepSpec -> SweepSpec | None
     methods are of one kind, or the whole result is already in this session or on disk)."""
     from dataclasses import replace
 
-    from privcore.engine.runner import all_cached
+    from privcore.engine.runner import read_cached
     from privcore.methods import REGISTRY
 
     quick = tuple(m for m in spec.methods if not REGISTRY[m].trains_per_release)
-    if not quick or len(quick) == len(spec.methods) or spec.to_json() in _memo():
+    if not quick or len(quick) == len(spec.methods) or spec.key in _memo():
         return None
     try:
-        if all_cached(spec):
+        if read_cached(spec) is not None:
             return None
     except (ValueError, TypeError, RuntimeError):  # the full run will report the problem itself
         return None
@@ -613,7 +613,7 @@ def quick_part(spec):  # noqa: ANN001, ANN201 - SweepSpec -> SweepSpec | None
 
 def was_cancelled(spec, key: str) -> bool:  # noqa: ANN001
     """Whether the user cancelled :func:`run_with_progress` for this spec under ``key``."""
-    return st.session_state.get("_cancelled", {}).get(key) == spec.to_json()
+    return st.session_state.get("_cancelled", {}).get(key) == spec.key
 
 
 def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bool = False):  # noqa: ANN001, ANN201
@@ -627,7 +627,7 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
     """
     from privcore.engine.runner import SweepCancelled, run_sweep
 
-    sig = spec.to_json()
+    sig = spec.key
     memo = _memo()
     if sig in memo:
         memo.move_to_end(sig)

@@ -22,21 +22,15 @@ from ..certify import SolverCertificationError
 from ..methods import BASELINE, get_method
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from .cache import ResultCache, point_key
-from .context import TrainContext
+from ..context import TrainContext
+from .rows import RESULT_COLUMNS, ResultRow
 from .specs import SweepSpec
 from .tuning import LAM_AUTO_NOTE, choose_lams, release_budget
 
-__all__ = ["run_sweep", "all_cached", "SweepResult", "SweepCancelled", "ProgressFn", "RESULT_COLUMNS"]
+__all__ = ["run_sweep", "read_cached", "all_cached", "SweepResult", "SweepCancelled", "ProgressFn", "RESULT_COLUMNS"]
 
 ProgressFn = Callable[[float, str], None]
 
-#: Columns of every result row, in the order of CSV exports.
-RESULT_COLUMNS: tuple[str, ...] = (
-    "method", "epsilon", "delta", "budget", "n", "dim", "classes", "lam", "teachers", "accounting", "vary", "value",
-    "accuracy_mean", "accuracy_std", "repeats", "seconds", "device", "cached", "noise", "sigma", "beta", "rho",
-    "noise_multiplier", "per_query_epsilon", "formula", "note", "solver_grad_norm", "solver_tolerance", "sensitivity",
-    "threshold", "answered_fraction", "accuracy_answered",
-)
 #: Above this final gradient norm a solve is reported as not (numerically) exact.
 GRAD_NORM_WARN = 1e-3
 _NOISE_FIELDS = ("noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "formula", "solver_tolerance",
@@ -58,10 +52,10 @@ class SweepCancelled(RuntimeError):
 
 @dataclass
 class SweepResult:
-    """Rows (plain dicts with :data:`RESULT_COLUMNS`), warnings, timing and cache statistics."""
+    """Rows (typed :class:`ResultRow` values), warnings, timing and cache statistics."""
 
     spec: SweepSpec
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[ResultRow] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     device: str = "cpu"
@@ -72,7 +66,7 @@ class SweepResult:
         """The rows as a pandas DataFrame with :data:`RESULT_COLUMNS`."""
         import pandas as pd
 
-        return pd.DataFrame(self.rows, columns=list(RESULT_COLUMNS))
+        return pd.DataFrame([r.to_dict() for r in self.rows], columns=list(RESULT_COLUMNS))
 
 
 def _problem(ds: Dataset, spec: SweepSpec, lam: float) -> Problem:
@@ -92,18 +86,17 @@ def _point(method: str, eps: float, spec: SweepSpec, problem: Problem) -> dict[s
 
 
 def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary: str | None, vary_value: Any,
-         stored: dict[str, Any], cached: bool) -> dict[str, Any]:
-    row = {key: None for key in RESULT_COLUMNS}
-    row.update(method=method, epsilon=eps, delta=spec.delta, budget=spec.budget, n=problem.n, dim=problem.dim,
-               classes=problem.classes, lam=stored.get("lam", problem.lam), teachers=problem.teachers,
-               accounting=spec.accounting, vary=vary, value=vary_value, repeats=spec.repeats,
-               accuracy_mean=stored["accuracy_mean"], accuracy_std=stored["accuracy_std"],
-               seconds=0.0 if cached else stored["seconds"], device=stored["device"], cached=cached,
-               note=stored.get("note") or None, solver_grad_norm=stored.get("solver_grad_norm"),
-               answered_fraction=stored.get("answered_fraction"), accuracy_answered=stored.get("accuracy_answered"))
-    for key in _NOISE_FIELDS:
-        row[key] = stored.get("scale", {}).get(key)
-    return row
+         stored: dict[str, Any], cached: bool) -> ResultRow:
+    scale = stored.get("scale", {})
+    return ResultRow(
+        method=method, epsilon=eps, delta=spec.delta, budget=spec.budget, n=problem.n, dim=problem.dim,
+        classes=problem.classes, lam=stored.get("lam", problem.lam), teachers=problem.teachers,
+        accounting=spec.accounting, vary=vary, value=vary_value, repeats=spec.repeats,
+        accuracy_mean=stored["accuracy_mean"], accuracy_std=stored["accuracy_std"],
+        seconds=0.0 if cached else stored["seconds"], device=stored["device"], cached=cached,
+        note=stored.get("note") or None, solver_grad_norm=stored.get("solver_grad_norm"),
+        answered_fraction=stored.get("answered_fraction"), accuracy_answered=stored.get("accuracy_answered"),
+        **{key: scale.get(key) for key in _NOISE_FIELDS})
 
 
 def _stored(acc: np.ndarray, scale: NoiseScale | None, seconds: float, device: str, lam: float, note: str = "",
@@ -144,7 +137,7 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
     store = cache if cache is not None else ResultCache(enabled=use_cache)
     if not store.enabled:
         return _run_sweep(spec, progress, cancel, store)
-    key = (spec.to_json(), str(store.directory))
+    key = (spec.key, str(store.directory))
     with _RUNNING_LOCK:  # an entry lives while anyone holds or waits for it (a count, not lock.locked())
         entry = _RUNNING.setdefault(key, [threading.Lock(), 0])
         entry[1] += 1
@@ -184,27 +177,33 @@ def _jobs(vspec: SweepSpec) -> list[tuple[str, list[float]]]:
 
 
 def all_cached(spec: SweepSpec, cache: ResultCache | None = None) -> bool:
-    """Whether :func:`run_sweep` would find every point of ``spec`` in the cache (nothing to train).
+    """Whether :func:`run_sweep` would find every point of ``spec`` in the cache (see :func:`read_cached`)."""
+    return read_cached(spec, cache) is not None
 
-    Loads (memoised) each variant's data set to fingerprint it; trains nothing. Points that
-    run_sweep skips (DP-SGD at delta = 0) do not count.
+
+class _Miss(Exception):
+    """A point of a read-only run is not in the cache."""
+
+
+def read_cached(spec: SweepSpec, cache: ResultCache | None = None) -> SweepResult | None:
+    """The result of ``spec`` when every point is already cached, else None. Trains nothing.
+
+    Loads (memoised) each variant's data set to fingerprint it. Points :func:`run_sweep` skips
+    (a method without a guarantee at the sweep's delta) do not count.
     """
+    if not isinstance(spec, SweepSpec):
+        raise TypeError(f"spec must be a SweepSpec, got {type(spec).__name__}")
     store = cache if cache is not None else ResultCache()
     if not store.enabled:
-        return False
-    for _, vspec in spec.variants():
-        ds, _, base_problem = _variant_data(vspec)
-        for method, epsilons in _jobs(vspec):
-            if not get_method(method).supports(vspec.delta):
-                continue
-            if any(store.get(point_key(_point(method, e, vspec, base_problem), ds.fingerprint)) is None
-                   for e in epsilons):
-                return False
-    return True
+        return None
+    try:
+        return _run_sweep(spec, None, None, store, compute=False)
+    except _Miss:
+        return None
 
 
 def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[], bool] | None,
-               store: ResultCache) -> SweepResult:
+               store: ResultCache, compute: bool = True) -> SweepResult:
     start = time.perf_counter()
     device = resolve_device(spec.device)
     result = SweepResult(spec=spec, device=str(device))
@@ -261,6 +260,8 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
             if not get_method(method).supports(vspec.delta):
                 result.warnings.append(f"{method} skipped: {get_method(method).pure_unsupported_message()}")
                 missing, hits = [], [None] * len(epsilons)
+            if missing and not compute:
+                raise _Miss
             if missing:
                 t0 = time.perf_counter()
                 budgets = [PrivacyBudget(epsilons[i], vspec.delta) for i in missing]

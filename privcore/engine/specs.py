@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ..data import DATASET_NAMES
@@ -139,6 +140,11 @@ class SweepSpec:
         if self.vary is None:
             return [(None, self)]
         return [(v, self.variant(v)) for v in self.values]
+
+    @cached_property
+    def key(self) -> str:
+        """The spec's identity (its canonical JSON), computed once: memo and in-flight keys use it."""
+        return self.to_json()
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys; infinity as the string "inf")."""

@@ -33,7 +33,7 @@ from ..data import Dataset
 from ..device import make_generator
 from ..methods import REGISTRY
 from ..types import PrivacyBudget, Problem
-from .context import TrainContext
+from ..context import TrainContext
 from .specs import LAM_AUTO_GRID, SweepSpec
 
 __all__ = ["SELECTION_FRACTION", "LAM_AUTO_NOTE", "release_budget", "selection_budget", "choose_lams"]

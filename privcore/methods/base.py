@@ -26,7 +26,7 @@ from ..validation import check_choice
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from ..engine.context import TrainContext
+    from ..context import TrainContext
 
 __all__ = ["Method", "WinContext"]
 
@@ -166,7 +166,9 @@ class Method(ABC):
             pred = out.argmax(dim=3)
         else:
             pred = out
-        return (pred == ctx.y_test).double().mean(dim=2)
+        from ..context import accuracy
+
+        return accuracy(pred, ctx.y_test)
 
 
 EXACT_MINIMISER_NOTE = ("paper: Delta = 2K/(N lam) assumes the exact minimiser; the released solver output "

@@ -42,7 +42,7 @@ from ..types import K_LIPSCHITZ, L_HESSIAN, NoiseScale, PrivacyBudget, Problem
 from .base import EXACT_MINIMISER_NOTE, Method, scaled_noise, unit_noise, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.context import TrainContext
+    from ..context import TrainContext
 
 __all__ = ["LossPerturbation", "multiclass_gaussian_sigma", "AMP_FRACTION", "LP_TOLERANCE_FACTOR"]
 

@@ -24,7 +24,7 @@ from ..types import NoiseScale, PrivacyBudget, Problem
 from .base import Method, scaled_noise, sensitivity_of, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.context import TrainContext
+    from ..context import TrainContext
 
 __all__ = ["ModelSensitivity"]
 

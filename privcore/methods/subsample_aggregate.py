@@ -30,7 +30,7 @@ from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from .base import Method, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.context import TrainContext
+    from ..context import TrainContext
 
 __all__ = ["SubsampleAggregate"]
 
