@@ -30,7 +30,7 @@ from ..validation import format_value as _fmt
 from .base import Method, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.context import TrainContext
+    from ..context import TrainContext
 
 __all__ = ["ConfidentGNMax", "DATA_INDEPENDENT_NOTE"]
 

@@ -33,7 +33,7 @@ from .base import Method, WinContext
 from .confident_gnmax import teacher_check
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.context import TrainContext
+    from ..context import TrainContext
 
 __all__ = ["PateStudent", "PUBLIC_LABELS", "public_split"]
 
