@@ -86,8 +86,7 @@ class ConfidentGNMax(Method):
         notes = (DATA_INDEPENDENT_NOTE,)
         if accounting == "paper":
             notes += ("paper: PATE's data-independent RDP with the standard RDP-to-(eps, delta) conversion",)
-        return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=g.sigma_vote,
-                          rho=g.rho_per_query * problem.budget, sensitivity=2 ** 0.5,
+        return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=g.sigma_vote, sensitivity=2 ** 0.5,
                           threshold=GNMAX_THRESHOLD_FRACTION * problem.teachers, test_noise=g.sigma_check,
                           formula=f"sigma_1 = {GNMAX_SIGMA_RATIO:g} sigma_2, threshold = 0.8 T; {g.formula}", notes=notes)
 

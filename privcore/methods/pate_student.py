@@ -58,6 +58,7 @@ class PateStudent(Method):
     family = "training"
     supports_pure = False
     uses_budget = False
+    trains_per_release = True  # one student per release (all of them in one batched solve)
     releases = "labels"
     summary = (f"Teachers label {PUBLIC_LABELS} public rows with the Gaussian noisy argmax once; a linear student "
                "trained on them answers any number of queries for free.")
@@ -80,8 +81,7 @@ class PateStudent(Method):
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         teacher_check(self, problem)
         g = gnmax_sigmas(budget.epsilon, budget.delta, PUBLIC_LABELS, accounting, ratio=None)
-        return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=g.sigma_vote,
-                          rho=g.rho_per_query * PUBLIC_LABELS, sensitivity=2 ** 0.5,
+        return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=g.sigma_vote, sensitivity=2 ** 0.5,
                           formula=f"P = {PUBLIC_LABELS} GNMax labels, whatever B; {g.formula.replace('B', 'P')}",
                           notes=("data-independent GNMax accounting for the P labels (PATE's data-dependent "
                                  "analysis is not implemented)",))
