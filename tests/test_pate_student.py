@@ -63,3 +63,15 @@ def test_student_depends_on_the_private_data_only_through_the_labels(ds, monkeyp
     other.x_train = torch.zeros_like(other.x_train)
     monkeypatch.setattr(other, "teacher_votes", lambda *a, **k: votes)
     assert torch.equal(M.release(other, [s], 1), out)
+
+
+def test_recommendation_can_pick_the_new_methods():
+    from privcore.recommend import recommend
+
+    base = dict(epsilon=1.0, delta=1e-5, budget=1000, n=4000, lam=1e-3, teachers=16, classes=10, repeats=20)
+    for winner in ("pate_student", "confident_gnmax", "sparse_vector"):
+        rows = [dict(base, method=m, accuracy_mean=0.9 if m == winner else 0.5, accuracy_std=0.01)
+                for m in ("dpsgd", "subsample_aggregate", "pate_student", "confident_gnmax", "sparse_vector")]
+        rec = recommend(rows)
+        assert rec.winner == winner and rec.significant
+        assert rec.reason == rec.reason.strip() and len(rec.reason) > 40
