@@ -35,6 +35,11 @@ with c2:
 eps_list = state.commit("map_eps", eps_list)
 methods = widgets.methods_select()
 s = replace(widgets.current_setting(), delta=float(delta), methods=tuple(methods))
+n_checked, n_note = widgets.checked_n(side.info, s.n)  # N comes from the URL here: same rule as the N slider
+if n_note:
+    st.warning(n_note)
+    state.put("n", n_checked)
+s = replace(s, n=n_checked)
 st.caption(f"Fixed: λ = {format_number(s.lam)}, T = {s.teachers}, DP-SGD clip {format_number(s.clip)}, "
            f"{s.epochs} epochs, batch {s.batch_size}; {side.repeats} repetitions; {side.accounting} accounting.")
 if not eps_list:

@@ -61,7 +61,7 @@ with c2:
     accountings = st.multiselect("Accounting, side by side", list(ACCOUNTING_TITLES), default=["paper", "corrected"],
                                  key="repro_accounting", format_func=lambda a: a,
                                  help="paper: the published calibrations. corrected: sound ones. tight: exact Gaussian "
-                                      "and optimal bounded-range composition, PRV accountant for DP-SGD.") or ["corrected"]
+                                      "and optimal bounded-range composition, finer replace-one PLD grid for DP-SGD.") or ["corrected"]
 if key == "4" and info.image:
     augment = st.checkbox("Grow N beyond the data set with deformed copies of its images (slow)", value=False,
                           key="repro_augment", help="The paper used InfiMNIST (1M deformed digits) for this figure.")

@@ -150,7 +150,8 @@ elif section == SECTIONS[2]:
     st.markdown(
         "**Reading it.** When each example enters a step only with probability q, an attacker does not know "
         "whether its example was used: one step's ε shrinks roughly in proportion to q for small q. DP-SGD "
-        "composes thousands of such cheap steps with an accountant (RDP by default, PRV for *tight*); for a single "
+        "composes thousands of such cheap steps with an accountant (here Opacus RDP and PRV, add/remove "
+        "neighbours; the calibration itself uses replace-one PLD, except *paper*); for a single "
         "step RDP is loose (its conversion to (ε, δ) costs ≈ ln(1/δ)/(α−1)), which is why the curves differ most "
         "at small q. The dashed line at the current q uses the DP-SGD batch size and N of the shared settings.")
 

@@ -17,7 +17,13 @@ def calibrate(method: str, budget: PrivacyBudget, problem: Problem | None = None
     Raises :class:`CalibrationError` when the method cannot meet the request (e.g. DP-SGD with
     delta = 0) with a message saying what would work instead.
     """
-    return get_method(method).calibrate(budget, problem if problem is not None else Problem(), accounting)
+    try:
+        return get_method(method).calibrate(budget, problem if problem is not None else Problem(), accounting)
+    except (ArithmeticError, RecursionError) as err:  # e.g. delta = 5e-324 leaves an accountant no room
+        raise CalibrationError(
+            f"{method} cannot be calibrated at epsilon={budget.epsilon:g}, delta={budget.delta:g}: the accountant "
+            f"hit a numerical limit ({type(err).__name__}: {err}); choose a delta of at least 1e-100 or a "
+            "larger epsilon") from None
 
 
 def calibrate_all(budget: PrivacyBudget, problem: Problem | None = None,

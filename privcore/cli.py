@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import warnings
 from typing import Callable, Sequence
@@ -33,18 +34,27 @@ def _number(kind: Callable[[str], object]) -> Callable[[str], object]:
     what = "an integer" if kind is int else "a number"
 
     def parse(text: str) -> object:
+        shown = text if len(text) <= 40 else text[:37] + "..."
         try:
-            return kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+            value = kind(text)
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {shown!r}") from None
+        if kind is float and not math.isfinite(value):  # _epsilon alone lets the literal 'inf' through
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {shown!r}")
+        return value
     parse.__name__ = "integer" if kind is int else "number"
     return parse
 
 
 def _epsilon(text: str) -> float:
+    """A finite epsilon, or the literal ``inf`` for the non-private baseline (never by overflow)."""
     if text.strip().lower() in ("inf", "infinity"):
         return math.inf
-    return float(text)
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number (or 'inf' for the non-private baseline), got {text[:40]!r}")
+    return value
 
 
 def _add_problem_args(p: argparse.ArgumentParser) -> None:
@@ -87,7 +97,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     from .calibration import calibrate
     from .types import PrivacyBudget, Problem
 
-    problem = Problem(n=args.n, dim=args.dim or 784, classes=args.classes or 10, lam=args.lam, budget=args.budget,
+    # None means "not given"; 0 is a value (and is rejected by Problem), never a request for the default.
+    problem = Problem(n=args.n, dim=784 if args.dim is None else args.dim,
+                      classes=10 if args.classes is None else args.classes, lam=args.lam, budget=args.budget,
                       teachers=args.teachers, batch_size=args.batch_size, epochs=args.epochs, clip=args.clip,
                       learning_rate=args.lr)
     scale = calibrate(args.method, PrivacyBudget(args.epsilon, args.delta), problem, args.accounting)
@@ -104,21 +116,52 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if len(text) <= 2000 else text[:1997] + "..."
+
+
+def _quiet_broken_pipe() -> int:
+    """stdout was closed early (``... | head``): stop quietly, without Python's exit-time complaint."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141  # the shell's code for a process ended by SIGPIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code (0 ok, 2 invalid input, 130 interrupted)."""
+    """Entry point; returns the exit code (0 ok, 2 invalid input or a refused request, 130
+    interrupted, 141 stdout closed early). Expected failures print one line, never a traceback."""
     warnings.filterwarnings("ignore", category=UserWarning, module="opacus")
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module="opacus")  # log(0) at extreme deltas
     try:
         args = build_parser().parse_args(argv)
         if args.command == "calibrate":
-            return _calibrate(args)
-        from .engine.cli_sweep import run_sweep_command
+            code = _calibrate(args)
+        else:
+            from .engine.cli_sweep import run_sweep_command
 
-        return run_sweep_command(args)
+            code = run_sweep_command(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
     except _UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except (ValueError, TypeError) as err:  # validation errors name parameter, range and value
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 2
+    except (ArithmeticError, MemoryError) as err:  # a request beyond float range or memory
+        what = "not enough memory" if isinstance(err, MemoryError) else "numerical limit reached"
+        print(f"error: {what} for this request ({_one_line(err)}); try smaller values", file=sys.stderr)
+        return 2
+    except OSError as err:  # the cache or output folder cannot be written, a file vanished
+        detail = err.strerror or _one_line(err)
+        print(f"error: {detail}" + (f": {os.path.basename(str(err.filename))}" if err.filename else ""),
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

@@ -13,7 +13,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .validation import check_choice, check_int, check_real
+from .validation import check_choice, check_int, check_real, fmt_value
 
 __all__ = [
     "ACCOUNTING_MODES",
@@ -183,8 +183,18 @@ class NoiseScale:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.method, str) or not self.method:
+            raise TypeError(f"method must be a non-empty string, got {fmt_value(self.method)}")
+        object.__setattr__(self, "epsilon", check_real("epsilon", self.epsilon, low=0.0, low_open=True, allow_inf=True))
+        object.__setattr__(self, "delta", check_real("delta", self.delta, low=0.0, high=1.0, high_open=True))
         check_choice("accounting", self.accounting, ACCOUNTING_MODES)
         check_choice("noise", self.noise, NOISE_KINDS)
+        if not isinstance(self.formula, str):
+            raise TypeError(f"formula must be a string, got {fmt_value(self.formula)}")
+        notes = tuple(self.notes) if isinstance(self.notes, (list, tuple)) else None
+        if notes is None or not all(isinstance(n, str) for n in notes):
+            raise TypeError(f"notes must be a tuple of strings, got {fmt_value(self.notes)}")
+        object.__setattr__(self, "notes", notes)
         for name in ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity",
                      "solver_tolerance", "output_scale", "threshold", "test_noise"):
             value = getattr(self, name)

@@ -14,9 +14,24 @@ from typing import Any
 __all__ = ["check_real", "check_int", "check_choice", "fmt_value", "format_value"]
 
 
+#: Largest integer any count may take: every integer up to 2**53 is exact as a float.
+MAX_EXACT_INT = 2**53
+
+
 def fmt_value(value: Any) -> str:
-    """Short, unambiguous rendering of a user value for error messages."""
-    return repr(value)
+    """Short, unambiguous rendering of a user value for error messages.
+
+    NumPy scalars are shown as plain numbers (``3``, not ``np.int64(3)``) and long values are cut.
+    """
+    if hasattr(value, "dtype") and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        try:
+            value = value.item()
+        except Exception:  # noqa: BLE001
+            pass
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**20:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _is_real_number(value: Any) -> bool:
@@ -41,10 +56,13 @@ def check_real(
     """
     if not _is_real_number(value):
         raise TypeError(f"{name} must be a real number, got {fmt_value(value)} ({type(value).__name__})")
-    v = float(value)
     lo = "(" if low_open else "["
     hi = ")" if high_open or (high is None and not allow_inf) else "]"
     rng = f"{lo}{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}{hi}"
+    try:
+        v = float(value)
+    except (OverflowError, ValueError):  # an int such as 10**400 has no float
+        raise ValueError(f"{name} must be a finite number in {rng}, got {fmt_value(value)}") from None
     if math.isnan(v):
         raise ValueError(f"{name} must be a number in {rng}, got NaN")
     if math.isinf(v) and not (allow_inf and v > 0):
@@ -59,14 +77,17 @@ def check_real(
 def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
     """Return ``value`` as an int after checking it is a true integer in ``[low, high]``.
 
-    Rejects bool, str, float (even 3.0: counts must be typed as counts) and NaN.
+    Rejects bool, str, float (even 3.0: counts must be typed as counts) and NaN. ``high``
+    defaults to :data:`MAX_EXACT_INT` (2**53), so every count is exact as a float.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {fmt_value(value)} ({type(value).__name__})")
     v = int(value)
     rng = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
     if (low is not None and v < low) or (high is not None and v > high):
-        raise ValueError(f"{name} must be an integer in {rng}, got {v}")
+        raise ValueError(f"{name} must be an integer in {rng}, got {fmt_value(v)}")
+    if abs(v) > MAX_EXACT_INT:
+        raise ValueError(f"{name} must be an integer in {rng} of at most 2**53 = {MAX_EXACT_INT}, got {fmt_value(v)}")
     return v
 
 

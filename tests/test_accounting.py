@@ -309,7 +309,9 @@ def test_dpsgd_more_epsilon_never_more_noise(eps1, eps2, q, epochs, accounting):
     pb = Problem(n=n, batch_size=max(1, round(q * n)), epochs=epochs)
     a = calibrate("dpsgd", PrivacyBudget(lo, 1e-5), pb, accounting)
     b = calibrate("dpsgd", PrivacyBudget(hi, 1e-5), pb, accounting)
-    assert b.noise_multiplier <= a.noise_multiplier
+    # Up to the search's relative tolerance (1e-3): the PLD grid scales with the target epsilon, so
+    # two targets a hair apart may land on either side of each other within it.
+    assert b.noise_multiplier <= a.noise_multiplier * (1 + 2e-3)
 
 
 def test_dpsgd_tight_more_epsilon_less_noise():

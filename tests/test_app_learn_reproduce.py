@@ -6,6 +6,8 @@ itself); settings go in through URL query parameters, as a user's link would car
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import pytest
@@ -33,7 +35,8 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 
 def texts(elements) -> list[str]:
-    return [e.value for e in elements]
+    # Messages quoting user text are Markdown-escaped (ui/text.py): compare the text as shown.
+    return [re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(e.value)) for e in elements]
 
 
 # ---------------------------------------------------------------- Learn

@@ -392,3 +392,26 @@ def test_mnist_download_is_atomic_and_verified(tmp_path: Path, monkeypatch: pyte
 def test_invalid_arguments_name_the_parameter(kwargs: dict, error: type[Exception], fragment: str) -> None:
     with pytest.raises(error, match=fragment):
         load_dataset(**kwargs)
+
+
+def test_stale_mnist_part_files_are_removed(tmp_path: Path, monkeypatch) -> None:
+    """A download killed with SIGKILL skips every cleanup: its .part is removed on the next call."""
+    import os
+
+    from privcore.data import mnist_download
+
+    folder = tmp_path / "mnist"
+    folder.mkdir()
+    stale = folder / ".train-images-idx3-ubyte.gz.abc123.part"
+    stale.write_bytes(b"half")
+    os.utime(stale, (1, 1))
+    fresh = folder / ".t10k-labels-idx1-ubyte.gz.def456.part"   # a download in progress elsewhere
+    fresh.write_bytes(b"half")
+
+    def offline(url, target, md5):  # noqa: ANN001, ANN202
+        raise OSError("offline")
+
+    monkeypatch.setattr(mnist_download, "_download", offline)
+    with pytest.raises(mnist_download.DataUnavailableError):
+        mnist_download.ensure_mnist_files(folder)
+    assert not stale.exists() and fresh.exists()

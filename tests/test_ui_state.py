@@ -124,3 +124,33 @@ def test_invalid_url_value_is_reported_inline():
     assert at.select_slider(key="w:eps").value == 3.0
     assert any("eps" in w.value and "ignored" in w.value for w in at.warning)
     assert "eps" not in at.query_params
+
+
+# ---------------------------------------------------------------- property test: hostile query strings
+
+import json  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hst  # noqa: E402
+
+_TEXT = hst.one_of(
+    hst.text(max_size=60),
+    hst.sampled_from(["1e309", "-1e309", "NaN", "Infinity", "[1e999]", '"auto"', "null", "true", "[]", "{}",
+                      "[[[[[[]]]]]]", "9" * 5000, "1" * 400, '"' + "a" * 10_000 + '"', "![x](http://h/x.png)"]),
+    hst.builds(lambda v: json.dumps(v), hst.recursive(
+        hst.none() | hst.booleans() | hst.floats(allow_nan=False) | hst.integers() | hst.text(max_size=10),
+        lambda inner: hst.lists(inner, max_size=4) | hst.dictionaries(hst.text(max_size=4), inner, max_size=3),
+        max_leaves=8)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(hst.dictionaries(hst.one_of(hst.sampled_from(sorted(state.FIELDS)), hst.text(max_size=8)),
+                        hst.one_of(_TEXT, hst.lists(_TEXT, max_size=3)), max_size=6))
+def test_random_query_strings_never_raise(params):
+    values, errors = state.from_params(params)
+    for name, value in values.items():
+        assert state.FIELDS[name].check(value) == value or value != value  # valid and normalised
+        state.encode(value)                                                # and always encodable
+    for message in errors:
+        assert len(message) < 400                                          # values are clipped in messages

@@ -17,6 +17,7 @@ def test_warm_up_imports_opacus_and_memoises_the_data() -> None:
         before = len(loader._MEMO._items)
         warm_up("digits")
         assert "opacus.accountants" in sys.modules
+        assert "dp_accounting.pld.privacy_loss_distribution" in sys.modules
         assert len(loader._MEMO._items) == before + 1
         print("ok")
     """)

@@ -196,7 +196,9 @@ def from_params(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
         try:
             values[k] = decode(k, raw)
         except ValueError as err:
-            errors.append(f"URL parameter {k}={raw} ignored: {err}")
+            from .text import clip
+
+            errors.append(f"URL parameter {k}={clip(raw)} ignored: {clip(err, 200)}")
     return values, errors
 
 
@@ -256,7 +258,9 @@ def _apply_url(name: str) -> None:
     try:
         value = decode(name, text)
     except ValueError as err:
-        st.session_state.setdefault("_url_errors", []).append(f"URL parameter {name}={text} ignored: {err}")
+        from .text import clip
+
+        st.session_state.setdefault("_url_errors", []).append(f"URL parameter {name}={clip(text)} ignored: {clip(err, 200)}")
         _write_url(name, current)
         return
     if _equal(value, current):

@@ -29,10 +29,11 @@ import streamlit as st
 from . import state
 from .figures import format_number, method_label
 from privcore.methods import get_method
+from .text import escape_markdown
 
 __all__ = [
     "SidebarSettings", "Setting", "DataInfo", "augmentation_caveat", "sidebar", "setting_panel", "log_select",
-    "epsilon_slider", "delta_slider", "budget_slider", "n_slider", "teachers_slider", "lam_slider", "dim_slider",
+    "epsilon_slider", "delta_slider", "budget_slider", "n_slider", "n_options", "checked_n", "teachers_slider", "lam_slider", "dim_slider",
     "classes_slider", "dpsgd_controls", "methods_select", "make_spec", "explore_specs", "spec_or_error",
     "setting_problems", "quick_part", "was_cancelled", "run_with_progress", "show_warnings", "show_error", "show_figure", "data_info",
     "build_data_info", "EPS_GRID", "DELTA_GRID", "BUDGET_GRID", "NEIGHBOURS_NOTE", "curve_epsilons",
@@ -121,17 +122,22 @@ class SidebarSettings:
 
 
 def _inside_uploads(path: str | None) -> str | None:
-    """``path`` only if it names a file inside the uploads folder, else None.
+    """The upload that ``path`` names, only if it is a complete file inside the uploads folder.
 
-    The path arrives from the URL, so anything else (``/etc/...``, ``../``) is ignored rather than
-    read: the server never parses a file the user did not upload.
+    ``path`` arrives from the URL, so anything else (``/etc/...``, ``../``, a name that is not the
+    content hash of the file, a half-written temporary file) is ignored rather than read: the server
+    only parses complete files that a user uploaded. A bare name is looked up in the uploads folder.
     """
-    if not path:
+    if not path or not isinstance(path, str):
         return None
     try:
-        resolved = Path(path).resolve()
-        resolved.relative_to(_uploads_dir().resolve())
-    except (OSError, ValueError):
+        folder = _uploads_dir().resolve()
+        candidate = Path(path) if os.path.isabs(path) else folder / path
+        resolved = candidate.resolve()
+        resolved.relative_to(folder)
+        if not resolved.is_file() or not _content_matches_name(resolved):
+            return None
+    except (OSError, ValueError, RuntimeError):
         return None
     return str(resolved)
 
@@ -142,16 +148,100 @@ def _uploads_dir() -> Path:
     return default_results_dir().parent / "uploads"
 
 
+_UPLOAD_SUFFIXES = (".csv", ".npz")
+_VERIFIED: dict[tuple[str, int, int], bool] = {}
+
+
+def _content_matches_name(path: Path) -> bool:
+    """True when ``path`` is ``<sha256 of its bytes>.csv|.npz`` (memoised per file version).
+
+    Uploads are content-addressed: a truncated or half-written file cannot carry its own hash.
+    """
+    stem, suffix = path.stem, path.suffix.lower()
+    if suffix not in _UPLOAD_SUFFIXES or len(stem) != 64 or any(c not in "0123456789abcdef" for c in stem):
+        return False
+    st_ = path.stat()
+    key = (str(path), st_.st_mtime_ns, st_.st_size)
+    if key not in _VERIFIED:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        _VERIFIED[key] = h.hexdigest() == stem
+    return _VERIFIED[key]
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file in ``path``'s folder, flush it to disk, then rename it:
+    ``path`` is either absent or complete, never half-written."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _clean_leftovers(folder: Path, older_than_s: float = 3600.0) -> None:
+    """Remove temporary files of interrupted uploads (``.part-*``) older than an hour."""
+    now = time.time()
+    try:
+        for p in folder.glob(".part-*"):
+            try:
+                if now - p.stat().st_mtime > older_than_s:
+                    p.unlink()
+            except OSError:
+                pass
+    except OSError:
+        pass
+
+
+def _display_name(path: str) -> str:
+    """The name the user uploaded ``path`` under (this session), else its file name."""
+    names = st.session_state.get("_upload_names", {})
+    return names.get(os.path.basename(path), os.path.basename(path))
+
+
 def _save_upload(upload) -> str:  # noqa: ANN001 - UploadedFile
+    """Store an upload as ``uploads/<sha256>.<ext>`` (atomically) and return that path.
+
+    The name is the content hash, so equal uploads share one file, and a file whose bytes do not
+    match its name (an interrupted write of an older version) is rewritten, never used.
+    """
     data = upload.getvalue()
-    digest = hashlib.sha256(data).hexdigest()[:12]
-    safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in os.path.basename(upload.name))[-80:]
+    digest = hashlib.sha256(data).hexdigest()
+    suffix = os.path.splitext(upload.name)[1].lower()
+    if suffix not in _UPLOAD_SUFFIXES:
+        raise ValueError(f"uploads must be .csv or .npz files, got {suffix or 'no extension'}")
     folder = _uploads_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{digest}_{safe}"
-    if not path.exists():
-        path.write_bytes(data)
+    _clean_leftovers(folder)
+    path = folder / f"{digest}{suffix}"
+    if not (path.is_file() and _content_matches_name(path)):
+        _atomic_write(path, data)
+    st.session_state.setdefault("_upload_names", {})[path.name] = os.path.basename(upload.name)[-120:]
     return str(path)
+
+
+def delete_upload(path: str | None) -> bool:
+    """Delete an uploaded file (only one inside the uploads folder); True when it was removed."""
+    inside = _inside_uploads(path)
+    if inside is None:
+        return False
+    try:
+        os.unlink(inside)
+    except OSError:
+        return False
+    return True
 
 
 def _already_rendered(widget_user_key: str) -> bool:
@@ -190,7 +280,7 @@ def _sidebar() -> SidebarSettings:
     if _already_rendered(wkey) and "_sidebar" in st.session_state:
         return st.session_state["_sidebar"]
     for msg in state.url_errors():
-        st.warning(msg)
+        st.warning(escape_markdown(msg))  # the message quotes the URL value: text, never Markdown
     sb = st.sidebar
     sb.markdown("### Data and accounting")
     names = list(DATASET_LABELS)
@@ -201,12 +291,21 @@ def _sidebar() -> SidebarSettings:
     data_file = _inside_uploads(state.get("data_file"))
     if dataset == "file":
         up = sb.file_uploader("CSV (numeric columns + a 'label' column) or NPZ (arrays x, y)", type=["csv", "npz"],
-                              key="upload_file")
+                              key=f"upload_file_{st.session_state.get('_upload_gen', 0)}")
         if up is not None:
-            data_file = _save_upload(up)
-            state.put("data_file", data_file)
+            try:
+                data_file = _save_upload(up)
+                state.put("data_file", os.path.basename(data_file))  # the URL names the upload, not a server path
+            except (OSError, ValueError) as err:
+                sb.error(escape_markdown(f"Could not store the upload: {getattr(err, 'strerror', None) or err}"))
         if data_file:
-            sb.caption(f"Using {os.path.basename(data_file)}")
+            sb.caption(f"Using {escape_markdown(_display_name(data_file))}")
+            if sb.button("Delete this upload", key="delete_upload",
+                         help="Removes the file from the server; results computed from it stay cached"):
+                delete_upload(data_file)
+                state.put("data_file", None)
+                st.session_state["_upload_gen"] = st.session_state.get("_upload_gen", 0) + 1  # a fresh, empty uploader
+                st.rerun()
     repeats = state.commit("repeats", sb.select_slider(
         "Repetitions R (noise draws per point)", options=_with((2, 3, 5, 10, 20, 50, 100), state.get("repeats")),
         key=state.bind("repeats"),
@@ -217,7 +316,7 @@ def _sidebar() -> SidebarSettings:
         format_func={"corrected": "corrected (sound; default)", "paper": "paper (as published)",
                      "tight": "tight (exact/optimal composition)"}.get,
         help="paper: the published calibrations (some are too optimistic). corrected: fixed proofs. "
-             "tight: exact Gaussian / optimal bounded-range composition, PRV accountant for DP-SGD."))
+             "tight: exact Gaussian / optimal bounded-range composition, finer replace-one PLD grid for DP-SGD."))
     import torch
 
     devices = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -234,9 +333,9 @@ def _sidebar() -> SidebarSettings:
             info = data_info(dataset, data_file if dataset == "file" else None)
         except Exception as err:  # noqa: BLE001 - DataFileError, DataUnavailableError, ValueError...
             error = f"Could not load data set {dataset!r}: {err}"
-    if error:
-        sb.error(error)
-        st.error(error)
+    if error:  # quotes file names and cell values: shown as text
+        sb.error(escape_markdown(error))
+        st.error(escape_markdown(error))
     else:
         sb.caption(f"{info.n_train:,} training / {info.n_test:,} test examples, D = {info.dim}, C = {info.classes}")
     settings = SidebarSettings(dataset, data_file if dataset == "file" else None, int(repeats), accounting, device,
@@ -313,6 +412,27 @@ def n_slider(info: DataInfo, container=None, *, allow_augment: bool = False) -> 
                       to_widget=lambda v: full if v is None else v, from_widget=lambda v: None if v == full else int(v),
                       fmt=lambda v: f"{v:,} (all)" if v == full else f"{v:,}",
                       help="A stratified subsample of the training split (the test set is unchanged).")
+
+
+def n_options(info: DataInfo) -> list[int]:
+    """The N values the N slider offers for a data set (no augmentation): the grid below the full
+    training split, then the full split."""
+    full = info.n_train
+    return [v for v in N_GRID if v < full] + [full]
+
+
+def checked_n(info: DataInfo | None, n: int | None) -> tuple[int | None, str | None]:
+    """N as the N slider would take it, for pages that read N from the URL without drawing the
+    slider: snapped to :func:`n_options` (None = the full split), plus a message when it moved."""
+    if n is None or info is None:
+        return n, None
+    options = n_options(info)
+    snapped = _nearest(options, n)
+    if snapped == n:
+        return (None if n == info.n_train else n), None
+    note = (f"N = {n:,} is not available for this data set (it has {info.n_train:,} training examples): "
+            f"using N = {snapped:,}, as the N slider on the Explore page would.")
+    return (None if snapped == info.n_train else int(snapped)), note
 
 
 def teachers_slider(container=None) -> int:
@@ -681,7 +801,7 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
 def show_error(err: BaseException | str, *, prefix: str | None = None) -> None:
     """An inline error box with the message only (never a traceback)."""
     text = str(err) if not isinstance(err, str) else err
-    st.error(f"{prefix}: {text}" if prefix else text)
+    st.error(escape_markdown(f"{prefix}: {text}" if prefix else text))
 
 
 def show_warnings(messages: Iterable[str]) -> None:
@@ -690,7 +810,7 @@ def show_warnings(messages: Iterable[str]) -> None:
     for m in messages:
         if m and m not in seen:
             seen.add(m)
-            st.warning(m)
+            st.warning(escape_markdown(m))
 
 
 def show_figure(fig, *, key: str | None = None) -> None:  # noqa: ANN001

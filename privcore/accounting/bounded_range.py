@@ -468,6 +468,10 @@ def br_composition_epsilon(eps0: float, k: int, delta: float) -> float:
     return hi
 
 
+#: Largest B for :func:`optimal_beta` (its cost grows with sqrt(B); about 0.4 s at 1e7).
+MAX_OPTIMAL_BUDGET = 10_000_000
+
+
 def optimal_beta(epsilon: float, delta: float, budget: int) -> float:
     """Largest beta such that ``budget`` queries, each ``(2 beta)``-BR, are (epsilon, delta)-DP.
 
@@ -488,6 +492,13 @@ def optimal_beta(epsilon: float, delta: float, budget: int) -> float:
     pure = epsilon / (2.0 * budget)
     if delta == 0.0:
         return pure
+    if budget > MAX_OPTIMAL_BUDGET:
+        from privcore.types import CalibrationError
+
+        raise CalibrationError(
+            f"tight (optimal bounded-range) composition is limited to B <= {MAX_OPTIMAL_BUDGET:,} queries, got "
+            f"B = {budget:,}: its cost grows with sqrt(B) (about 0.4 s at B = 1e7, minutes at B = 1e12). "
+            "Use accounting 'corrected' (zCDP), which is valid for any B")
 
     def ok(beta: float) -> bool:
         return _delta_opt(2.0 * beta, budget, epsilon) <= delta

@@ -17,6 +17,7 @@ from typing import Any, Hashable
 
 import numpy as np
 
+from .. import limits
 from ..validation import check_choice, check_int, check_real, fmt_value
 from . import mnist_download, sources, userfile
 from .augment import choose_sources, deform_rows_into
@@ -127,7 +128,7 @@ def _check_args(
     return _Args(
         name=name,
         data_file=data_file,
-        n=None if n is None else check_int("n", n, low=MIN_N),
+        n=None if n is None else _check_n(n),
         dim=None if dim is None else check_int("dim", dim, low=1),
         classes=None if classes is None else check_int("classes", classes, low=2),
         seed=check_int("seed", seed, low=0),
@@ -135,6 +136,14 @@ def _check_args(
         augment=augment,
         cache_dir=_check_path("cache_dir", cache_dir),
     )
+
+
+def _check_n(n: Any) -> int:
+    n = check_int("n", n, low=MIN_N)
+    if n > limits.max_n():
+        raise ValueError(f"n must be at most {limits.max_n():,} training rows, got {fmt_value(n)} "
+                         f"({limits.limit_hint('PRIVCORE_MAX_N')})")
+    return n
 
 
 def _data_file(args: _Args) -> str:
@@ -249,6 +258,11 @@ def _resize(
             f"n={n} exceeds the {m} training rows available in {args.name!r}, and augmentation only "
             f"applies to the image data sets ({', '.join(IMAGE_SOURCES)}): choose n <= {m}"
         )
+    need, ram = n * x_tr.shape[1] * 4, limits.physical_memory()
+    if ram is not None and need > ram // 2:
+        raise ValueError(
+            f"n={n:,} rows of {x_tr.shape[1]} features need {need / 2**30:,.1f} GB, more than half of this "
+            f"machine's {ram / 2**30:,.1f} GB of memory: choose a smaller n")
     # Fill one preallocated matrix: originals first, then deformed copies written in place.
     grown = np.empty((n, x_tr.shape[1]), dtype=np.float32)
     grown[:m] = x_tr

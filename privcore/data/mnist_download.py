@@ -14,6 +14,7 @@ import http.client
 import logging
 import os
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -106,6 +107,26 @@ def _download(url: str, target: Path, md5: str) -> None:
         raise
 
 
+#: A ``.part`` file untouched for this long belongs to a download that was killed (an active one
+#: writes every block, so its modification time stays fresh).
+STALE_PART_S = 600.0
+
+
+def _remove_stale_parts(folder: Path) -> None:
+    """Delete the temporary files of downloads that were killed (``kill -9`` skips every cleanup)."""
+    now = time.time()
+    try:
+        candidates = list(folder.glob(".*.part"))
+    except OSError:
+        return
+    for part in candidates:
+        try:
+            if part.is_file() and now - part.stat().st_mtime > STALE_PART_S:
+                part.unlink()
+        except OSError:
+            pass
+
+
 def ensure_mnist_files(folder: Path) -> dict[str, Path]:
     """Make sure the four MNIST files are in ``folder`` and match their MD5; return their paths.
 
@@ -122,6 +143,7 @@ def ensure_mnist_files(folder: Path) -> dict[str, Path]:
                 f"it is corrupt or not the original file. Delete it to download it again, or replace it."
             )
     missing = [name for name, path in paths.items() if not path.is_file()]
+    _remove_stale_parts(folder)
     if not missing:
         return paths
     created = not folder.exists()

@@ -73,6 +73,8 @@ def pca_fit(x: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
     (largest-magnitude entry positive) so the projection does not flip between platforms.
     """
     m, d = x.shape
+    if d > EXACT_PCA_MAX_D and dim < d:
+        return _pca_fit_randomized(x, dim)
     total = np.zeros(d)
     gram = np.zeros((d, d))
     for start in range(0, m, _ROWS_PER_CHUNK):
@@ -87,6 +89,35 @@ def pca_fit(x: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
     comps = vecs[:, np.argsort(vals, kind="stable")[::-1][:dim]]
     pivot = np.abs(comps).argmax(axis=0)
     comps *= np.sign(comps[pivot, np.arange(comps.shape[1])])
+    return mean.astype(np.float32), np.ascontiguousarray(comps, dtype=np.float32)
+
+
+#: Above this many features, :func:`pca_fit` uses a randomized range finder instead of a D x D
+#: eigendecomposition (10,000 features: minutes and gigabytes for the exact path).
+EXACT_PCA_MAX_D = 2048
+
+
+def _pca_fit_randomized(x: np.ndarray, dim: int, oversample: int = 10, power_iters: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``dim`` principal components by a seeded randomized range finder (Halko, Martinsson and
+    Tropp 2011, Algorithm 4.4 with power iterations): cost O(M D (dim + oversample)), no D x D matrix.
+    Deterministic (fixed seed); signs fixed as in :func:`pca_fit`."""
+    m, d = x.shape
+    mean = x.mean(axis=0, dtype=np.float64)
+    xc = x.astype(np.float64) - mean
+    k = min(dim + oversample, m, d)
+    omega = np.random.default_rng(0).standard_normal((d, k))
+    q, _ = np.linalg.qr(xc @ omega)
+    for _ in range(power_iters):
+        q, _ = np.linalg.qr(xc.T @ q)
+        q, _ = np.linalg.qr(xc @ q)
+    _, _, vt = np.linalg.svd(q.T @ xc, full_matrices=False)
+    comps = vt[:dim].T.copy()
+    if comps.shape[1] < dim:  # fewer rows than components: pad with zero directions
+        comps = np.hstack([comps, np.zeros((d, dim - comps.shape[1]))])
+    pivot = np.abs(comps).argmax(axis=0)
+    signs = np.sign(comps[pivot, np.arange(comps.shape[1])])
+    signs[signs == 0] = 1.0
+    comps *= signs
     return mean.astype(np.float32), np.ascontiguousarray(comps, dtype=np.float32)
 
 

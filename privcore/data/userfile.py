@@ -14,10 +14,12 @@ import functools
 import math
 import os
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 
+from .. import limits
 from .errors import DataFileError
 from .sources import RawSource, readonly
 
@@ -27,20 +29,35 @@ LABEL_COLUMNS: tuple[str, ...] = ("label", "y", "target", "class")
 MIN_ROWS = 10
 
 
+def _name(path: str | os.PathLike[str]) -> str:
+    """The file's base name: messages never show a server path."""
+    return os.path.basename(os.fspath(path)) or "(unnamed)"
+
+
 def file_key(path: str | os.PathLike[str]) -> tuple[str, int, int]:
     """``(absolute path, mtime in ns, size)``: identifies one version of a file for memoisation.
 
-    Raises :class:`DataFileError` if the file does not exist.
+    Raises :class:`DataFileError` if the file does not exist or cannot be inspected.
     """
-    p = Path(path).expanduser().resolve()
-    if not p.is_file():
-        raise DataFileError(f"data_file {str(path)!r} does not exist or is not a regular file")
-    st = p.stat()
+    try:
+        p = Path(path).expanduser().resolve()
+        if not p.is_file():
+            raise DataFileError(f"data_file {_name(path)!r} does not exist or is not a regular file")
+        st = p.stat()
+    except (OSError, RuntimeError, ValueError) as exc:  # a loop of links, a NUL byte, a permission error
+        if isinstance(exc, DataFileError):
+            raise
+        raise DataFileError(f"data_file {_name(path)!r} cannot be read: {_os_reason(exc)}") from None
     return str(p), st.st_mtime_ns, st.st_size
 
 
 def load_user_file(path: str | os.PathLike[str]) -> RawSource:
-    """Load a CSV or NPZ file into a :class:`RawSource` (x float32 ``[M, D0]``, y int64 ``[M]``)."""
+    """Load a CSV or NPZ file into a :class:`RawSource` (x float32 ``[M, D0]``, y int64 ``[M]``).
+
+    Limits (see :mod:`privcore.limits`) are checked before anything is parsed or inflated: the
+    file size, an NPZ's declared array shapes and entry sizes, a CSV's columns, and rows x columns
+    x 8 bytes against the memory budget.
+    """
     return _load_cached(*file_key(path))
 
 
@@ -49,91 +66,221 @@ def clear_cache() -> None:
     _load_cached.cache_clear()
 
 
+def _os_reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or type(exc).__name__
+
+
 @functools.lru_cache(maxsize=4)
 def _load_cached(path: str, mtime_ns: int, size: int) -> RawSource:
     # mtime and size are part of the cache key only: an edited file gets a fresh entry.
-    del mtime_ns, size
+    del mtime_ns
+    name = _name(path)
     suffix = Path(path).suffix.lower()
-    if suffix == ".csv":
-        x, labels = _read_csv(path)
-    elif suffix == ".npz":
-        x, labels = _read_npz(path)
-    else:
-        raise DataFileError(f"data_file {path!r} has unknown extension {suffix or '(none)'!r}: use .csv or .npz")
-    return _finish(path, x, labels)
-
-
-def _read_csv(path: str) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            rows = list(csv.reader(fh))
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise DataFileError(f"data_file {path!r} is not a readable UTF-8 CSV file: {exc}") from None
-    if not rows:
-        raise DataFileError(f"data_file {path!r} is empty: expected a header row and data rows")
-    header = [h.strip() for h in rows[0]]
-    lowered = [h.lower() for h in header]
-    label_col = next((lowered.index(c) for c in LABEL_COLUMNS if c in lowered), None)
-    if label_col is None:
+    if suffix not in (".csv", ".npz"):
+        raise DataFileError(f"data_file {name!r} has unknown extension {suffix or '(none)'!r}: use .csv or .npz")
+    if size > limits.max_file_bytes():
         raise DataFileError(
-            f"data_file {path!r} has no label column: name one column {' / '.join(LABEL_COLUMNS)} "
-            f"(header is {header})"
-        )
-    feature_cols = [j for j in range(len(header)) if j != label_col]
-    if not feature_cols:
-        raise DataFileError(f"data_file {path!r} has a label column but no feature columns")
-    # Line numbers are 1-based and count the header, matching what an editor shows; blank lines
-    # are tolerated (a trailing newline is common) but still counted.
-    body = [(line, r) for line, r in enumerate(rows[1:], start=2) if any(cell.strip() for cell in r)]
-    x = np.empty((len(body), len(feature_cols)), dtype=np.float64)
-    labels: list[str] = []
-    for i, (line, row) in enumerate(body):
-        if len(row) != len(header):
-            raise DataFileError(
-                f"data_file {path!r}: row {line} has {len(row)} fields, the header has {len(header)}"
-            )
-        for k, j in enumerate(feature_cols):
-            cell = row[j].strip()
-            try:
-                x[i, k] = float(cell)
-            except ValueError:
+            f"data_file {name!r} is {size / 2**20:,.1f} MB, above the limit of "
+            f"{limits.max_file_bytes() / 2**20:,.0f} MB ({limits.limit_hint('PRIVCORE_MAX_FILE_MB')})")
+    try:
+        if suffix == ".csv":
+            x, labels = _read_csv(path, name)
+        else:
+            x, labels = _read_npz(path, name)
+    except OSError as exc:  # unreadable: permissions, a vanished file, an I/O error
+        raise DataFileError(f"data_file {name!r} cannot be read: {_os_reason(exc)}") from None
+    except MemoryError:
+        raise DataFileError(f"data_file {name!r} does not fit in memory") from None
+    return _finish(name, x, labels)
+
+
+def _open_text(path: str):  # noqa: ANN202 - one place to open files (tests replace it)
+    return open(path, newline="", encoding="utf-8-sig")
+
+
+def _budget_rows(name: str, columns: int) -> int:
+    """Most rows of ``columns`` float64 values that fit the memory budget."""
+    budget = limits.max_data_bytes()
+    rows = budget // (8 * max(columns, 1))
+    if rows < MIN_ROWS:
+        raise DataFileError(
+            f"data_file {name!r}: {columns:,} columns x 8 bytes leave room for fewer than {MIN_ROWS} rows in the "
+            f"memory budget of {budget / 2**20:,.0f} MB ({limits.limit_hint('PRIVCORE_MAX_DATA_MB')})")
+    return rows
+
+
+def _read_csv(path: str, name: str) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        with _open_text(path) as fh:
+            reader = csv.reader(fh)
+            first = next(reader, None)
+            if first is None:
+                raise DataFileError(f"data_file {name!r} is empty: expected a header row and data rows")
+            header = [h.strip() for h in first]
+            if len(header) > limits.max_columns():
                 raise DataFileError(
-                    f"data_file {path!r}: non-numeric value {cell!r} in column {header[j]!r} at row {line}"
-                ) from None
-            if not math.isfinite(x[i, k]):
+                    f"data_file {name!r} has {len(header):,} columns, above the limit of {limits.max_columns():,} "
+                    f"({limits.limit_hint('PRIVCORE_MAX_COLUMNS')})")
+            lowered = [h.lower() for h in header]
+            seen: dict[str, str] = {}
+            for h, low in zip(header, lowered):
+                if low in seen:
+                    raise DataFileError(
+                        f"data_file {name!r} has the column name {h!r} more than once"
+                        + ("" if seen[low] == h else f" (as {seen[low]!r} and {h!r})")
+                        + ": give every column a distinct name")
+                seen[low] = h
+            label_col = next((lowered.index(c) for c in LABEL_COLUMNS if c in lowered), None)
+            if label_col is None:
+                shown = ", ".join(repr(h) for h in header[:20]) + (", ..." if len(header) > 20 else "")
                 raise DataFileError(
-                    f"data_file {path!r}: NaN or infinite value {cell!r} in column {header[j]!r} at row {line}"
+                    f"data_file {name!r} has no label column: name one column {' / '.join(LABEL_COLUMNS)} "
+                    f"(header is {shown})"
                 )
-        label = row[label_col].strip()
-        if not label:
-            raise DataFileError(f"data_file {path!r}: empty label in column {header[label_col]!r} at row {line}")
-        labels.append(label)
-    return x, _parse_labels(np.asarray(labels, dtype=str))
+            feature_cols = [j for j in range(len(header)) if j != label_col]
+            if not feature_cols:
+                raise DataFileError(f"data_file {name!r} has a label column but no feature columns")
+            max_rows = _budget_rows(name, len(feature_cols))
+            x = np.empty((min(1024, max_rows), len(feature_cols)), dtype=np.float64)
+            labels: list[str] = []
+            count = 0
+            # Line numbers are 1-based and count the header, matching what an editor shows; blank
+            # lines are tolerated (a trailing newline is common) but still counted.
+            for line, row in enumerate(reader, start=2):
+                if not any(cell.strip() for cell in row):
+                    continue
+                if len(row) != len(header):
+                    raise DataFileError(
+                        f"data_file {name!r}: row {line} has {len(row)} fields, the header has {len(header)}"
+                    )
+                if count >= max_rows:
+                    raise DataFileError(
+                        f"data_file {name!r} has more than {max_rows:,} rows of {len(feature_cols):,} features: "
+                        f"above the memory budget of {limits.max_data_bytes() / 2**20:,.0f} MB "
+                        f"({limits.limit_hint('PRIVCORE_MAX_DATA_MB')})")
+                if count == x.shape[0]:
+                    grown = np.empty((min(2 * count, max_rows), x.shape[1]), dtype=np.float64)
+                    grown[:count] = x
+                    x = grown
+                for k, j in enumerate(feature_cols):
+                    cell = row[j].strip()
+                    try:
+                        value = float(cell)
+                    except ValueError:
+                        raise DataFileError(
+                            f"data_file {name!r}: non-numeric value {_clip(cell)!r} in column {_clip(header[j])!r} "
+                            f"at row {line}"
+                        ) from None
+                    if not math.isfinite(value):
+                        raise DataFileError(
+                            f"data_file {name!r}: NaN or infinite value {_clip(cell)!r} in column "
+                            f"{_clip(header[j])!r} at row {line}"
+                        )
+                    x[count, k] = value
+                label = row[label_col].strip()
+                if not label:
+                    raise DataFileError(
+                        f"data_file {name!r}: empty label in column {header[label_col]!r} at row {line}")
+                labels.append(label)
+                count += 1
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise DataFileError(f"data_file {name!r} is not a readable UTF-8 CSV file: {_clip(str(exc))}") from None
+    return x[:count], _parse_labels(np.asarray(labels, dtype=str))
 
 
-def _read_npz(path: str) -> tuple[np.ndarray, np.ndarray]:
+def _clip(text: str, most: int = 60) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def _npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, key: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype from the header of one ``.npy`` entry, reading only its first bytes."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # not a zip, truncated, pickled, ...
-        raise DataFileError(f"data_file {path!r} is not a readable .npz file: {exc}") from None
-    xkey = "x" if "x" in arrays else "X" if "X" in arrays else None
-    if xkey is None or "y" not in arrays:
-        raise DataFileError(f"data_file {path!r} must hold arrays 'x' (or 'X') and 'y'; found {sorted(arrays)}")
-    x, y = arrays[xkey], arrays["y"]
-    if x.ndim < 2 or x.dtype.kind not in "biuf":
+        with zf.open(info) as fh:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+            elif version in ((2, 0), (3, 0)):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+            else:
+                raise ValueError(f"unsupported .npy version {version}")
+            header_len = fh.tell()
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError,
+            SyntaxError, TypeError, KeyError, zlib.error) as exc:
+        raise DataFileError(f"data_file {name!r}: array {key!r} is not a readable .npy entry ({_clip(str(exc))})") from None
+    if dtype.hasobject:
+        raise DataFileError(f"data_file {name!r}: array {key!r} holds Python objects, which are never loaded; "
+                            "save numbers or strings")
+    if not all(isinstance(s, int) and s >= 0 for s in shape):
+        raise DataFileError(f"data_file {name!r}: array {key!r} has an invalid shape {shape}")
+    cells = math.prod(shape)
+    if cells * dtype.itemsize + header_len > info.file_size:
         raise DataFileError(
-            f"data_file {path!r}: {xkey!r} must be a numeric array [rows, features], got {x.dtype} {x.shape}"
-        )
+            f"data_file {name!r}: array {key!r} claims shape {shape} ({_mb(cells * dtype.itemsize)}) but its entry "
+            f"holds {_mb(info.file_size)}: the file is truncated or damaged")
+    return tuple(shape), dtype
+
+
+def _mb(nbytes: int | float) -> str:
+    return f"{nbytes / 2**20:,.1f} MB"
+
+
+def _read_npz(path: str, name: str) -> tuple[np.ndarray, np.ndarray]:
+    budget = limits.max_data_bytes()
+    try:
+        zf = zipfile.ZipFile(path)
+    except (ValueError, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError, zlib.error) as exc:
+        raise DataFileError(f"data_file {name!r} is not a readable .npz file: {_clip(str(exc))}") from None
+    with zf:
+        entries = {i.filename[:-4]: i for i in zf.infolist() if i.filename.endswith(".npy")}
+        xkey = "x" if "x" in entries else "X" if "X" in entries else None
+        if xkey is None or "y" not in entries:
+            found = ", ".join(repr(k) for k in sorted(entries)[:10])
+            raise DataFileError(f"data_file {name!r} must hold arrays 'x' (or 'X') and 'y'; found [{found}]")
+        # Sizes first, from the zip directory and the .npy headers: nothing is inflated before the
+        # whole file is known to fit.
+        for key in (xkey, "y"):
+            info = entries[key]
+            if info.file_size > budget + 4096:
+                raise DataFileError(
+                    f"data_file {name!r}: array {key!r} inflates to {_mb(info.file_size)}, above the memory budget of "
+                    f"{_mb(budget)} ({limits.limit_hint('PRIVCORE_MAX_DATA_MB')})")
+            if info.file_size > 16 * 2**20 and info.file_size > limits.MAX_ZIP_RATIO * max(info.compress_size, 1):
+                raise DataFileError(
+                    f"data_file {name!r}: array {key!r} inflates from {_mb(info.compress_size)} to "
+                    f"{_mb(info.file_size)}, more than {limits.MAX_ZIP_RATIO} times: refused as a likely zip bomb")
+        xshape, xdtype = _npy_header(zf, entries[xkey], name, xkey)
+        yshape, ydtype = _npy_header(zf, entries["y"], name, "y")
+        if len(xshape) < 2 or xdtype.kind not in "biuf":
+            raise DataFileError(
+                f"data_file {name!r}: {xkey!r} must be a numeric array [rows, features], got {xdtype} {xshape}"
+            )
+        rows, cols = xshape[0], math.prod(xshape[1:])
+        if cols > limits.max_columns():
+            raise DataFileError(
+                f"data_file {name!r}: {xkey!r} has {cols:,} features, above the limit of {limits.max_columns():,} "
+                f"({limits.limit_hint('PRIVCORE_MAX_COLUMNS')})")
+        if rows * cols * 8 > budget:
+            raise DataFileError(
+                f"data_file {name!r}: {xkey!r} is {rows:,} x {cols:,}, which needs {_mb(rows * cols * 8)} as float64: "
+                f"above the memory budget of {_mb(budget)} ({limits.limit_hint('PRIVCORE_MAX_DATA_MB')})")
+        if ydtype.kind not in "biufUS":
+            raise DataFileError(f"data_file {name!r}: 'y' must hold numbers or strings, got dtype {ydtype}")
+        ycount = math.prod(yshape)
+        if ycount != rows:
+            raise DataFileError(f"data_file {name!r}: {xkey!r} has {rows} rows but 'y' has {ycount} labels")
+        try:
+            with zf.open(entries[xkey]) as fh:
+                x = np.lib.format.read_array(fh, allow_pickle=False)
+            with zf.open(entries["y"]) as fh:
+                y = np.lib.format.read_array(fh, allow_pickle=False)
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError,
+                zlib.error) as exc:
+            raise DataFileError(f"data_file {name!r} is not a readable .npz file: {_clip(str(exc))}") from None
     x = x.reshape(x.shape[0], -1).astype(np.float64)  # images [M, H, W] become rows
     y = y.reshape(-1)
-    if y.shape[0] != x.shape[0]:
-        raise DataFileError(f"data_file {path!r}: {xkey!r} has {x.shape[0]} rows but 'y' has {y.shape[0]} labels")
-    _check_finite(path, x, xkey)
+    _check_finite(name, x, xkey)
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        raise DataFileError(f"data_file {path!r}: 'y' contains NaN or infinite labels")
-    if y.dtype.kind not in "biufUS":
-        raise DataFileError(f"data_file {path!r}: 'y' must hold numbers or strings, got dtype {y.dtype}")
+        raise DataFileError(f"data_file {name!r}: 'y' contains NaN or infinite labels")
     return x, (y if y.dtype.kind in "biuf" else y.astype(str))
 
 
@@ -151,19 +298,24 @@ def _parse_labels(labels: np.ndarray) -> np.ndarray:
 def _check_finite(path: str, x: np.ndarray, name: str) -> None:
     bad = ~np.isfinite(x)
     if bad.any():
-        i, j = np.argwhere(bad)[0]
+        i, j = (int(v) for v in np.argwhere(bad)[0])
         raise DataFileError(
-            f"data_file {path!r}: NaN or infinite value {x[i, j]} in {name!r} at row index {i}, feature {j}"
+            f"data_file {path!r}: NaN or infinite value {float(x[i, j])} in {name!r} at row index {i}, feature {j}"
         )
 
 
 def _finish(path: str, x: np.ndarray, labels: np.ndarray) -> RawSource:
     if x.shape[0] < MIN_ROWS:
         raise DataFileError(f"data_file {path!r} has too few rows: {x.shape[0]} (need at least {MIN_ROWS})")
+    if x.size and float(np.abs(x).max()) > float(np.finfo(np.float32).max):
+        raise DataFileError(f"data_file {path!r} has values beyond +-3.4e38, which do not fit in float32: "
+                            "rescale the features")
     uniq, y = np.unique(labels, return_inverse=True)
     if uniq.size < 2:
-        raise DataFileError(f"data_file {path!r} has only one class ({uniq[0]!r}): need at least 2")
-    shown = ", ".join(f"{u!r}->{k}" for k, u in enumerate(uniq[:12].tolist()))
+        only = uniq[0].item() if hasattr(uniq[0], "item") else uniq[0]
+        raise DataFileError(f"data_file {path!r} has only one class ({_clip(str(only), 30)!r}): need at least 2")
+    shown = ", ".join(f"{_clip(str(u), 30)!r}->{k}" if isinstance(u, str) else f"{u!r}->{k}"
+                      for k, u in enumerate(uniq[:12].tolist()))
     more = f", ... ({uniq.size} classes)" if uniq.size > 12 else ""
     return RawSource(
         x=readonly(x.astype(np.float32)),

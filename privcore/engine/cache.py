@@ -2,21 +2,42 @@
 
 The device is deliberately not part of the key: a result computed on a GPU is reused on a CPU.
 Bump :data:`SCHEMA_VERSION` whenever a change alters what a stored number means.
+
+The cache folder may be shared, copied or imported, so nothing read from it is trusted:
+
+* Values are JSON text only (:class:`JSONOnlyDisk`): storing anything else is refused, and reading
+  never unpickles, never follows a stored file name and never opens a file (a planted pickle or a
+  row pointing at ``/etc/passwd`` reads as a bad value).
+* Every value read is checked against the schema of a result (:func:`check_result`): a dict with
+  the expected keys and types and finite numbers. A bad one is a miss (it is recomputed) and is
+  reported once in :attr:`ResultCache.messages`.
+* A corrupt database (random bytes, a truncated file, a folder in its place) is moved aside with a
+  message and rebuilt. A read-only cache serves what it holds and stores nothing (message once).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import sqlite3
+import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["SCHEMA_VERSION", "ResultCache", "point_key", "default_results_dir"]
+__all__ = ["SCHEMA_VERSION", "ResultCache", "JSONOnlyDisk", "point_key", "default_results_dir", "check_result",
+           "MAX_VALUE_CHARS"]
 
-SCHEMA_VERSION = 4  # 4: certified solver residual in every sensitivity, replace-one DP-SGD, approximate minima perturbation
+SCHEMA_VERSION = 5  # 5: certified solver residual in every sensitivity, replace-one DP-SGD, approximate minima perturbation
+# 4: JSON-only disk, validated reads (entries of 3 are not trusted)
 # 3: DP-SGD draws batches and noise per chunk of steps; solves in the data eigenbasis
 # 2: Gaussian loss perturbation calibrated on ||P b|| ~ sigma chi_2C; L-BFGS memory 5
+
+#: A stored result is a few hundred characters; anything far larger is not ours.
+MAX_VALUE_CHARS = 1_000_000
+_DB_NAME = "cache.db"
 
 
 def default_results_dir() -> Path:
@@ -32,35 +53,407 @@ def point_key(point: dict[str, Any], fingerprint: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class ResultCache:
-    """A diskcache store of JSON-able dicts; ``enabled=False`` turns it into a no-op."""
+# ---------------------------------------------------------------- schema of a stored result
 
-    def __init__(self, directory: str | os.PathLike[str] | None = None, enabled: bool = True) -> None:
+def _finite(value: Any, *, low: float | None = None, high: float | None = None) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    v = float(value)
+    return math.isfinite(v) and (low is None or v >= low) and (high is None or v <= high)
+
+
+_SCALE_NUMBERS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity",
+                  "solver_tolerance", "output_scale")
+
+
+def _check_scale(scale: Any) -> str | None:
+    if not isinstance(scale, dict):
+        return "scale is not an object"
+    if not isinstance(scale.get("noise"), str):
+        return "scale.noise is not a string"
+    for key, value in scale.items():
+        if not isinstance(key, str):
+            return "scale has a non-string key"
+        if key in _SCALE_NUMBERS or key in ("epsilon", "delta"):
+            if value is None or value == "inf" or _finite(value, low=0.0):
+                continue
+            return f"scale.{key} is not a finite number >= 0"
+        if key == "notes":
+            if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                return "scale.notes is not a list of strings"
+        elif not (value is None or isinstance(value, str)):
+            return f"scale.{key} is not a string"
+    return None
+
+
+def check_result(value: Any) -> str | None:
+    """None when ``value`` has the shape of a stored result (see ``runner._stored``), else why not.
+
+    Required: ``accuracies`` (non-empty list of numbers in [0, 1]), ``accuracy_mean`` in [0, 1],
+    ``accuracy_std`` >= 0, ``seconds`` >= 0 (all finite), ``device`` (str), ``lam`` (finite > 0),
+    ``scale`` (an object of strings and finite numbers); optional ``note`` (str) and
+    ``solver_grad_norm`` (finite >= 0 or null).
+    """
+    if not isinstance(value, dict):
+        return f"not an object ({type(value).__name__})"
+    acc = value.get("accuracies")
+    if not isinstance(acc, list) or not acc or not all(_finite(a, low=0.0, high=1.0) for a in acc):
+        return "accuracies is not a non-empty list of numbers in [0, 1]"
+    if not _finite(value.get("accuracy_mean"), low=0.0, high=1.0):
+        return "accuracy_mean is not a number in [0, 1]"
+    if not _finite(value.get("accuracy_std"), low=0.0):
+        return "accuracy_std is not a finite number >= 0"
+    if not _finite(value.get("seconds"), low=0.0):
+        return "seconds is not a finite number >= 0"
+    if not isinstance(value.get("device"), str) or len(value["device"]) > 200:
+        return "device is not a short string"
+    if not _finite(value.get("lam"), low=0.0) or value["lam"] <= 0:
+        return "lam is not a finite number > 0"
+    problem = _check_scale(value.get("scale"))
+    if problem:
+        return problem
+    if not isinstance(value.get("note", ""), str):
+        return "note is not a string"
+    grad = value.get("solver_grad_norm")
+    if grad is not None and not _finite(grad, low=0.0):
+        return "solver_grad_norm is not a finite number >= 0"
+    return None
+
+
+# ---------------------------------------------------------------- a disk that never unpickles
+
+def _json_disk_class():  # noqa: ANN202 - built lazily so that importing this module stays cheap
+    import diskcache
+    from diskcache.core import MODE_RAW
+
+    class JSONOnlyDisk(diskcache.Disk):
+        """A diskcache ``Disk`` for str keys and str (JSON text) values, always stored inline.
+
+        ``store`` refuses anything but a str; ``fetch`` returns the stored text for inline text
+        rows and None for anything else (pickles, file references, blobs): it never calls pickle
+        and never opens a file. ``get`` never unpickles a key.
+        """
+
+        def put(self, key):  # noqa: ANN001, ANN201
+            if type(key) is not str:
+                raise TypeError(f"cache keys must be str, got {type(key).__name__}")
+            return key, True
+
+        def get(self, key, raw):  # noqa: ANN001, ANN201
+            return key if (raw and isinstance(key, str)) else "<unreadable key>"
+
+        def store(self, value, read, key=None):  # noqa: ANN001, ANN201
+            if read or type(value) is not str:
+                raise TypeError(f"cache values must be JSON text (str), got {type(value).__name__}")
+            if len(value) > MAX_VALUE_CHARS:
+                raise ValueError(f"cache value of {len(value)} characters exceeds {MAX_VALUE_CHARS}")
+            return 0, MODE_RAW, None, value
+
+        def fetch(self, mode, filename, value, read):  # noqa: ANN001, ANN201
+            if read or mode != MODE_RAW or filename is not None or not isinstance(value, str):
+                return ""  # not ours: reported as a bad value by ResultCache.get
+            return value
+
+        def filename(self, key=None, value=None):  # noqa: ANN001, ANN201 - never used: values are inline
+            raise TypeError("JSONOnlyDisk stores values inline only")
+
+        def remove(self, file_path):  # noqa: ANN001, ANN201 - never delete a file a row names
+            return None
+
+    return JSONOnlyDisk
+
+
+_DISK_CLASS = None
+
+
+def __getattr__(name: str) -> Any:  # ``from privcore.engine.cache import JSONOnlyDisk``
+    if name == "JSONOnlyDisk":
+        return _disk()
+    raise AttributeError(name)
+
+
+def _disk():  # noqa: ANN202
+    global _DISK_CLASS
+    if _DISK_CLASS is None:
+        _DISK_CLASS = _json_disk_class()
+    return _DISK_CLASS
+
+
+_MODE_RAW = 1  # diskcache.core.MODE_RAW
+_REFERENCE: dict[str, Any] = {}
+_INSPECTED: dict[tuple, None] = {}
+
+
+def _settings() -> dict[str, Any]:
+    from diskcache.core import DEFAULT_SETTINGS
+
+    return dict(DEFAULT_SETTINGS)
+
+
+def _reference_schema() -> set[tuple[str, str, str | None]]:
+    """(type, name, sql) of every schema object a fresh diskcache database has (computed once)."""
+    if "schema" not in _REFERENCE:
+        import tempfile
+
+        import diskcache
+
+        with tempfile.TemporaryDirectory() as tmp:
+            diskcache.Cache(tmp, disk=_disk(), **_settings()).close()
+            conn = sqlite3.connect(os.path.join(tmp, _DB_NAME))
+            try:
+                _REFERENCE["schema"] = set(conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall())
+            finally:
+                conn.close()
+    return _REFERENCE["schema"]
+
+
+def _inspect_db(db: Path) -> str | None:
+    """Why ``db`` is not a database this module wrote (corrupt, foreign tables or triggers), or None.
+
+    Opened read-only; nothing in it runs. Memoised per file version.
+    """
+    if db.is_symlink() or not db.is_file():
+        return f"{_DB_NAME} is not a regular file"
+    st = db.stat()
+    stamp = (str(db), st.st_ino, st.st_size, st.st_mtime_ns)
+    if stamp in _INSPECTED:
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    except sqlite3.Error as err:
+        return f"cannot be opened: {_short(err)}"
+    try:
+        check = conn.execute("PRAGMA quick_check").fetchall()
+        if check != [("ok",)]:
+            return f"integrity check failed: {str(check[0][0])[:100] if check else 'no answer'}"
+        schema = set(conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall())
+        extra = schema - _reference_schema()
+        if extra:
+            return f"unexpected schema objects: {', '.join(sorted(str(e[1]) for e in extra))[:100]}"
+        from diskcache.core import METADATA
+
+        keys = {row[0] for row in conn.execute("SELECT key FROM Settings").fetchall()}
+        unknown = keys - set(_settings()) - set(METADATA)
+        if unknown:
+            return f"unexpected settings: {', '.join(sorted(map(str, unknown)))[:100]}"
+    except sqlite3.DatabaseError as err:
+        if _is_readonly_error(err):
+            return None
+        return _short(err)
+    finally:
+        conn.close()
+    _INSPECTED[stamp] = None
+    return None
+
+
+def _is_readonly_error(err: BaseException) -> bool:
+    text = str(err).lower()
+    return isinstance(err, PermissionError) or "readonly" in text or "read-only" in text
+
+
+class ResultCache:
+    """A diskcache store of JSON-able result dicts; ``enabled=False`` turns it into a no-op.
+
+    ``messages`` collects what went wrong with the cache itself (a corrupt database moved aside,
+    a read-only folder, a bad stored value), each message once; :meth:`drain_messages` hands them
+    over. ``validate`` checks every value read (default :func:`check_result`; None to accept any
+    JSON object).
+    """
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None, enabled: bool = True,
+                 validate: Callable[[Any], str | None] | None = check_result) -> None:
         self.enabled = enabled
         self.directory = Path(directory) if directory is not None else default_results_dir()
+        self.validate = validate
+        self.readonly = False
+        self.messages: list[str] = []
         self._store = None
+        self._ro_conn: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
         if enabled:
-            import diskcache
+            self._open()
 
+    # ------------------------------------------------------------ opening and recovery
+
+    def _note(self, message: str) -> None:
+        if message not in self.messages:
+            self.messages.append(message)
+
+    def drain_messages(self) -> list[str]:
+        """The messages so far (each once), then forget them."""
+        out, self.messages = self.messages, []
+        return out
+
+    def _open(self, retry: bool = True) -> None:
+        import diskcache
+
+        db = self.directory / _DB_NAME
+        try:
+            if db.exists() or db.is_symlink():
+                problem = _inspect_db(db)
+                if problem is not None:
+                    raise sqlite3.DatabaseError(problem)
             self.directory.mkdir(parents=True, exist_ok=True)
-            self._store = diskcache.Cache(str(self.directory))
+            # Every setting is passed explicitly: nothing read from the Settings table of a planted
+            # database reaches diskcache's PRAGMA statements or the Disk.
+            store = diskcache.Cache(str(self.directory), disk=_disk(), **_settings())
+            try:
+                store.get("__privcore_probe__")
+            except BaseException:
+                store.close()
+                raise
+            self._store = store
+        except (sqlite3.DatabaseError, OSError) as err:
+            if _is_readonly_error(err):
+                self._open_readonly(db)
+                return
+            if retry and isinstance(err, sqlite3.DatabaseError) and self._quarantine(err):
+                self._open(retry=False)
+                return
+            self._store = None
+            self.enabled = False
+            self._note(f"results cache unusable ({_short(err)}): results are computed but not stored")
+
+    def _open_readonly(self, db: Path) -> None:
+        """Serve what a read-only cache holds; store nothing."""
+        self.readonly = True
+        self._note("results cache is read-only: cached results are used, new ones are computed but not stored")
+        if not db.is_file():
+            return
+        try:
+            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
+            conn.execute("SELECT 1 FROM Cache LIMIT 1").fetchall()
+            self._ro_conn = conn
+        except sqlite3.Error as err2:
+            self._note(f"results cache is read-only and unreadable ({_short(err2)}): nothing is served from it")
+
+    def _quarantine(self, err: BaseException) -> bool:
+        """Move a corrupt ``cache.db`` (and its journal files) aside; True when done."""
+        with self._lock:
+            if self._store is not None:
+                try:
+                    self._store.close()
+                except Exception:  # noqa: BLE001
+                    pass
+                self._store = None
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            moved = None
+            try:
+                for suffix in ("", "-wal", "-shm"):
+                    src = self.directory / (_DB_NAME + suffix)
+                    if src.exists() or src.is_symlink():
+                        dst = self.directory / f"{_DB_NAME}{suffix}.corrupt-{stamp}-{os.getpid()}"
+                        os.replace(src, dst)
+                        if suffix == "":
+                            moved = dst.name
+            except OSError as move_err:
+                self._note(f"results cache is corrupt ({_short(err)}) and could not be moved aside "
+                           f"({_short(move_err)}): results are computed but not stored")
+                return False
+            self._note(f"results cache was corrupt ({_short(err)}): moved aside as {moved or _DB_NAME} in the "
+                       "results folder and rebuilt")
+            return True
+
+    def _recover(self, err: BaseException) -> None:
+        """A query failed on an open database: rebuild it if it is corrupt, else stop using it."""
+        if _is_readonly_error(err):
+            self.readonly = True
+            self._note("results cache is read-only: cached results are used, new ones are computed but not stored")
+            return
+        if self._quarantine(err):
+            self._open(retry=False)
+        else:
+            self.enabled = False
+
+    # ------------------------------------------------------------ reading and writing
+
+    def _raw_get(self, key: str) -> Any:
+        if self._store is not None:
+            return self._store.get(key)
+        if self._ro_conn is not None:
+            row = self._ro_conn.execute(
+                "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = 1 "
+                "AND (expire_time IS NULL OR expire_time > ?)", (key, time.time())).fetchone()
+            if row is None or row[0] != _MODE_RAW or row[1] is not None or not isinstance(row[2], str):
+                return None if row is None else ""
+            return row[2]
+        return None
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The stored dict for ``key``, or None."""
-        if self._store is None:
+        """The stored dict for ``key``, or None (missing, unreadable or failing validation)."""
+        if not self.enabled:
             return None
-        value = self._store.get(key)
-        return json.loads(value) if isinstance(value, str) else None
+        try:
+            value = self._raw_get(key)
+        except sqlite3.DatabaseError as err:
+            self._recover(err)
+            return None
+        if value is None:
+            return None
+        problem = None
+        if not isinstance(value, str) or not value or len(value) > MAX_VALUE_CHARS:
+            problem = "not JSON text: a pickle, a blob or a file reference"
+        else:
+            try:
+                value = json.loads(value, parse_constant=_reject_constant)
+            except (ValueError, RecursionError) as err:
+                problem = f"not valid JSON ({_short(err)})"
+        if problem is None and self.validate is not None:
+            problem = self.validate(value)
+        if problem is not None:
+            self._note(f"ignored a stored result that does not have the expected form ({problem}); it is recomputed")
+            return None
+        return value
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         """Store ``value`` (must be JSON-serialisable: plain numbers, strings, lists)."""
-        if self._store is not None:
-            self._store.set(key, json.dumps(value))
+        if not self.enabled or self.readonly or self._store is None:
+            return
+        try:
+            text = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as err:
+            self._note(f"a result was not stored: {_short(err)}")
+            return
+        try:
+            self._store.set(key, text)
+        except sqlite3.DatabaseError as err:
+            self._recover(err)
+            if self._store is not None and not self.readonly:
+                try:
+                    self._store.set(key, text)
+                except sqlite3.DatabaseError as err2:
+                    self._note(f"results cache write failed ({_short(err2)}): results are not stored")
+        except OSError as err:
+            self._note(f"results cache write failed ({_short(err)}): results are not stored")
 
     def clear(self) -> None:
         """Remove every stored result."""
-        if self._store is not None:
-            self._store.clear()
+        if self._store is not None and not self.readonly:
+            try:
+                self._store.clear()
+            except sqlite3.DatabaseError as err:
+                self._recover(err)
 
     def __len__(self) -> int:
-        return 0 if self._store is None else len(self._store)
+        try:
+            if self._store is not None:
+                return len(self._store)
+            if self._ro_conn is not None:
+                return int(self._ro_conn.execute("SELECT COUNT(*) FROM Cache").fetchone()[0])
+        except sqlite3.DatabaseError:
+            return 0
+        return 0
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _short(err: BaseException) -> str:
+    """An exception as a short message without any server path."""
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    for attr in ("filename", "filename2"):
+        p = getattr(err, attr, None)
+        if p:
+            text = text.replace(str(p), os.path.basename(str(p)))
+    return text[:200]

@@ -159,11 +159,24 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
                 _RUNNING.pop(key, None)
 
 
+def check_features(dim: int) -> None:
+    """Refuse to train on more features than :func:`privcore.limits.max_features` (the solver
+    diagonalises a D x D matrix: 10,000 features took over 12 minutes, uncancellable)."""
+    from .. import limits
+
+    if dim > limits.max_features():
+        raise ValueError(
+            f"the data have D = {dim:,} features, above the limit of {limits.max_features():,} for training (the "
+            f"solver diagonalises a D x D matrix, which is slow and cannot be cancelled): reduce D with PCA (the D "
+            f"control, or --dim, e.g. 100) ({limits.limit_hint('PRIVCORE_MAX_FEATURES')})")
+
+
 def _variant_data(vspec: SweepSpec) -> tuple[Dataset, float, Problem]:
     """The data set of one variant (memoised by the loader), its fixed lam and its base problem."""
     d = vspec.data
     ds = load_dataset(d.name, data_file=d.data_file, n=d.n, dim=d.dim, classes=d.classes, seed=vspec.seed,
                       augment=d.augment)
+    check_features(ds.dim)
     fixed_lam = 1e-3 if vspec.lam == "auto" else float(vspec.lam)
     return ds, fixed_lam, _problem(ds, vspec, fixed_lam)
 
@@ -267,7 +280,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
                 budgets = [PrivacyBudget(epsilons[i], vspec.delta) for i in missing]
                 try:
                     fresh = _compute(method, ds, vspec, budgets, fixed_lam, context, device, poll)
-                except (CalibrationError, SolverCertificationError) as err:
+                except (CalibrationError, SolverCertificationError, ArithmeticError) as err:  # ArithmeticError: an accountant's numerical limit
                     result.warnings.append(f"{method}: {err}")
                     fresh = [None] * len(missing)
                 per_point = (time.perf_counter() - t0) / len(missing)
@@ -289,6 +302,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
                 result.cached += int(is_cached)
                 result.rows.append(_row(method, e, vspec, base_problem, spec.vary, vary_value, stored, is_cached))
             done += 1
+    result.warnings.extend(m for m in getattr(store, "drain_messages", list)() if m not in result.warnings)
     if progress is not None:
         progress(1.0, "done")
     result.seconds = time.perf_counter() - start

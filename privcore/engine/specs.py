@@ -46,7 +46,12 @@ class DataSpec:
         if self.data_file is not None and not isinstance(self.data_file, str):
             raise TypeError(f"data_file must be a path string, got {self.data_file!r}")
         if self.n is not None:
+            from .. import limits
+
             check_int("n", self.n, low=10)
+            if self.n > limits.max_n():
+                raise ValueError(f"n must be at most {limits.max_n():,} training rows, got {self.n:,} "
+                                 f"({limits.limit_hint('PRIVCORE_MAX_N')})")
         if self.dim is not None:
             check_int("dim", self.dim, low=1)
         if self.classes is not None:

@@ -7,7 +7,10 @@ paper's choice). For the linear model the per-example gradient is x_n (p_n - y_n
 is ||x_n|| ||p_n - y_n||: clipping needs no per-example gradient tensors. (The paper's code divides
 by the clip factor instead of multiplying by it; we clip.)
 
-sigma (the noise multiplier) comes from Opacus: RDP for ``paper``/``corrected``, PRV for ``tight``.
+sigma (the noise multiplier), :func:`privcore.accounting.dpsgd_noise_multiplier`: ``paper`` as
+published (Opacus RDP, add/remove neighbours: too little noise under this project's replace-one
+convention, and the note says by how much); ``corrected`` replace-one, dp_accounting PLD (moderate
+grid); ``tight`` replace-one, dp_accounting PLD (finer grid).
 Runs of the same repetition share their batches and unit noise across epsilons. Each repetition's
 batches and noise for a chunk of steps are drawn at once from its own generator (the chunk size
 depends on the problem's shape only), so a run does not depend on what else is in its batch.
@@ -19,18 +22,15 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import torch
 
-from ..accounting.dpsgd import dpsgd_noise_multiplier
-from ..validation import format_value as _fmt
+from ..accounting.dpsgd import dpsgd_epsilon_replace_one, dpsgd_noise_multiplier
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
+from ..validation import format_value as _fmt
 from .base import Method, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import TrainContext
 
-__all__ = ["DPSGD", "per_example_grad_norms", "PRV_MAX_STEPS"]
-
-#: Above this many steps ``tight`` falls back from PRV to RDP accounting (PRV is too slow there).
-PRV_MAX_STEPS = 1000
+__all__ = ["DPSGD", "per_example_grad_norms"]
 
 
 def per_example_grad_norms(x: torch.Tensor, probs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -83,19 +83,26 @@ class DPSGD(Method):
         if problem.batch_size > problem.n:
             raise CalibrationError(f"dpsgd batch_size must be at most N = {problem.n:,}, got {problem.batch_size:,}: "
                                    "lower the batch size")
-        acc = "prv" if accounting == "tight" else "rdp"
-        notes: tuple[str, ...] = ()
-        if acc == "prv" and problem.steps > PRV_MAX_STEPS:
-            # Opacus's PRV accountant takes 15 s to minutes beyond a few thousand steps (measured:
-            # 2,000 steps at q = 16/60000 took 16 s); RDP is never less private, only a few % noisier.
-            acc = "rdp"
-            notes = (f"tight: {problem.steps} steps exceed {PRV_MAX_STEPS}, where the PRV accountant is too slow to be "
-                     "interactive; the RDP accountant was used (safe, a few % more noise)",)
-        z = dpsgd_noise_multiplier(budget.epsilon, budget.delta, problem.sample_rate, problem.steps, acc)
-        return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=z * problem.clip,
-                          noise_multiplier=z, sensitivity=problem.clip, notes=notes,
-                          formula=f"noise multiplier from Opacus {acc.upper()} accountant: q = {problem.sample_rate:.4g}, "
-                                  f"steps = {problem.steps}; noise std = multiplier * clip")
+        eps, dlt, q, k = budget.epsilon, budget.delta, problem.sample_rate, problem.steps
+        where = f"q = {q:.4g}, steps = {k}; noise std = multiplier * clip"
+        if accounting == "paper":
+            z = dpsgd_noise_multiplier(eps, dlt, q, k, "rdp", relation="add_remove")
+            real = dpsgd_epsilon_replace_one(z, q, k, dlt)
+            notes: tuple[str, ...] = (
+                "paper: calibrated as published for ADD/REMOVE neighbours (Opacus RDP); under this project's "
+                f"replace-one neighbours its real epsilon is larger: replace-one epsilon of this noise: {real:.3g} "
+                f"(target {eps:g}; dp_accounting PLD, an upper bound)",)
+            formula = f"noise multiplier from Opacus RDP accountant, add/remove neighbours (as published): {where}"
+        else:
+            grid = "fine" if accounting == "tight" else "moderate"
+            z = dpsgd_noise_multiplier(eps, dlt, q, k, "pld", relation="replace_one", grid=grid)
+            notes = (f"{accounting}: replace-one, dp_accounting PLD ({grid} grid, pessimistic: epsilon <= {eps:g} "
+                     "re-checked for the returned multiplier)",)
+            formula = f"noise multiplier: replace-one, dp_accounting PLD ({grid} grid): {where}"
+        # The clipped sum moves by clip (add/remove, as published) or 2 clip (replace-one) per example.
+        sens = problem.clip if accounting == "paper" else 2.0 * problem.clip
+        return NoiseScale(self.name, eps, dlt, accounting, "gaussian", sigma=z * problem.clip,
+                          noise_multiplier=z, sensitivity=sens, notes=notes, formula=formula)
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:

@@ -1,0 +1,76 @@
+"""DP-SGD calibration time, cold and warm (prints a table; not a test).
+
+    python bench/bench_calibration.py [--runs 3] [--modes corrected,tight] [--quick]
+
+For each setting (steps, q, epsilon; delta = 1e-5) and accounting mode it times
+``dpsgd_noise_multiplier`` as ``calibrate("dpsgd", ...)`` calls it (corrected: moderate PLD grid;
+tight: fine), replace-one: *cold* with every in-process memo cleared (the accountant imports
+are paid once, before the table, and reported separately), *warm* when the same call is repeated
+(the memo answers). Medians over ``--runs`` cold runs. The machine's load average is printed
+before and after: on a shared machine the cold times scale with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+STEPS = (10, 100, 500, 2000)
+RATES = (0.001, 0.01, 0.064, 0.5)
+EPSILONS = (0.1, 1.0, 8.0, 100.0)
+
+
+def _clear() -> None:
+    from privcore.accounting import dpsgd
+
+    for f in (dpsgd._pld_epsilon, dpsgd._loss_range, dpsgd._epsilon_cached, dpsgd.dpsgd_noise_multiplier):
+        f.cache_clear()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--modes", default="corrected,tight")
+    ap.add_argument("--quick", action="store_true", help="steps 10 and 2000 only")
+    args = ap.parse_args()
+
+    from privcore.accounting import dpsgd_noise_multiplier
+    from privcore.accounting.dpsgd import _pld_epsilon
+
+    t0 = time.perf_counter()
+    import dp_accounting.pld.privacy_loss_distribution  # noqa: F401
+    imp = time.perf_counter() - t0
+    _pld_epsilon(1.0, 0.1, 1, 1e-5, "replace_one", 0.01)  # first call: lazy library set-up
+
+    print(f"# load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
+          f"dp_accounting import: {imp:.2f} s (paid once per process, before the first calibration)")
+    print(f"{'mode':<10}{'steps':>6}{'q':>7}{'eps':>7}{'z':>11}{'cold s':>9}{'warm ms':>9}")
+    steps = (10, 2000) if args.quick else STEPS
+    worst: dict[str, float] = {}
+    for mode, k, q, eps in itertools.product(args.modes.split(","), steps, RATES, EPSILONS):
+        grid = "fine" if mode == "tight" else "moderate"
+        cold = []
+        for _ in range(args.runs):
+            _clear()
+            t = time.perf_counter()
+            z = dpsgd_noise_multiplier(eps, 1e-5, q, k, "pld", relation="replace_one", grid=grid)
+            cold.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        dpsgd_noise_multiplier(eps, 1e-5, q, k, "pld", relation="replace_one", grid=grid)
+        warm = time.perf_counter() - t
+        c = statistics.median(cold)
+        worst[mode] = max(worst.get(mode, 0.0), c)
+        print(f"{mode:<10}{k:>6}{q:>7g}{eps:>7g}{z:>11.5g}{c:>9.3f}{warm * 1e3:>9.3f}", flush=True)
+    print(f"# worst cold median: " + ", ".join(f"{m} {w:.2f} s" for m, w in worst.items()))
+    print(f"# load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""Every expected CLI failure exits 2 with one line on stderr; a closed stdout exits quietly."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from privcore.cli import main
+from privcore.data import userfile
+from privcore.types import NoiseScale, PrivacyBudget, Problem
+
+ROOT = Path(__file__).resolve().parents[1]
+HUGE = "1" + "0" * 400
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path / "cache"))
+
+
+def _run(args: list[str], capsys) -> tuple[int, str, str]:  # noqa: ANN001
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _assert_one_line_error(code: int, err: str) -> str:
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err and "np.int64" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["sweep", "--n", "1000000000000"], "n must be at most"),
+    (["calibrate", "--method", "model_sensitivity", "--epsilon", "1", "--n", HUGE], "n must be an integer"),
+    (["calibrate", "--method", "model_sensitivity", "--epsilon", "1", "--n", "1000000000000000000000"], "2**53"),
+    (["calibrate", "--method", "model_sensitivity", "--epsilon", "1", "--classes", "0"], "classes must be"),
+    (["calibrate", "--method", "model_sensitivity", "--epsilon", "1", "--dim", "0"], "dim must be"),
+    (["sweep", "--classes", "0"], "classes must be"),
+    (["sweep", "--dim", "0"], "dim must be"),
+    (["calibrate", "--method", "model_sensitivity", "--epsilon", "1e309"], "finite number"),
+    (["sweep", "--epsilons", "1,1e309"], "finite number"),
+    (["calibrate", "--method", "model_sensitivity", "--epsilon", "1", "--lam", "1e309"], "finite number"),
+    (["calibrate", "--method", "dpsgd", "--epsilon", "1", "--delta", "5e-324", "--accounting", "tight"],
+     "cannot reach epsilon"),  # the PLD accountant: no multiplier reaches such a delta
+])
+def test_expected_failures_exit_2_with_one_line(args, fragment, capsys):
+    code, out, err = _run(args, capsys)
+    line = _assert_one_line_error(code, err)
+    assert fragment in line and not out
+
+
+def test_epsilon_inf_literal_still_means_the_baseline(capsys):
+    code, out, _ = _run(["calibrate", "--method", "model_sensitivity", "--epsilon", "inf", "--json"], capsys)
+    assert code == 0 and '"noise": "none"' in out
+
+
+def test_tight_subsample_aggregate_at_a_huge_budget_is_refused_quickly(capsys):
+    t0 = time.perf_counter()
+    code, _, err = _run(["calibrate", "--method", "subsample_aggregate", "--epsilon", "1", "--delta", "1e-5",
+                         "--budget", "1000000000000", "--accounting", "tight"], capsys)
+    assert time.perf_counter() - t0 < 5.0
+    assert "B <= 10,000,000" in _assert_one_line_error(code, err)
+
+
+def test_a_tiny_npz_claiming_a_huge_shape_exits_2(tmp_path, capsys):
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": "<f8", "fortran_order": False, "shape": (10**7, 10**6)})
+    y = io.BytesIO()
+    np.save(y, np.arange(20) % 2)
+    path = tmp_path / "claims.npz"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("x.npy", head.getvalue())
+        zf.writestr("y.npy", y.getvalue())
+    assert path.stat().st_size < 1000
+    code, _, err = _run(["sweep", "--dataset", "file", "--data-file", str(path), "--quiet"], capsys)
+    line = _assert_one_line_error(code, err)
+    assert "claims.npz" in line and str(tmp_path) not in line
+
+
+def test_an_unreadable_data_file_exits_2(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "locked.csv"
+    path.write_text("a,label\n" + "".join(f"{i},{i % 2}\n" for i in range(20)))
+
+    def denied(p):  # noqa: ANN001, ANN202
+        raise PermissionError(13, "Permission denied", p)
+
+    monkeypatch.setattr(userfile, "_open_text", denied)
+    userfile.clear_cache()
+    code, _, err = _run(["sweep", "--dataset", "file", "--data-file", str(path), "--quiet"], capsys)
+    assert "Permission denied" in _assert_one_line_error(code, err)
+    folder = tmp_path / "folder.csv"
+    folder.mkdir()
+    code, _, err = _run(["sweep", "--dataset", "file", "--data-file", str(folder), "--quiet"], capsys)
+    _assert_one_line_error(code, err)
+
+
+@pytest.mark.parametrize("args", [
+    ["calibrate", "--method", "subsample_aggregate", "--epsilon", "1"],
+    ["calibrate", "--method", "subsample_aggregate", "--epsilon", "1", "--json"],
+])
+def test_stdout_closed_early_exits_quietly(args):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "privcore", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=ROOT, env=env)
+    proc.stdout.close()  # like `| true`: the reader is gone before anything is written
+    _, err = proc.communicate(timeout=120)
+    assert b"Traceback" not in err and b"BrokenPipe" not in err and err.strip() == b"", err
+    assert proc.returncode in (0, 141)
+
+
+def test_library_values_are_checked_exactly():
+    with pytest.raises(ValueError, match="epsilon"):
+        PrivacyBudget(10**400)
+    with pytest.raises(ValueError, match="n must be"):
+        Problem(n=10**400)
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        Problem(n=2**60, teachers=16)
+    with pytest.raises(ValueError, match="epsilon"):
+        NoiseScale("model_sensitivity", float("nan"), 0.0, "paper", "none")
+    with pytest.raises(ValueError, match="delta"):
+        NoiseScale("model_sensitivity", 1.0, 2.0, "paper", "none")
+    with pytest.raises(ValueError, match="sigma"):
+        NoiseScale("model_sensitivity", 1.0, 0.0, "paper", "gaussian", sigma=10**400)
+    with pytest.raises(TypeError, match="notes"):
+        NoiseScale("model_sensitivity", 1.0, 0.0, "paper", "none", notes=(1, 2))

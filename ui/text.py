@@ -1,0 +1,29 @@
+"""User-controlled text shown in the UI: always as text, never as Markdown or HTML.
+
+Streamlit renders the body of ``st.error``/``st.warning``/``st.info``/``st.caption`` as Markdown
+(GitHub flavour, with LaTeX between ``$``, ``:emoji:`` and ``:color[...]`` directives). A URL value
+such as ``eps=![x](http://host/x.png)``, a file name or a CSV cell copied into a message would be
+rendered: an image fetched, a link made clickable. :func:`escape_markdown` backslash-escapes every
+ASCII punctuation character (CommonMark shows an escaped punctuation character literally), which
+also breaks bare-URL autolinks (``http\\:\\/\\/``), HTML tags, math and directives.
+"""
+
+from __future__ import annotations
+
+import string
+
+__all__ = ["escape_markdown", "clip"]
+
+_SPECIAL = frozenset(string.punctuation)
+
+
+def escape_markdown(text: object) -> str:
+    """``text`` as Markdown source that displays exactly ``text`` (newlines become spaces)."""
+    s = " ".join(str(text).split())
+    return "".join("\\" + ch if ch in _SPECIAL else ch for ch in s)
+
+
+def clip(text: object, most: int = 80) -> str:
+    """``text`` cut to ``most`` characters (with an ellipsis), for values quoted in messages."""
+    s = str(text)
+    return s if len(s) <= most else s[: most - 1] + "…"
