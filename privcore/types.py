@@ -173,6 +173,12 @@ class NoiseScale:
     #: Scale of a second, output noise draw of the same kind (sigma, or 1/beta for Laplace-like):
     #: loss perturbation's approximate-minima-perturbation term. None: no output noise.
     output_scale: float | None = None
+    #: Teacher-vote aggregators that test before answering (Confident-GNMax, sparse vector): the
+    #: threshold, the scale of the test's noise (Gaussian std, or Laplace scale for sparse vector)
+    #: and the cap on paid answers per stream of B queries. None elsewhere.
+    threshold: float | None = None
+    test_noise: float | None = None
+    cap: int | None = None
     formula: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -190,7 +196,7 @@ class NoiseScale:
             raise TypeError(f"notes must be a tuple of strings, got {fmt_value(self.notes)}")
         object.__setattr__(self, "notes", notes)
         for name in ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity",
-                     "solver_tolerance", "output_scale"):
+                     "solver_tolerance", "output_scale", "threshold", "test_noise"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, check_real(name, value, low=0.0, allow_inf=True))

@@ -344,6 +344,10 @@ def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas Dat
             "Noise multiplier": format_number(r.get("noise_multiplier")),
             "Per-query ε": format_number(r.get("per_query_epsilon")),
             "Accuracy": f"{r['accuracy_mean']:.3f} ± {float(std or 0):.3f}" if r.get("accuracy_mean") is not None else "-",
+            # Methods that test before answering (threshold) and may abstain (answered fraction;
+            # the accuracy above counts abstentions as wrong).
+            "Threshold": format_number(r.get("threshold")),
+            "Answered": f"{r['answered_fraction']:.1%}" if r.get("answered_fraction") is not None else "",
             "Sensitivity Δ": format_number(r.get("sensitivity"), 4),
             "Formula": r.get("formula") or ("no noise (ε = ∞)" if is_baseline(method) else ""),
             "Note": r.get("note") or "",
@@ -363,7 +367,7 @@ def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True):  #
         if isinstance(s, Exception):
             out.append({"Method": method_label(method), "Noise": "not available", "σ (Gaussian std)": "-",
                         "β (inverse scale)": "-", "ρ (extra L2)": "-", "Noise multiplier": "-", "Per-query ε": "-",
-                        "Per-query δ": "-", "Sensitivity": "-", "Formula": "", "Notes": str(s)})
+                        "Per-query δ": "-", "Threshold": "-", "Sensitivity": "-", "Formula": "", "Notes": str(s)})
             continue
         out.append({
             "Method": method_label(method),
@@ -374,6 +378,7 @@ def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True):  #
             "Noise multiplier": format_number(s.noise_multiplier, 4),
             "Per-query ε": format_number(s.per_query_epsilon, 4),
             "Per-query δ": format_number(s.per_query_delta, 3),
+            "Threshold": format_number(getattr(s, "threshold", None), 4),
             "Sensitivity": format_number(s.sensitivity, 4),
             "Formula": s.formula,
             "Notes": "; ".join(s.notes) if with_notes else "",

@@ -63,7 +63,7 @@ def _finite(value: Any, *, low: float | None = None, high: float | None = None) 
 
 
 _SCALE_NUMBERS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity",
-                  "solver_tolerance", "output_scale")
+                  "solver_tolerance", "output_scale", "threshold", "test_noise", "cap")
 
 
 def _check_scale(scale: Any) -> str | None:
@@ -117,6 +117,9 @@ def check_result(value: Any) -> str | None:
     grad = value.get("solver_grad_norm")
     if grad is not None and not _finite(grad, low=0.0):
         return "solver_grad_norm is not a finite number >= 0"
+    for key in ("answered_fraction", "accuracy_answered"):  # methods that may abstain
+        if value.get(key) is not None and not _finite(value[key], low=0.0, high=1.0):
+            return f"{key} is not a number in [0, 1]"
     return None
 
 

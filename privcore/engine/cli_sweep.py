@@ -19,7 +19,8 @@ __all__ = ["add_sweep_parser", "run_sweep_command", "format_rows"]
 
 _CLI_COLUMNS = ("method", "epsilon", "delta", "budget", "n", "dim", "classes", "lam", "teachers", "accounting",
                 "vary", "value", "accuracy_mean", "accuracy_std", "repeats", "seconds", "device", "cached",
-                "noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "solver_grad_norm")
+                "noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "solver_grad_norm",
+                "threshold", "answered_fraction", "accuracy_answered")
 
 
 def _csv_list(kind: Callable[[str], Any], what: str) -> Callable[[str], tuple]:

@@ -56,6 +56,12 @@ class ResultRow(Mapping):
     solver_grad_norm: float | None = None
     solver_tolerance: float | None = None
     sensitivity: float | None = None
+    #: Methods that test before answering (Confident-GNMax, sparse vector): the test's threshold;
+    #: methods that may abstain: the fraction of queries answered and the accuracy among them
+    #: (``accuracy_mean`` counts abstentions as wrong). None elsewhere.
+    threshold: float | None = None
+    answered_fraction: float | None = None
+    accuracy_answered: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.method, str) or not self.method:

@@ -34,7 +34,7 @@ ProgressFn = Callable[[float, str], None]
 #: Above this final gradient norm a solve is reported as not (numerically) exact.
 GRAD_NORM_WARN = 1e-3
 _NOISE_FIELDS = ("noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "formula", "solver_tolerance",
-                 "sensitivity")
+                 "sensitivity", "threshold")
 
 
 #: The last training context of this process (see ``context`` in :func:`run_sweep`).
@@ -95,6 +95,7 @@ def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary: str |
         accuracy_mean=stored["accuracy_mean"], accuracy_std=stored["accuracy_std"],
         seconds=0.0 if cached else stored["seconds"], device=stored["device"], cached=cached,
         note=stored.get("note") or None, solver_grad_norm=stored.get("solver_grad_norm"),
+        answered_fraction=stored.get("answered_fraction"), accuracy_answered=stored.get("accuracy_answered"),
         **{key: scale.get(key) for key in _NOISE_FIELDS})
 
 
@@ -107,11 +108,17 @@ def _stored(acc: np.ndarray, scale: NoiseScale | None, seconds: float, device: s
 
 
 def _evaluate(method: str, ctx: TrainContext, budgets: list[PrivacyBudget], accounting: str,
-              repeats: int) -> tuple[list[NoiseScale], np.ndarray]:
+              repeats: int) -> tuple[list[NoiseScale], np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Scales, accuracies [E, R] and, for abstaining methods, answered fractions and accuracies among answered."""
     m = get_method(method)
     scales = [m.calibrate(b, ctx.problem, accounting) for b in budgets]
-    acc = m.evaluate(ctx, scales, repeats)
-    return scales, acc.detach().cpu().numpy()
+    if not m.abstains:
+        return scales, m.evaluate(ctx, scales, repeats).detach().cpu().numpy(), None, None
+    out = m.release(ctx, scales, repeats)  # [E, R, M], -1 = abstained (counted wrong)
+    answered = (out >= 0).double()
+    right = (out == ctx.y_test).double()
+    among = right.sum(dim=2) / answered.sum(dim=2).clamp(min=1.0)
+    return (scales, right.mean(dim=2).cpu().numpy(), answered.mean(dim=2).cpu().numpy(), among.cpu().numpy())
 
 
 def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
@@ -317,11 +324,13 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
     for lam in sorted(set(lams)):
         idx = [i for i, l in enumerate(lams) if l == lam]
         ctx = context(_problem(ds, spec, lam))
-        scales, acc = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting, spec.repeats)
+        scales, acc, answered, among = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting, spec.repeats)
         for j, i in enumerate(idx):
             # The largest certified gradient norm of the solves this release used (theta*, the
             # perturbed problems); None for methods that release no minimiser (DP-SGD, S&A).
             grad = ctx.grad_used or None
             scale = scales[j] if scales[j].noise != "none" else None  # the baseline stores no noise scale
             out[i] = _stored(acc[j], scale, 0.0, dev, lam, LAM_AUTO_NOTE if auto else "", grad)
+            if answered is not None:
+                out[i].update(answered_fraction=float(answered[j].mean()), accuracy_answered=float(among[j].mean()))
     return out

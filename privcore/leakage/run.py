@@ -132,7 +132,9 @@ def observe(method: str, ctx: TrainContext, scale: NoiseScale | None, repeats: i
     if m.releases == "logits":
         return out.view(repeats, b, *out.shape[1:]).double().mean(dim=1), None
     labels = out.view(repeats, b, -1)  # [R, B, M]
-    counts = torch.nn.functional.one_hot(labels, ctx.classes).sum(dim=1)  # [R, M, C]
+    # An abstention (label -1, e.g. Confident-GNMax) adds no count.
+    answered = (labels >= 0).unsqueeze(-1)
+    counts = (torch.nn.functional.one_hot(labels.clamp_min(0), ctx.classes) * answered).sum(dim=1)  # [R, M, C]
     return vote_logits(counts, b), None
 
 

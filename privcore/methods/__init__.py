@@ -8,18 +8,22 @@ both), so a new method is its module plus one line here.
 from __future__ import annotations
 
 from .base import Method
+from .confident_gnmax import ConfidentGNMax
 from .dpsgd import DPSGD
 from .loss_perturbation import LossPerturbation
 from .model_sensitivity import ModelSensitivity
 from .non_private import NonPrivate
+from .pate_student import PateStudent
 from .prediction_sensitivity import PredictionSensitivity
+from .sparse_vector import SparseVectorAggregate
 from .subsample_aggregate import SubsampleAggregate
 
 __all__ = ["Method", "REGISTRY", "METHOD_NAMES", "BASELINE", "ENTRIES", "get_method", "methods_of_family"]
 
 REGISTRY: dict[str, Method] = {
     m.name: m
-    for m in (ModelSensitivity(), LossPerturbation(), DPSGD(), PredictionSensitivity(), SubsampleAggregate())
+    for m in (ModelSensitivity(), LossPerturbation(), DPSGD(), PredictionSensitivity(), SubsampleAggregate(),
+              ConfidentGNMax(), SparseVectorAggregate(), PateStudent())  # beyond the paper's five: issue 10
 }
 METHOD_NAMES: tuple[str, ...] = tuple(REGISTRY)
 BASELINE: Method = NonPrivate()

@@ -83,6 +83,9 @@ class Method(ABC):
     #: What one release is: "model" (theta, any number of predictions), "logits" or "labels"
     #: (one answer per query; the guarantee covers B of them).
     releases: ClassVar[str] = "model"
+    #: True when a "labels" release may hold -1 (the method abstained on that query): abstentions
+    #: count as wrong answers in ``evaluate``; the runner also stores the answered fraction.
+    abstains: ClassVar[bool] = False
     #: The knob the paper's Figure 6 sweeps for this method ("lam", "teachers"), if any.
     paper_figure6_axis: ClassVar[str | None] = None
     summary: ClassVar[str] = ""

@@ -1,0 +1,51 @@
+"""Figure-1-style sweep time with the three methods beyond the paper (issue 10) added.
+
+5 or 8 methods x 10 epsilons x delta in {0, 1e-5} x 20 repetitions on mnist-5k, results not
+cached, plus a warm single-setting refresh per new method. Prints and saves bench/out/pate.json.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from privcore.engine.runner import run_sweep  # noqa: E402
+from privcore.engine.specs import SweepSpec  # noqa: E402
+
+EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+FIVE = ("model_sensitivity", "loss_perturbation", "dpsgd", "prediction_sensitivity", "subsample_aggregate")
+NEW = ("confident_gnmax", "sparse_vector", "pate_student")
+
+
+def sweep(methods: tuple[str, ...], seed: int) -> float:
+    t0 = time.perf_counter()
+    for delta in (0.0, 1e-5):
+        run_sweep(SweepSpec(methods=methods, epsilons=EPSILONS, delta=delta, repeats=20, seed=seed), use_cache=False)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    out = {"five_s": sweep(FIVE, 0), "eight_s": sweep(FIVE + NEW, 1)}
+    run_sweep(SweepSpec(epsilons=(3.0,), delta=1e-5, repeats=20, seed=100, methods=NEW), use_cache=False)
+    out["refresh_s"] = {}
+    for m in NEW:
+        times = []
+        for i in range(3):
+            t0 = time.perf_counter()
+            run_sweep(SweepSpec(epsilons=(4.5 + i,), delta=1e-5, repeats=20, seed=100, methods=(m,), baseline=False),
+                      use_cache=False)
+            times.append(time.perf_counter() - t0)
+        out["refresh_s"][m] = statistics.median(times)
+    print(json.dumps(out, indent=2))
+    path = Path(__file__).resolve().parent / "out" / "pate.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""PATE's Confident-GNMax aggregator (Papernot et al., ICLR 2018), answering B queries directly.
+
+The T teachers of subsample-and-aggregate (the same disjoint parts and solves) vote on each query.
+A noisy check of the largest vote count against a threshold drops low-consensus queries (the
+release is -1, "abstain", counted as a wrong answer; the answered fraction is stored beside the
+accuracy); a passing query gets the noisy argmax of the votes with Gaussian noise:
+
+    answered iff max_j n_j + N(0, sigma_1^2) >= 0.8 T,   label = argmax_j (n_j + N(0, sigma_2^2)).
+
+The threshold 0.8 T and the ratio sigma_1 = 3.75 sigma_2 are PATE's published MNIST configuration
+(T = 250, threshold 200, sigma_1 = 150, sigma_2 = 40), not tuned here. Replace-one: one changed
+example changes one teacher's vote, so the histogram moves by sqrt(2) in L2 and its maximum by at
+most 1. Accounting is data-independent and charges both parts on every query (see
+:mod:`privcore.accounting.pate`): ``paper`` uses PATE's RDP (alpha/sigma_2^2 + alpha/(2 sigma_1^2) per
+query) with the standard conversion, ``corrected`` the same RDP with the improved conversion,
+``tight`` the exact composition of Gaussian mechanisms. PATE's data-dependent accounting (answered,
+unanimous queries cost less) is not implemented: data-independently the threshold only costs
+budget, its benefit is that wrong low-consensus answers become abstentions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+import torch
+
+from ..accounting.pate import GNMAX_SIGMA_RATIO, GNMAX_THRESHOLD_FRACTION, gnmax_sigmas
+from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
+from ..validation import format_value as _fmt
+from .base import Method, WinContext
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import TrainContext
+
+__all__ = ["ConfidentGNMax", "DATA_INDEPENDENT_NOTE"]
+
+DATA_INDEPENDENT_NOTE = ("data-independent accounting: every query pays for the check and the answer; PATE's "
+                         "data-dependent analysis (cheaper for unanimous votes) is not implemented, as its epsilon "
+                         "depends on the data and needs smooth sensitivity to publish")
+
+
+def teacher_check(method: Method, problem: Problem) -> None:
+    """T <= N, as for subsample-and-aggregate (each teacher needs at least one example)."""
+    if problem.teachers > problem.n:
+        raise CalibrationError(f"{method.name} teachers must be at most N = {problem.n:,}, got T = {problem.teachers:,}: "
+                               "each teacher needs at least one example")
+
+
+class ConfidentGNMax(Method):
+    name = "confident_gnmax"
+    label = "PATE Confident-GNMax"
+    short_label = "Conf.-GNMax"
+    sentence_label = "PATE's Confident-GNMax"
+    colour = "#56B4E9"  # sky blue
+    uses = ("lam", "budget", "teachers")
+    family = "prediction"
+    supports_pure = False
+    uses_budget = True
+    releases = "labels"
+    abstains = True
+    summary = ("Teachers on disjoint parts vote; a noisy threshold on the top vote drops low-consensus queries, the "
+               "others get the Gaussian noisy argmax (PATE, Papernot et al. 2018).")
+    wins_when = ("Many teachers that agree and few queries; data-independently it pays for every query, so it rarely "
+                 "beats the noisy vote of subsample-and-aggregate; abstentions count as wrong.")
+    assumptions = ("Disjoint parts; one example changes one vote (histogram sensitivity sqrt 2, max 1); threshold "
+                   "0.8 T and sigma_1 = 3.75 sigma_2 as in PATE's MNIST setting; the guarantee covers B queries.")
+
+    def win_reason(self, s: WinContext) -> str:
+        return (f"the Gaussian noisy argmax over T = {_fmt(s.teachers)} teachers, answering only confident queries, "
+                f"is the most accurate way to answer B = {_fmt(s.budget)} queries here")
+
+    def min_train_size(self, setting: Mapping[str, Any]) -> int:
+        return int(setting.get("teachers", 1))
+
+    def setting_warnings(self, setting: Mapping[str, Any], n: int | None) -> list[str]:
+        out = ["Confident-GNMax abstains on low-consensus queries; abstentions count as wrong answers "
+               "(the answered fraction is shown beside the accuracy)."]
+        t = int(setting.get("teachers", 1))
+        if n is not None and n >= t and n // t < 10:
+            out.append(f"Each of the T = {t} teachers sees only ⌊N/T⌋ = {n // t} examples.")
+        return out
+
+    def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
+        teacher_check(self, problem)
+        g = gnmax_sigmas(budget.epsilon, budget.delta, problem.budget, accounting, GNMAX_SIGMA_RATIO)
+        notes = (DATA_INDEPENDENT_NOTE,)
+        if accounting == "paper":
+            notes += ("paper: PATE's data-independent RDP with the standard RDP-to-(eps, delta) conversion",)
+        return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=g.sigma_vote, sensitivity=2 ** 0.5,
+                          threshold=GNMAX_THRESHOLD_FRACTION * problem.teachers, test_noise=g.sigma_check,
+                          formula=f"sigma_1 = {GNMAX_SIGMA_RATIO:g} sigma_2, threshold = 0.8 T; {g.formula}", notes=notes)
+
+    def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
+                queries: torch.Tensor | None = None) -> torch.Tensor:
+        votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam, queries)  # [M, C]
+        m, c = votes.shape
+        top = votes.max(dim=1).values
+        check = torch.stack([torch.randn(m, generator=ctx.generator(self.name, "check", r), dtype=torch.float64,
+                                         device=ctx.device) for r in range(repeats)])  # [R, M]
+        noise = torch.stack([torch.randn(m, c, generator=ctx.generator(self.name, "vote", r), dtype=torch.float64,
+                                         device=ctx.device) for r in range(repeats)])  # [R, M, C]
+        out = torch.empty(len(scales), repeats, m, dtype=torch.int64, device=ctx.device)
+        for e, s in enumerate(scales):
+            if s.noise == "none":  # the non-private limit: the plain majority, every query answered
+                out[e] = votes.argmax(dim=1).expand(repeats, m)
+                continue
+            label = (votes + float(s.sigma) * noise).argmax(dim=2)
+            passed = top + float(s.test_noise) * check >= float(s.threshold)
+            out[e] = torch.where(passed, label, torch.full_like(label, -1))
+        return out

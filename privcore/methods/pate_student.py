@@ -1,0 +1,125 @@
+"""A pay-once student (PATE's semi-supervised step in its simplest form).
+
+The T teachers of subsample-and-aggregate label P = 500 public, unlabelled rows with the Gaussian
+noisy argmax (GNMax, no threshold); a linear softmax student (same lam, same solver) is trained on
+those rows and their noisy labels and then answers any number of queries: its accuracy is flat in
+B. The student depends on the private training data only through the P noisy labels, so the
+privacy cost is that of P GNMax queries (data-independent: rho = P / sigma^2 zCDP; the three
+accounting modes as for Confident-GNMax). The threshold check of Confident-GNMax is left out: with
+data-independent accounting it only adds cost (dropping low-consensus labels pays off only under
+PATE's data-dependent analysis, not implemented).
+
+The public rows, by a fixed rule: the test set is split by a seeded permutation (seed only, the same
+for every repetition and epsilon) into two halves; the first P rows of each half are one student's
+public set (its labels are bought from the teachers; its true labels are never used), and each test
+row is predicted by the student that did not see it (2-fold cross-fitting). So every method is
+scored on the same test rows, the other methods lose no training data, and the student pays with
+P test rows' features, which it must be allowed to treat as public (the same rows the prediction
+methods answer queries on). With fewer than 2P test rows a student gets fewer labels than it paid
+for (its guarantee still holds).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+import torch
+
+from ..accounting.pate import gnmax_sigmas
+from ..solver import solve_softmax
+from ..types import NoiseScale, PrivacyBudget, Problem
+from ..validation import format_value as _fmt
+from .base import Method, WinContext
+from .confident_gnmax import teacher_check
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import TrainContext
+
+__all__ = ["PateStudent", "PUBLIC_LABELS", "public_split"]
+
+#: Labels the student buys from the teachers (the P GNMax queries its guarantee covers).
+PUBLIC_LABELS: int = 500
+
+
+def public_split(ctx: "TrainContext") -> tuple[torch.Tensor, torch.Tensor]:
+    """The two halves of the test rows (index tensors), by a permutation that depends on the seed only."""
+    m = ctx.x_test.shape[0]
+    perm = torch.randperm(m, generator=ctx.generator("pate_student_public_split"), device=ctx.device)
+    return perm[: m // 2], perm[m // 2:]
+
+
+class PateStudent(Method):
+    name = "pate_student"
+    label = "PATE student (pay once)"
+    short_label = "Student"
+    sentence_label = "the PATE student"
+    colour = "#999999"  # grey
+    uses = ("lam", "teachers")
+    family = "training"
+    supports_pure = False
+    uses_budget = False
+    trains_per_release = True  # one student per release (all of them in one batched solve)
+    releases = "labels"
+    summary = (f"Teachers label {PUBLIC_LABELS} public rows with the Gaussian noisy argmax once; a linear student "
+               "trained on them answers any number of queries for free.")
+    wins_when = ("Many predictions (large B) with many accurate teachers and enough public, unlabelled data; "
+                 "its accuracy does not depend on B.")
+    assumptions = (f"Public unlabelled rows from the data's distribution (here {PUBLIC_LABELS} per student, carved "
+                   "from the test set by a fixed seeded rule, 2-fold cross-fitted); one example changes one vote.")
+
+    def win_reason(self, s: WinContext) -> str:
+        return (f"with B = {_fmt(s.budget)} predictions, paying once for {PUBLIC_LABELS} noisy teacher labels and "
+                "answering with the student beats paying for every answer")
+
+    def min_train_size(self, setting: Mapping[str, Any]) -> int:
+        return int(setting.get("teachers", 1))
+
+    def setting_warnings(self, setting: Mapping[str, Any], n: int | None) -> list[str]:
+        return [f"The PATE student's {PUBLIC_LABELS} public rows per student come from the test set (split in two "
+                "halves by a fixed seeded rule; each row is scored by the student that did not see it)."]
+
+    def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
+        teacher_check(self, problem)
+        g = gnmax_sigmas(budget.epsilon, budget.delta, PUBLIC_LABELS, accounting, ratio=None)
+        return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=g.sigma_vote, sensitivity=2 ** 0.5,
+                          formula=f"P = {PUBLIC_LABELS} GNMax labels, whatever B; {g.formula.replace('B', 'P')}",
+                          notes=("data-independent GNMax accounting for the P labels (PATE's data-dependent "
+                                 "analysis is not implemented)",))
+
+    def _students(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int, rows: torch.Tensor,
+                  fold: int) -> torch.Tensor:
+        """Student models [E * R, D, C] trained on ``rows`` of the test set with noisy teacher labels."""
+        votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam)[rows]  # [P, C]
+        p, c = votes.shape
+        noise = torch.stack([torch.randn(p, c, generator=ctx.generator(self.name, "vote", fold, r), dtype=torch.float64,
+                                         device=ctx.device) for r in range(repeats)])  # [R, P, C]
+        labels = []
+        for s in scales:
+            labels.append(votes.argmax(dim=1).expand(repeats, p) if s.noise == "none"
+                          else (votes + float(s.sigma) * noise).argmax(dim=2))
+        y = torch.cat(labels)  # [E * R, P]
+        x = ctx.x_test[rows]
+        # All E * R students in one batched solve on the shared rows: the label term of the softmax
+        # loss is linear in theta, so labels y_k enter as the linear term X^T (onehot(y0) - onehot(y_k)) / P
+        # against fixed labels y0 (the first student's).
+        y0 = y[0]
+        onehot = torch.nn.functional.one_hot(y, c).to(torch.float64)  # [K, P, C]
+        diff = torch.nn.functional.one_hot(y0, c).to(torch.float64).unsqueeze(0) - onehot
+        linear = torch.einsum("pd,kpc->kdc", x.double(), diff) / p
+        lam = torch.full((y.shape[0],), float(ctx.problem.lam), dtype=torch.float64, device=ctx.device)
+        res = solve_softmax(x, y0, lam, linear, classes=ctx.classes, gtol=ctx.gtol, callback=ctx.checkpoint)
+        return res.theta
+
+    def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
+                queries: torch.Tensor | None = None) -> torch.Tensor:
+        halves = public_split(ctx)
+        e = len(scales)
+        if queries is not None:  # the first half's student answers arbitrary queries
+            theta = self._students(ctx, scales, repeats, halves[0][:PUBLIC_LABELS], 0)
+            return ctx.logits(theta, queries).argmax(dim=2).view(e, repeats, -1)
+        m = ctx.x_test.shape[0]
+        out = torch.empty(e, repeats, m, dtype=torch.int64, device=ctx.device)
+        for fold, (own, other) in enumerate((halves, halves[::-1])):
+            theta = self._students(ctx, scales, repeats, own[:PUBLIC_LABELS], fold)
+            out[:, :, other] = ctx.logits(theta, ctx.x_test[other]).argmax(dim=2).view(e, repeats, -1)
+        return out

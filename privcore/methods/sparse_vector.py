@@ -1,0 +1,155 @@
+"""Sparse-vector subsample-and-aggregate (Bassily, Thakkar, Thakurta, NeurIPS 2018).
+
+The T teachers of subsample-and-aggregate vote on each query. The vote's distance to instability
+d = max(ceil(m/2) - 1, 0), m = (top count - runner-up count), is the number of teachers that can
+change without changing the unique plurality; one replaced training example changes one teacher,
+so d has sensitivity 1. A stream of B queries goes through the sparse vector technique:
+
+    stable   iff d_i + Lap(2c/eps_2) >= w + Lap(1/eps_1)   (one threshold draw per stream)
+    stable   -> the teachers' plain majority, for free (it is the same on every neighbour when d_i >= 1);
+    unstable -> a noisy vote (exponential mechanism, inverse temperature beta), at most c per stream;
+    after c unstable queries the stream stops answering: the rest of its queries abstain (-1, wrong).
+
+Calibration (:func:`privcore.accounting.pate.svt_calibration`): eps/2 and delta/2 to the test
+(Lyu, Su, Li 2017, Algorithm 1, plus the probability delta/2 that a query with d = 0 passes), eps/2
+and delta/2 to the c noisy votes (zCDP of 2 beta-bounded-range mechanisms, valid for adaptively
+chosen queries). The cap is c = ceil(B/4), a fixed rule. Needs delta > 0. ``paper``, ``corrected``
+and ``tight`` are the same (no published calibration to reproduce; the optimal bounded-range
+composition of ``tight`` S&A assumes non-adaptive queries, and the unstable ones are chosen by the
+data). The evaluation cuts the test set, in a seeded order per repetition, into streams of B queries.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Mapping
+
+import torch
+
+from ..accounting.pate import distance_to_instability, svt_calibration
+from ..types import NoiseScale, PrivacyBudget, Problem
+from ..validation import format_value as _fmt
+from .base import Method, WinContext
+from .confident_gnmax import teacher_check
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import TrainContext
+
+__all__ = ["SparseVectorAggregate", "CAP_FRACTION", "svt_cap", "svt_labels"]
+
+#: The cap on paid (unstable) answers per stream of B queries: c = ceil(CAP_FRACTION * B).
+CAP_FRACTION: float = 0.25
+
+
+def svt_cap(budget: int) -> int:
+    """c = ceil(B / 4): the most unstable queries a stream of B pays for before it stops."""
+    return max(1, math.ceil(CAP_FRACTION * int(budget)))
+
+
+def _unit_laplace(count: int, gen: torch.Generator, device) -> torch.Tensor:  # noqa: ANN001
+    """``count`` i.i.d. Laplace(0, 1) draws (inverse CDF of a uniform)."""
+    u = torch.rand(count, generator=gen, dtype=torch.float64, device=device) - 0.5
+    return -torch.sign(u) * torch.log1p(-2.0 * u.abs().clamp(max=0.5 - 1e-17))
+
+
+def svt_labels(votes: torch.Tensor, order: torch.Tensor, nu: torch.Tensor, rho: torch.Tensor, gumbel: torch.Tensor,
+               threshold: float, query_scale: float, threshold_scale: float, cap: int, beta: float,
+               stream: int) -> torch.Tensor:
+    """One repetition's labels [M] (-1: abstained) for votes [M, C] answered in ``order`` [M].
+
+    nu [M]: unit Laplace per position; rho [streams]: unit Laplace per stream; gumbel [M, C] per row.
+    Position p of ``order`` belongs to stream p // ``stream``; see the module docstring.
+    """
+    m = votes.shape[0]
+    v = votes[order]
+    d = distance_to_instability(v)
+    pos = torch.arange(m, device=votes.device)
+    sid = pos // stream
+    stable = d + query_scale * nu >= threshold + threshold_scale * rho[sid]
+    unstable = (~stable).to(torch.int64)
+    cum = unstable.cumsum(0)
+    start = sid * stream
+    before_stream = torch.where(start > 0, cum[(start - 1).clamp(min=0)], torch.zeros_like(cum))
+    unstable_before = cum - unstable - before_stream  # unstable queries earlier in the same stream
+    answered = unstable_before < cap
+    majority = v.argmax(dim=1)
+    noisy = (beta * v + gumbel[order]).argmax(dim=1)
+    label = torch.where(stable, majority, noisy)
+    label = torch.where(answered, label, torch.full_like(label, -1))
+    out = torch.empty_like(label)
+    out[order] = label
+    return out
+
+
+class SparseVectorAggregate(Method):
+    name = "sparse_vector"
+    label = "Sparse-vector aggregation"
+    short_label = "Sparse vec."
+    sentence_label = "sparse-vector aggregation"
+    colour = "#B8860B"  # dark goldenrod (a readable yellow)
+    uses = ("lam", "budget", "teachers")
+    family = "prediction"
+    supports_pure = False
+    uses_budget = True
+    releases = "labels"
+    abstains = True
+    summary = ("Teachers vote; queries whose majority is stable (far from a tie, tested by the sparse vector "
+               "technique) are answered for free, at most c = B/4 unstable ones pay for a noisy vote "
+               "(Bassily, Thakkar, Thakurta 2018).")
+    wins_when = ("Very many teachers (the stability test's threshold grows as (B/eps) ln(B/delta)), so large N; "
+                 "then its cost hardly grows with B.")
+    assumptions = ("Disjoint parts; one example changes one vote (distance to instability has sensitivity 1); "
+                   "needs delta > 0; after c = ceil(B/4) unstable queries a stream abstains (counted wrong).")
+
+    def win_reason(self, s: WinContext) -> str:
+        return (f"most of the B = {_fmt(s.budget)} queries have a stable majority over T = {_fmt(s.teachers)} "
+                "teachers and are answered for free; only the unstable ones pay")
+
+    def min_train_size(self, setting: Mapping[str, Any]) -> int:
+        return int(setting.get("teachers", 1))
+
+    def setting_warnings(self, setting: Mapping[str, Any], n: int | None) -> list[str]:
+        t, b = int(setting.get("teachers", 1)), int(setting.get("budget", 1))
+        eps, dlt = setting.get("epsilon"), setting.get("delta")
+        out = []
+        if eps is not None and dlt and math.isfinite(float(eps)):
+            w = svt_calibration(float(eps), float(dlt), b, svt_cap(b)).threshold
+            if t / 2.0 < w:
+                out.append(f"Sparse vector: the stability threshold is about {w:,.0f} teachers' votes but T = {t:,} "
+                           "teachers give a distance to instability of at most T/2: almost every query is unstable, "
+                           f"and after c = {svt_cap(b):,} of them a stream of B queries abstains.")
+        return out
+
+    def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
+        teacher_check(self, problem)
+        b = problem.budget
+        s = svt_calibration(budget.epsilon, budget.delta, b, svt_cap(b))
+        notes = ("paper, corrected and tight are the same for sparse vector (zCDP for the noisy votes: the unstable "
+                 "queries are chosen by the data, so the non-adaptive optimal composition does not apply)",)
+        return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "exponential_mechanism", beta=s.beta,
+                          per_query_epsilon=2.0 * s.beta, sensitivity=1.0, threshold=s.threshold,
+                          test_noise=s.query_scale, cap=s.cap,
+                          formula=(f"c = ceil(B/4) = {s.cap}; threshold noise Lap({s.threshold_scale:.4g}); " + s.formula),
+                          notes=notes)
+
+    def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
+                queries: torch.Tensor | None = None) -> torch.Tensor:
+        votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam, queries)  # [M, C]
+        m, c = votes.shape
+        b = ctx.problem.budget
+        streams = -(-m // b)
+        out = torch.empty(len(scales), repeats, m, dtype=torch.int64, device=ctx.device)
+        for r in range(repeats):
+            order = torch.randperm(m, generator=ctx.generator(self.name, "order", r), device=ctx.device)
+            nu = _unit_laplace(m, ctx.generator(self.name, "query", r), ctx.device)
+            rho = _unit_laplace(streams, ctx.generator(self.name, "threshold", r), ctx.device)
+            u = torch.rand(m, c, generator=ctx.generator(self.name, "gumbel", r), dtype=torch.float64, device=ctx.device)
+            gumbel = -torch.log(-torch.log(u.clamp(1e-300, 1.0 - 1e-16)))
+            for e, s in enumerate(scales):
+                if s.noise == "none":
+                    out[e, r] = votes.argmax(dim=1)
+                    continue
+                cal = svt_calibration(s.epsilon, s.delta, b, svt_cap(b))
+                out[e, r] = svt_labels(votes, order, nu, rho, gumbel, cal.threshold, cal.query_scale,
+                                       cal.threshold_scale, cal.cap, cal.beta, b)
+        return out
