@@ -4,6 +4,10 @@ For each variant of the spec (one value of the varied axis) the data set is load
 each method all missing epsilons x repetitions are evaluated in one batched call. Progress is
 reported through a callback; a cancel callable is polled between batches and inside them, at every
 solver iteration and DP-SGD step (what is done by then is already cached, so nothing is lost).
+
+Each batch is a unit of work (:class:`~privcore.engine.executor.WorkUnit`) run by an executor:
+in this thread by default, or on a Dask cluster. :func:`execute_unit` computes one unit and
+returns plain dicts; only :func:`_run_sweep`, on the driver, writes to the cache.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -21,13 +25,15 @@ from ..device import resolve_device
 from ..certify import SolverCertificationError
 from ..methods import BASELINE, get_method
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
-from .cache import ResultCache, point_key
+from .cache import SCHEMA_VERSION, ResultCache, point_key
+from .executor import Executor, LocalExecutor, UnitOutcome, WorkUnit
 from ..context import TrainContext
 from .rows import RESULT_COLUMNS, ResultRow
 from .specs import SweepSpec
 from .tuning import LAM_AUTO_NOTE, choose_lams, release_budget
 
-__all__ = ["run_sweep", "read_cached", "all_cached", "SweepResult", "SweepCancelled", "ProgressFn", "RESULT_COLUMNS"]
+__all__ = ["run_sweep", "read_cached", "all_cached", "execute_unit", "SweepResult", "SweepCancelled", "ProgressFn",
+           "RESULT_COLUMNS"]
 
 ProgressFn = Callable[[float, str], None]
 
@@ -122,7 +128,8 @@ def _evaluate(method: str, ctx: TrainContext, budgets: list[PrivacyBudget], acco
 
 
 def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
-              cache: ResultCache | None = None, use_cache: bool = True) -> SweepResult:
+              cache: ResultCache | None = None, use_cache: bool = True,
+              executor: Executor | None = None) -> SweepResult:
     """Compute (or fetch) test accuracy mean/std for every point of ``spec``.
 
     Returns a :class:`SweepResult` whose rows hold plain numbers (see :data:`RESULT_COLUMNS`),
@@ -131,12 +138,16 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
     is already running the same spec on the same cache (two browser sessions, or the dashboard's
     start-up warm-up), this call waits for it and then reads its results from the cache, still
     polling ``cancel`` and reporting progress while it waits.
+
+    ``executor`` decides where the batches run (:mod:`privcore.engine.executor`): None or a
+    :class:`LocalExecutor` computes them in this thread; a ``DaskExecutor`` on a cluster. Either
+    way only this process writes to the cache, and the rows are the same, bit for bit.
     """
     if not isinstance(spec, SweepSpec):
         raise TypeError(f"spec must be a SweepSpec, got {type(spec).__name__}")
     store = cache if cache is not None else ResultCache(enabled=use_cache)
     if not store.enabled:
-        return _run_sweep(spec, progress, cancel, store)
+        return _run_sweep(spec, progress, cancel, store, executor=executor)
     key = (spec.key, str(store.directory))
     with _RUNNING_LOCK:  # an entry lives while anyone holds or waits for it (a count, not lock.locked())
         entry = _RUNNING.setdefault(key, [threading.Lock(), 0])
@@ -149,7 +160,7 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
             if cancel is not None and cancel():
                 raise SweepCancelled("sweep cancelled; finished points are cached")
         try:
-            return _run_sweep(spec, progress, cancel, store)
+            return _run_sweep(spec, progress, cancel, store, executor=executor)
         finally:
             lock.release()
     finally:
@@ -215,14 +226,32 @@ def read_cached(spec: SweepSpec, cache: ResultCache | None = None) -> SweepResul
         return None
 
 
+@dataclass
+class _Job:
+    """One method in one variant, as planned on the driver: its points, keys and what the cache held."""
+
+    vary_value: Any
+    vspec: SweepSpec
+    problem: Problem
+    method: str
+    epsilons: list[float]
+    points: list[dict[str, Any]]
+    keys: list[str]
+    fingerprint: str
+    hits: list[dict[str, Any] | None]
+    missing: list[int]
+
+
 def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[], bool] | None,
-               store: ResultCache, compute: bool = True) -> SweepResult:
+               store: ResultCache, compute: bool = True, executor: Executor | None = None) -> SweepResult:
     start = time.perf_counter()
-    device = resolve_device(spec.device)
-    result = SweepResult(spec=spec, device=str(device))
+    executor = executor if executor is not None else LocalExecutor()
+    # The local executor computes here; a cluster's workers resolve the device themselves.
+    where = str(resolve_device(spec.device)) if executor.local_device else executor.describe()
+    result = SweepResult(spec=spec, device=where)
     variants = spec.variants()
     units = len(variants) * (len(spec.methods) + int(spec.baseline))
-    done = 0
+    done = [0]  # jobs finished (computed or found in the cache)
 
     current = [""]  # the message of the batch under way
     last_report = [time.perf_counter()]
@@ -230,83 +259,142 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
     def tick(message: str) -> None:
         current[0] = message
         if progress is not None:
-            progress(min(done / max(units, 1), 1.0), message)
+            progress(min(done[0] / max(units, 1), 1.0), message)
             last_report[0] = time.perf_counter()
         if cancel is not None and cancel():
             raise SweepCancelled("sweep cancelled; finished points are cached")
 
     def poll(fraction: float | None) -> None:
-        # Inside a batch (every solver iteration, every DP-SGD step): cancel at once, and report
-        # progress at most 4 times a second (a UI's progress bar is also where it can stop us).
+        # Inside a batch (every solver iteration, every DP-SGD step) or while waiting for a
+        # cluster: cancel at once, and report progress at most 4 times a second (a UI's progress
+        # bar is also where it can stop us).
         if progress is not None and time.perf_counter() - last_report[0] >= 0.25:
             within = 0.0 if fraction is None else min(max(fraction, 0.0), 1.0)
-            progress(min((done + within) / max(units, 1), 1.0), current[0])
+            progress(min((done[0] + within) / max(units, 1), 1.0), current[0])
             last_report[0] = time.perf_counter()
         if cancel is not None and cancel():
             raise SweepCancelled("sweep cancelled; finished points are cached")
 
-    for vary_value, vspec in variants:
-        label = "" if spec.vary is None else f" ({spec.vary} = {vary_value})"
-        tick(f"loading {vspec.data.name}{label}")
-        ds, fixed_lam, base_problem = _variant_data(vspec)
+    def note(message: str) -> None:
+        current[0] = message
 
-        def context(problem: Problem, ds: Dataset = ds) -> TrainContext:
-            # One context per data set, kept across variants and across calls in this process:
-            # what depends only on the data (non-private solves, teacher votes) is trained once,
-            # e.g. moving the epsilon slider re-draws noise but re-trains nothing.
-            key = (ds.fingerprint, spec.seed, str(device))
-            with _CONTEXTS_LOCK:
-                known = _CONTEXTS.get(key)
-            fresh = TrainContext.from_dataset(ds, problem, spec.seed, device) if known is None else known.with_problem(problem)
-            with _CONTEXTS_LOCK:
-                _CONTEXTS.clear()  # keep one data set on the device at a time (N = 1e6 is 3 GB)
-                _CONTEXTS[key] = fresh  # stored without a poll: it must not keep this call's callbacks
-            mine = fresh.with_problem(problem)  # same data and solves, this call's progress and cancel
-            mine.poll = poll
-            return mine
+    jobs: list[_Job] = []
 
-        for method, epsilons in _jobs(vspec):
-            tick(f"{method}{label} on {device}")
-            keys = [point_key(_point(method, e, vspec, base_problem), ds.fingerprint) for e in epsilons]
-            hits = [store.get(k) for k in keys]
-            missing = [i for i, h in enumerate(hits) if h is None]
-            if not get_method(method).supports(vspec.delta):
-                result.warnings.append(f"{method} skipped: {get_method(method).pure_unsupported_message()}")
-                missing, hits = [], [None] * len(epsilons)
-            if missing and not compute:
-                raise _Miss
-            if missing:
-                t0 = time.perf_counter()
-                budgets = [PrivacyBudget(epsilons[i], vspec.delta) for i in missing]
-                try:
-                    fresh = _compute(method, ds, vspec, budgets, fixed_lam, context, device, poll)
-                except (CalibrationError, SolverCertificationError, ArithmeticError) as err:  # ArithmeticError: an accountant's numerical limit
-                    result.warnings.append(f"{method}: {err}")
-                    fresh = [None] * len(missing)
-                per_point = (time.perf_counter() - t0) / len(missing)
-                for i, item in zip(missing, fresh):
-                    if item is None:
-                        continue
-                    item["seconds"] = per_point
-                    store.put(keys[i], item)
-                    hits[i] = item
-                    result.computed += 1
-            for i, (e, stored) in enumerate(zip(epsilons, hits)):
-                if stored is None:
+    def plan() -> Iterator[WorkUnit]:
+        """Look every point up; yield one unit per method and variant with misses (lazily: the
+        local executor computes each unit before the next variant's data are loaded)."""
+        for vary_value, vspec in variants:
+            label = "" if spec.vary is None else f" ({spec.vary} = {vary_value})"
+            tick(f"loading {vspec.data.name}{label}")
+            ds, _, base_problem = _variant_data(vspec)
+            for method, epsilons in _jobs(vspec):
+                tick(f"{method}{label} on {where}")
+                points = [_point(method, e, vspec, base_problem) for e in epsilons]
+                keys = [point_key(p, ds.fingerprint) for p in points]
+                hits = [store.get(k) for k in keys]
+                missing = [i for i, h in enumerate(hits) if h is None]
+                if not get_method(method).supports(vspec.delta):
+                    result.warnings.append(f"{method} skipped: {get_method(method).pure_unsupported_message()}")
+                    missing, hits = [], [None] * len(epsilons)
+                if missing and not compute:
+                    raise _Miss
+                jobs.append(_Job(vary_value, vspec, base_problem, method, epsilons, points, keys, ds.fingerprint,
+                                 hits, missing))
+                if not missing:
+                    done[0] += 1
                     continue
-                grad = stored.get("solver_grad_norm")
-                if grad is not None and grad > GRAD_NORM_WARN:
-                    result.warnings.append(f"{method} at epsilon={e:g}: the solver stopped at gradient norm {grad:.2g} "
-                                           f"(> {GRAD_NORM_WARN:g}); the privacy proof assumes the exact minimiser")
-                is_cached = i not in missing
-                result.cached += int(is_cached)
-                result.rows.append(_row(method, e, vspec, base_problem, spec.vary, vary_value, stored, is_cached))
-            done += 1
+                yield WorkUnit(index=len(jobs) - 1, spec_json=vspec.to_json(), method=method,
+                               epsilons=tuple(epsilons[i] for i in missing), points=tuple(points[i] for i in missing),
+                               fingerprint=ds.fingerprint, schema=SCHEMA_VERSION, label=f"{method}{label}")
+
+    for outcome in executor.run(plan(), execute_unit, poll, note):
+        job = jobs[outcome.index]
+        if [k for k, _ in outcome.results] != [job.keys[i] for i in job.missing]:
+            raise RuntimeError(f"{job.method}: the executor answered for other points than it was given")
+        result.warnings.extend(outcome.warnings)
+        for i, (key, item) in zip(job.missing, outcome.results):
+            if item is None:
+                continue
+            # Only the driver writes; each point is stored whole, with its identity (results export).
+            item = dict(item, point=job.points[i], data=job.fingerprint)
+            store.put(key, item)
+            job.hits[i] = item
+            result.computed += 1
+        done[0] += 1
+
+    for job in jobs:
+        for i, (e, stored) in enumerate(zip(job.epsilons, job.hits)):
+            if stored is None:
+                continue
+            grad = stored.get("solver_grad_norm")
+            if grad is not None and grad > GRAD_NORM_WARN:
+                result.warnings.append(f"{job.method} at epsilon={e:g}: the solver stopped at gradient norm {grad:.2g} "
+                                       f"(> {GRAD_NORM_WARN:g}); the privacy proof assumes the exact minimiser")
+            is_cached = i not in job.missing
+            result.cached += int(is_cached)
+            result.rows.append(_row(job.method, e, job.vspec, job.problem, spec.vary, job.vary_value, stored, is_cached))
     result.warnings.extend(m for m in getattr(store, "drain_messages", list)() if m not in result.warnings)
     if progress is not None:
         progress(1.0, "done")
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _context(ds: Dataset, problem: Problem, seed: int, device, poll) -> TrainContext:  # noqa: ANN001
+    """The training context of ``ds`` for ``problem``, with this call's ``poll``.
+
+    One context per data set, kept across variants and across calls in this process (or worker):
+    what depends only on the data (non-private solves, teacher votes) is trained once, e.g. moving
+    the epsilon slider re-draws noise but re-trains nothing.
+    """
+    key = (ds.fingerprint, seed, str(device))
+    with _CONTEXTS_LOCK:
+        known = _CONTEXTS.get(key)
+    fresh = TrainContext.from_dataset(ds, problem, seed, device) if known is None else known.with_problem(problem)
+    with _CONTEXTS_LOCK:
+        _CONTEXTS.clear()  # keep one data set on the device at a time (N = 1e6 is 3 GB)
+        _CONTEXTS[key] = fresh  # stored without a poll: it must not keep this call's callbacks
+    mine = fresh.with_problem(problem)  # same data and solves, this call's progress and cancel
+    mine.poll = poll
+    return mine
+
+
+def execute_unit(unit: WorkUnit, poll: Callable[[float | None], None] | None = None) -> UnitOutcome:
+    """Compute one unit where it runs (this process, or a Dask worker) and return plain dicts.
+
+    Stores nothing. The data set is loaded here (memoised) and must have the fingerprint the
+    driver planned with; the points are recomputed here and must be the driver's, so a worker
+    with other data or other code refuses the unit instead of answering for the wrong key.
+    """
+    t0 = time.perf_counter()
+    if unit.schema != SCHEMA_VERSION:
+        raise RuntimeError(f"this worker's privcore writes cache schema {SCHEMA_VERSION}, the driver's "
+                           f"{unit.schema}: install the same privcore version on the driver and the workers")
+    vspec = SweepSpec.from_json(unit.spec_json)
+    device = resolve_device(vspec.device)
+    ds, fixed_lam, base_problem = _variant_data(vspec)
+    if ds.fingerprint != unit.fingerprint:
+        raise RuntimeError(f"{unit.label}: the data set loaded here differs from the driver's (fingerprint "
+                           f"{ds.fingerprint[:12]} vs {unit.fingerprint[:12]}); give the workers the same data")
+    points = [_point(unit.method, e, vspec, base_problem) for e in unit.epsilons]
+    if points != list(unit.points):
+        raise RuntimeError(f"{unit.label}: this worker's privcore describes the points differently from the "
+                           "driver's: install the same privcore version on both")
+    keys = [point_key(p, ds.fingerprint) for p in points]
+    warnings: list[str] = []
+    budgets = [PrivacyBudget(e, vspec.delta) for e in unit.epsilons]
+    try:
+        fresh = _compute(unit.method, ds, vspec, budgets, fixed_lam,
+                         lambda problem: _context(ds, problem, vspec.seed, device, poll), device, poll)
+    except (CalibrationError, SolverCertificationError, ArithmeticError) as err:  # ArithmeticError: an accountant's numerical limit
+        warnings.append(f"{unit.method}: {err}")
+        fresh = [None] * len(budgets)
+    seconds = time.perf_counter() - t0
+    for item in fresh:
+        if item is not None:
+            item["seconds"] = seconds / len(budgets)
+    return UnitOutcome(index=unit.index, results=list(zip(keys, fresh)), warnings=warnings, seconds=seconds,
+                       where=str(device))
 
 
 def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBudget], fixed_lam: float,
