@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .leakage.cli import add_leakage_parser
 
     add_leakage_parser(sub, _add_problem_args, _number, _epsilon)
+    from .engine.cli_results import add_results_parser
+
+    add_results_parser(sub)
     return parser
 
 
@@ -147,6 +150,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .leakage.cli import run_leakage_command
 
             code = run_leakage_command(args)
+        elif args.command == "results":
+            from .engine.cli_results import run_results_command
+
+            code = run_results_command(args)
         else:
             from .engine.cli_sweep import run_sweep_command
 

@@ -434,6 +434,35 @@ class ResultCache:
         except OSError as err:
             self._note(f"results cache write failed ({_short(err)}): results are not stored")
 
+    def keys(self) -> list[str]:
+        """Every stored key (str keys only; what else a planted database holds is skipped)."""
+        if not self.enabled:
+            return []
+        try:
+            if self._store is not None:
+                return [k for k in self._store.iterkeys() if isinstance(k, str)]
+            if self._ro_conn is not None:
+                return [r[0] for r in self._ro_conn.execute("SELECT key FROM Cache WHERE raw = 1").fetchall()
+                        if isinstance(r[0], str)]
+        except sqlite3.DatabaseError as err:
+            self._recover(err)
+        return []
+
+    def put_many(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+        """Store all of ``items`` in one transaction, or none of them (raises ``OSError`` then).
+
+        Unlike :meth:`put`, a cache that cannot store is an error here (``results import``).
+        """
+        if not self.enabled or self.readonly or self._store is None:
+            raise OSError("the results cache cannot be written" + (f" ({self.messages[-1]})" if self.messages else ""))
+        texts = [(key, json.dumps(value, allow_nan=False)) for key, value in items]
+        try:
+            with self._lock, self._store.transact():
+                for key, text in texts:
+                    self._store.set(key, text)
+        except sqlite3.DatabaseError as err:
+            raise OSError(f"results cache write failed ({_short(err)}): nothing was stored") from None
+
     def clear(self) -> None:
         """Remove every stored result."""
         if self._store is not None and not self.readonly:

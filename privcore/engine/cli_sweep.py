@@ -82,6 +82,9 @@ def add_sweep_parser(sub, add_problem_args, number, epsilon) -> None:  # noqa: A
     sw.add_argument("--no-cache", action="store_true", help="compute everything, store nothing")
     sw.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_problem_args(sw)
+    from .executor import add_executor_args
+
+    add_executor_args(sw)
 
 
 def format_rows(rows: list[dict[str, Any]], fmt: str) -> str:
@@ -118,12 +121,18 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         last[0], last[1] = message, frac
         print(f"[{frac * 100:5.1f}%] {message}", file=sys.stderr, flush=True)
 
+    from .executor import executor_from_args
+
+    executor = executor_from_args(args)
     try:
-        result = run_sweep(spec, progress=progress, use_cache=not args.no_cache)
+        result = run_sweep(spec, progress=progress, use_cache=not args.no_cache, executor=executor)
     except DataUnavailableError as err:  # a RuntimeError: report it like bad input
         raise ValueError(str(err).replace("\n", " ")) from None
     except DataFileError:
         raise
+    finally:
+        if executor is not None:
+            executor.close()
     for warning in dict.fromkeys(result.warnings):
         print(f"warning: {warning}", file=sys.stderr)
     print(format_rows(result.rows, args.format))

@@ -1,0 +1,263 @@
+"""``python -m privcore results export|import``: move computed points between machines.
+
+A results file is JSON Lines. Line 1 is a header (format, version, the cache schema and the number
+of records); every other line is one point::
+
+    {"format": "privcore-results", "version": 1, "schema": 5, "count": 2}
+    {"key": "<sha256>", "schema": 5, "data": "<data fingerprint>", "point": {...}, "value": {...}}
+
+``point`` is the point's identity (method, epsilon, delta, accounting, repeats, seed and the
+settings the method uses) and ``data`` the fingerprint of the data set it was computed on; the key
+is ``point_key(point, data)``. ``value`` is the stored result (accuracies, noise scale, timing).
+
+Import trusts nothing in the file: every line must parse, name this privcore's cache schema,
+have a key equal to the one recomputed from its point and fingerprint, and a value of the shape
+of a stored result (:func:`~privcore.engine.cache.check_result`); the record count must match
+the header. One bad line and nothing is imported (the error names every bad line, by number, up
+to 20); otherwise all new points are written in one transaction. Points already in the cache are
+kept. What the checks cannot tell is whether the numbers are true: import files you trust.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .cache import SCHEMA_VERSION, MAX_VALUE_CHARS, ResultCache, check_result, default_results_dir, point_key
+
+__all__ = ["add_results_parser", "run_results_command", "export_results", "import_results", "ImportRejected",
+           "FORMAT", "FORMAT_VERSION"]
+
+FORMAT = "privcore-results"
+FORMAT_VERSION = 1
+_RECORD_KEYS = {"key", "schema", "data", "point", "value"}
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_MAX_LINE_CHARS = 2 * MAX_VALUE_CHARS
+_MAX_ERRORS = 20
+#: Fields a stored value carries for export only (the record holds them at its top level).
+_IDENTITY = ("point", "data")
+
+
+class ImportRejected(ValueError):
+    """A results file failed validation; ``problems`` are 'line N: why' strings. Nothing was imported."""
+
+    def __init__(self, problems: list[str], total: int) -> None:
+        self.problems = problems
+        self.total = total
+        more = f" (and {total - len(problems)} more)" if total > len(problems) else ""
+        super().__init__(f"{total} bad line{'s' if total != 1 else ''}{more}; nothing was imported: "
+                         + "; ".join(problems[:3]))
+
+
+def _accept_any(_value: Any) -> None:
+    return None
+
+
+def _record(key: str, value: Any) -> dict[str, Any] | None:
+    """The export record of one stored entry, or None (no identity, other shape, or a stale key)."""
+    if not isinstance(value, dict) or check_result(value) is not None:
+        return None
+    point, data = value.get("point"), value.get("data")
+    if not isinstance(point, dict) or not isinstance(data, str) or point_key(point, data) != key:
+        return None
+    return {"key": key, "schema": SCHEMA_VERSION, "data": data, "point": point,
+            "value": {k: v for k, v in value.items() if k not in _IDENTITY}}
+
+
+def export_results(out: str | os.PathLike[str], cache: ResultCache | None = None) -> tuple[int, int]:
+    """Write every exportable point of ``cache`` to ``out`` (atomically: a temporary file, then a rename).
+
+    Returns (exported, skipped): skipped entries are those without a stored identity (computed
+    before privcore stored one, or records of another kind such as leakage results).
+    """
+    store = cache if cache is not None else ResultCache()
+    records, skipped = [], 0
+    for key in sorted(store.keys()):
+        rec = _record(key, store.get(key, validate=_accept_any))
+        if rec is None:
+            skipped += 1
+        else:
+            records.append(rec)
+    out = Path(out)
+    header = {"format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_VERSION, "count": len(records)}
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=str(out.parent if str(out.parent) else "."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(header, sort_keys=True) + "\n")
+            for rec in records:
+                fh.write(json.dumps(rec, sort_keys=True, allow_nan=False) + "\n")
+        os.replace(tmp, out)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return len(records), skipped
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _check_point(point: Any) -> str | None:
+    if not isinstance(point, dict) or not point:
+        return "point is not a non-empty object"
+    for k, v in point.items():
+        if not isinstance(k, str) or len(k) > 100:
+            return "point has a key that is not a short string"
+        if not (v is None or isinstance(v, (str, int, float, bool))):
+            return f"point.{k} is not a plain value"
+    from ..methods import BASELINE, METHOD_NAMES
+
+    if point.get("method") not in METHOD_NAMES + (BASELINE.name,):
+        return f"point.method is not a method of this privcore ({str(point.get('method'))[:40]!r})"
+    return None
+
+
+def _check_line(number: int, text: str) -> tuple[str, dict[str, Any]] | str:
+    """(key, value to store) for a good record line, else 'line N: why'."""
+    where = f"line {number}"
+    if len(text) > _MAX_LINE_CHARS:
+        return f"{where}: longer than {_MAX_LINE_CHARS:,} characters"
+    if not text.strip():
+        return f"{where}: empty line"
+    try:
+        rec = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as err:
+        return f"{where}: not valid JSON ({str(err)[:80]})"
+    if not isinstance(rec, dict):
+        return f"{where}: not a JSON object"
+    if set(rec) != _RECORD_KEYS:
+        return f"{where}: fields must be {', '.join(sorted(_RECORD_KEYS))}"
+    if rec["schema"] != SCHEMA_VERSION:
+        return (f"{where}: computed under cache schema {str(rec['schema'])[:20]}, this privcore reads schema "
+                f"{SCHEMA_VERSION} (recompute it with this version)")
+    key, data, point, value = rec["key"], rec["data"], rec["point"], rec["value"]
+    if not isinstance(key, str) or not _HEX64.match(key):
+        return f"{where}: key is not a sha256 hex digest"
+    if not isinstance(data, str) or not 1 <= len(data) <= 200:
+        return f"{where}: data is not a fingerprint string"
+    problem = _check_point(point)
+    if problem:
+        return f"{where}: {problem}"
+    if point_key(point, data) != key:
+        return f"{where}: key does not match the point and data fingerprint (edited or corrupted)"
+    if not isinstance(value, dict) or any(k in value for k in _IDENTITY):
+        return f"{where}: value is not a result object"
+    problem = check_result(value)
+    if problem:
+        return f"{where}: value: {problem}"
+    return key, dict(value, point=point, data=data)
+
+
+def _read_lines(path: Path) -> list[str]:
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise ImportRejected([f"line {line}: not UTF-8 text"], 1) from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the final newline
+    return lines
+
+
+def import_results(path: str | os.PathLike[str], cache: ResultCache | None = None) -> tuple[int, int]:
+    """Validate every line of ``path``, then store all new points in one transaction.
+
+    Returns (imported, already_present). Raises :class:`ImportRejected` (nothing imported) when
+    any line is bad, and ``OSError`` when the cache cannot be written (nothing imported either).
+    """
+    lines = _read_lines(Path(path))
+    if not lines:
+        raise ImportRejected(["line 1: empty file (no header)"], 1)
+    problems: list[str] = []
+    try:
+        header = json.loads(lines[0], parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ImportRejected([f"line 1: not a {FORMAT} header (export with: python -m privcore results export)"], 1)
+    if header.get("version") != FORMAT_VERSION:
+        problems.append(f"line 1: format version {str(header.get('version'))[:20]}, this privcore reads {FORMAT_VERSION}")
+    if header.get("schema") != SCHEMA_VERSION:
+        problems.append(f"line 1: exported under cache schema {str(header.get('schema'))[:20]}, this privcore reads "
+                        f"schema {SCHEMA_VERSION} (recompute with this version)")
+    count = header.get("count")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        problems.append("line 1: count is not an integer >= 0")
+    total_bad = len(problems)
+    good: dict[str, dict[str, Any]] = {}
+    for number, text in enumerate(lines[1:], start=2):
+        checked = _check_line(number, text)
+        if isinstance(checked, tuple):
+            key, value = checked
+            if key in good and good[key] != value:
+                checked = f"line {number}: the same point as an earlier line with another value"
+            else:
+                good[key] = value
+                continue
+        total_bad += 1
+        if len(problems) < _MAX_ERRORS:
+            problems.append(checked)
+    if isinstance(count, int) and not isinstance(count, bool) and count != len(lines) - 1:
+        total_bad += 1
+        problems.insert(0, f"line 1: the header counts {count} records, the file has {len(lines) - 1} "
+                           "(truncated or edited)")
+    if total_bad:
+        raise ImportRejected(problems, total_bad)
+    store = cache if cache is not None else ResultCache()
+    new = [(k, v) for k, v in good.items() if store.get(k) is None]
+    if new:
+        store.put_many(new)
+    return len(new), len(good) - len(new)
+
+
+# ---------------------------------------------------------------- command line
+
+def add_results_parser(sub) -> None:  # noqa: ANN001
+    """Register ``results export`` and ``results import`` on the sub-parser collection ``sub``."""
+    res = sub.add_parser("results", help="export or import computed points (move them between machines)")
+    inner = res.add_subparsers(dest="results_command", required=True, parser_class=type(res))
+    exp = inner.add_parser("export", help="write every computed point of the cache to a JSON Lines file")
+    exp.add_argument("--out", required=True, metavar="FILE.jsonl", help="the file to write (replaced whole)")
+    exp.add_argument("--cache-dir", default=None, metavar="DIR",
+                     help="the results cache (default $PRIVCORE_CACHE/results or <repo>/cache/results)")
+    imp = inner.add_parser("import", help="validate a results file, then add its points to the cache (all or nothing)")
+    imp.add_argument("file", metavar="FILE.jsonl")
+    imp.add_argument("--cache-dir", default=None, metavar="DIR", help="the results cache (as for export)")
+
+
+def _open_cache(directory: str | None) -> ResultCache:
+    store = ResultCache(directory if directory is not None else default_results_dir())
+    if not store.enabled:
+        raise OSError("the results cache cannot be used: " + "; ".join(store.messages))
+    return store
+
+
+def run_results_command(args: argparse.Namespace) -> int:
+    """Exit code 0 on success; a rejected file raises ValueError (one line, exit 2)."""
+    store = _open_cache(args.cache_dir)
+    if args.results_command == "export":
+        exported, skipped = export_results(args.out, store)
+        extra = f"; {skipped} entries without a stored identity skipped" if skipped else ""
+        print(f"exported {exported} points to {args.out}{extra}", file=sys.stderr)
+        return 0
+    try:
+        imported, present = import_results(args.file, store)
+    except ImportRejected as err:
+        for problem in err.problems:
+            print(f"rejected: {problem}", file=sys.stderr)
+        raise ValueError(f"{args.file}: {err.total} bad line{'s' if err.total != 1 else ''}; nothing was imported") from None
+    print(f"imported {imported} points into {store.directory}" + (f" ({present} already there, kept)" if present else ""),
+          file=sys.stderr)
+    return 0
