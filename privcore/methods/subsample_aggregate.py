@@ -55,6 +55,7 @@ class SubsampleAggregate(Method):
     short_label = "Subs.-agg."
     sentence_label = "subsample-and-aggregate"
     paper_figure6_axis = "teachers"
+    from_paper = True
     colour = "#D55E00"  # vermillion
     uses = ("lam", "budget", "teachers")
     family = "prediction"
