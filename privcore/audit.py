@@ -31,7 +31,6 @@ Pure numpy/scipy: the mechanisms and their scores live with the tests (tests/aud
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
