@@ -11,6 +11,8 @@ from typing import Any, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from privcore.methods import get_method
+
 from .figures import PRINT_TEMPLATE, format_number, method_color, method_label
 
 __all__ = ["ATTACK_LABELS", "specs_for", "split_quick", "was_cancelled", "roc_figure", "leakage_table", "describe", "rows_for_export",
@@ -38,7 +40,7 @@ def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple
     if lam == "auto":
         lam = 1e-3
         notes.append("λ = auto is not used here (tuning would leak too): the attacks run at λ = 0.001.")
-    methods = [m for m in s.methods if not (m == "dpsgd" and s.delta == 0)]
+    methods = [m for m in s.methods if get_method(m).supports(s.delta)]
     if len(methods) < len(s.methods):
         notes.append("DP-SGD needs δ > 0: it is left out at δ = 0.")
     augment = bool(s.augment or (s.n is not None and side.info is not None and s.n > side.info.n_train))

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..data import DATASET_NAMES
 from ..device import DEVICE_CHOICES
-from ..methods import METHOD_NAMES
+from ..methods import METHOD_NAMES, REGISTRY
 from ..types import ACCOUNTING_MODES, PrivacyBudget, Problem
 from ..validation import check_choice, check_int, check_real
 
@@ -99,9 +99,9 @@ class SweepSpec:
             raise TypeError(f"data must be a DataSpec, got {type(self.data).__name__}")
         methods = tuple(self.methods)
         if not methods:
-            raise ValueError("methods must name at least one of " + ", ".join(METHOD_NAMES))
+            raise ValueError("methods must name at least one of " + ", ".join(REGISTRY))
         for m in methods:
-            check_choice("method", m, METHOD_NAMES)
+            check_choice("method", m, tuple(REGISTRY))  # the live registry
         object.__setattr__(self, "methods", methods)
         eps = tuple(self.epsilons)
         if not eps:
