@@ -51,8 +51,8 @@ class ImportRejected(ValueError):
         self.problems = problems
         self.total = total
         more = f" (and {total - len(problems)} more)" if total > len(problems) else ""
-        super().__init__(f"{total} bad line{'s' if total != 1 else ''}{more}; nothing was imported: "
-                         + "; ".join(problems[:3]))
+        super().__init__(f"{total} bad line{'s' if total != 1 else ''}, nothing was imported: "
+                         + "; ".join(problems) + more)
 
 
 def _accept_any(_value: Any) -> None:
@@ -254,10 +254,8 @@ def run_results_command(args: argparse.Namespace) -> int:
         return 0
     try:
         imported, present = import_results(args.file, store)
-    except ImportRejected as err:
-        for problem in err.problems:
-            print(f"rejected: {problem}", file=sys.stderr)
-        raise ValueError(f"{args.file}: {err.total} bad line{'s' if err.total != 1 else ''}; nothing was imported") from None
+    except ImportRejected as err:  # one line on stderr (exit 2), naming every bad line up to 20
+        raise ValueError(f"{os.path.basename(str(args.file))}: {err}") from None
     print(f"imported {imported} points into {store.directory}" + (f" ({present} already there, kept)" if present else ""),
           file=sys.stderr)
     return 0

@@ -1,0 +1,172 @@
+"""``results export`` / ``results import``: points move between caches, validated, all or nothing.
+
+No Dask here: these run without the optional cluster packages.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from privcore.cli import main
+from privcore.engine.cache import SCHEMA_VERSION, ResultCache, point_key
+from privcore.engine.cli_results import ImportRejected, export_results, import_results
+from privcore.engine.runner import read_cached, run_sweep
+from privcore.engine.specs import DataSpec, SweepSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = SweepSpec(data=DataSpec(name="digits"), methods=("model_sensitivity", "subsample_aggregate"),
+                 epsilons=(1.0, 10.0), repeats=2, teachers=4, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """A sweep computed into one cache and exported: (cache, result, file)."""
+    base = tmp_path_factory.mktemp("results_io")
+    cache = ResultCache(base / "a")
+    result = run_sweep(SPEC, cache=cache)
+    out = base / "points.jsonl"
+    assert export_results(out, cache) == (len(result.rows), 0)
+    return cache, result, out
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_round_trip_reads_as_cached_in_another_cache(exported, tmp_path):
+    _, result, out = exported
+    lines = _lines(out)
+    header = json.loads(lines[0])
+    assert header == {"format": "privcore-results", "version": 1, "schema": SCHEMA_VERSION, "count": len(result.rows)}
+    other = ResultCache(tmp_path / "b")
+    assert read_cached(SPEC, other) is None
+    assert import_results(out, other) == (len(result.rows), 0)
+    back = read_cached(SPEC, other)  # what the dashboard does before it computes anything
+    assert back is not None and back.cached == len(result.rows) and back.computed == 0
+    skip = {"seconds", "cached"}
+    assert [{k: v for k, v in r.items() if k not in skip} for r in back.rows] == \
+           [{k: v for k, v in r.items() if k not in skip} for r in result.rows]
+    assert import_results(out, other) == (0, len(result.rows))  # again: nothing new, existing kept
+
+
+def test_cli_round_trip(exported, tmp_path, capsys):
+    _, result, out = exported
+    target = tmp_path / "c"
+    assert main(["results", "import", str(out), "--cache-dir", str(target)]) == 0
+    assert f"imported {len(result.rows)} points" in capsys.readouterr().err
+    again = tmp_path / "again.jsonl"
+    assert main(["results", "export", "--out", str(again), "--cache-dir", str(target)]) == 0
+    assert again.read_text() == out.read_text()  # sorted keys, same records: byte-identical
+
+
+def _tamper(lines: list[str], index: int, change) -> list[str]:  # noqa: ANN001
+    rec = json.loads(lines[index])
+    change(rec)
+    return lines[:index] + [json.dumps(rec)] + lines[index + 1:]
+
+
+def _set(path: tuple, value):  # noqa: ANN001, ANN202
+    def change(rec):  # noqa: ANN001, ANN202
+        target = rec
+        for p in path[:-1]:
+            target = target[p]
+        target[path[-1]] = value
+    return change
+
+
+BAD = {
+    "point edited (key no longer matches)": (2, _set(("point", "epsilon"), 3.0), "key does not match"),
+    "other data fingerprint": (3, _set(("data",), "0" * 64), "key does not match"),
+    "old schema": (2, _set(("schema",), SCHEMA_VERSION - 1), f"schema {SCHEMA_VERSION - 1}"),
+    "accuracy out of range": (4, _set(("value", "accuracy_mean"), 1.5), "accuracy_mean"),
+    "unknown method": (2, _set(("point", "method"), "oracle"), "point.method"),
+    "extra field": (3, _set(("extra",), 1), "fields must be"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_a_bad_line_is_named_and_nothing_is_imported(exported, tmp_path, case):
+    _, _, out = exported
+    index, change, why = BAD[case]
+    bad = _write(tmp_path / "bad.jsonl", _tamper(_lines(out), index, change))
+    target = ResultCache(tmp_path / "t")
+    with pytest.raises(ImportRejected) as info:
+        import_results(bad, target)
+    assert info.value.problems[0].startswith(f"line {index + 1}: ") and why in info.value.problems[0], info.value.problems
+    assert len(target) == 0
+
+
+def test_broken_lines_truncation_and_header(exported, tmp_path, capsys):
+    _, _, out = exported
+    lines = _lines(out)
+    nan = lines[2].replace('"accuracy_std": ', '"accuracy_std": NaN, "x": ', 1)
+    bad = _write(tmp_path / "bad.jsonl", [lines[0], lines[1], "{not json", nan, ""] + lines[3:])
+    target = tmp_path / "t"
+    code = main(["results", "import", str(bad), "--cache-dir", str(target)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: bad.jsonl: "), err
+    for where in ("line 1: the header counts", "line 3: not valid JSON", "line 4: not valid JSON", "line 5: empty line"):
+        assert where in err, err
+    assert "nothing was imported" in err and len(ResultCache(target)) == 0
+    truncated = _write(tmp_path / "cut.jsonl", lines[:-1])
+    with pytest.raises(ImportRejected, match="header counts"):
+        import_results(truncated, ResultCache(target))
+    with pytest.raises(ImportRejected, match="line 1: not a privcore-results header"):
+        import_results(_write(tmp_path / "nohead.jsonl", lines[1:]), ResultCache(target))
+    assert len(ResultCache(target)) == 0
+
+
+def test_a_failed_write_stores_nothing(exported, tmp_path, monkeypatch):
+    _, result, out = exported
+    target = ResultCache(tmp_path / "t")
+    real_set, calls = target._store.set, []
+
+    def failing_set(key, value, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        calls.append(key)
+        if len(calls) == 3:
+            raise sqlite3.OperationalError("disk I/O error")
+        return real_set(key, value, *a, **k)
+
+    monkeypatch.setattr(target._store, "set", failing_set)
+    with pytest.raises(OSError, match="nothing was stored"):
+        import_results(out, target)
+    monkeypatch.undo()
+    assert len(target) == 0  # the two points written before the failure were rolled back
+    assert import_results(out, target) == (len(result.rows), 0)
+
+
+def test_entries_without_an_identity_are_not_exported(tmp_path):
+    cache = ResultCache(tmp_path / "a")
+    value = {"accuracies": [0.5], "accuracy_mean": 0.5, "accuracy_std": 0.0, "seconds": 0.1, "device": "cpu",
+             "lam": 0.001, "scale": {"noise": "none"}}
+    cache.put(point_key({"method": "model_sensitivity"}, "f"), value)  # as stored before identities were kept
+    assert export_results(tmp_path / "x.jsonl", cache) == (0, 1)
+    assert json.loads(_lines(tmp_path / "x.jsonl")[0])["count"] == 0
+
+
+def test_nothing_imports_dask_by_default():
+    code = ("import sys, privcore.cli, privcore.engine.runner, privcore.engine.cli_results;"
+            "privcore.cli.build_parser();"
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')]; print(bad); sys.exit(bool(bad))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_executor_flags_are_checked(capsys):
+    for args, why in ((["--workers", "2"], "need --executor dask"),
+                      (["--executor", "dask", "--workers", "2", "--scheduler", "tcp://x:1"], "not both"),
+                      (["--executor", "dask", "--workers", "0"], "workers must be")):
+        code = main(["sweep", "--dataset", "digits", "--methods", "model_sensitivity", "--epsilons", "1", *args])
+        err = capsys.readouterr().err
+        assert code == 2 and why in err, err
