@@ -201,9 +201,9 @@ class DaskExecutor(Executor):
                 for outcome in ready:
                     finished += 1
                     yield outcome
+                poll(None)  # progress, and SweepCancelled on cancel
                 if not ready:
                     time.sleep(0.05)
-                    poll(None)  # progress, and SweepCancelled on cancel
         finally:
             if pending:  # cancelled, or an error: nothing more is computed for this sweep
                 client.cancel(list(pending))

@@ -239,7 +239,8 @@ class _Job:
     keys: list[str]
     fingerprint: str
     hits: list[dict[str, Any] | None]
-    missing: list[int]
+    missing: list[int]  # computed by this job's unit
+    shared: list[int] = field(default_factory=list)  # computed by an earlier unit still running
 
 
 def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[], bool] | None,
@@ -279,6 +280,10 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
         current[0] = message
 
     jobs: list[_Job] = []
+    #: key -> (job, position) waiting for it, for the keys of units submitted and not yet back: an
+    #: executor that runs units concurrently computes a point shared by two variants once. (The
+    #: local executor has every earlier unit back before it plans the next: nothing is shared.)
+    inflight: dict[str, list[tuple[_Job, int]]] = {}
 
     def plan() -> Iterator[WorkUnit]:
         """Look every point up; yield one unit per method and variant with misses (lazily: the
@@ -298,11 +303,17 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
                     missing, hits = [], [None] * len(epsilons)
                 if missing and not compute:
                     raise _Miss
-                jobs.append(_Job(vary_value, vspec, base_problem, method, epsilons, points, keys, ds.fingerprint,
-                                 hits, missing))
+                job = _Job(vary_value, vspec, base_problem, method, epsilons, points, keys, ds.fingerprint, hits,
+                           [i for i in missing if keys[i] not in inflight], [i for i in missing if keys[i] in inflight])
+                jobs.append(job)
+                for i in job.shared:
+                    inflight[keys[i]].append((job, i))
+                missing = job.missing
                 if not missing:
                     done[0] += 1
                     continue
+                for i in missing:
+                    inflight[keys[i]] = []
                 yield WorkUnit(index=len(jobs) - 1, spec_json=vspec.to_json(), method=method,
                                epsilons=tuple(epsilons[i] for i in missing), points=tuple(points[i] for i in missing),
                                fingerprint=ds.fingerprint, schema=SCHEMA_VERSION, label=f"{method}{label}")
@@ -320,6 +331,9 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
             store.put(key, item)
             job.hits[i] = item
             result.computed += 1
+        for key, item in outcome.results:
+            for other, i in inflight.pop(key, []):
+                other.hits[i] = None if item is None else job.hits[job.keys.index(key)]
         done[0] += 1
 
     for job in jobs:
@@ -330,7 +344,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
             if grad is not None and grad > GRAD_NORM_WARN:
                 result.warnings.append(f"{job.method} at epsilon={e:g}: the solver stopped at gradient norm {grad:.2g} "
                                        f"(> {GRAD_NORM_WARN:g}); the privacy proof assumes the exact minimiser")
-            is_cached = i not in job.missing
+            is_cached = i not in job.missing  # found in the cache, or computed for an earlier variant (shared)
             result.cached += int(is_cached)
             result.rows.append(_row(job.method, e, job.vspec, job.problem, spec.vary, job.vary_value, stored, is_cached))
     result.warnings.extend(m for m in getattr(store, "drain_messages", list)() if m not in result.warnings)

@@ -1,0 +1,159 @@
+"""The Dask executor: same rows as the in-process one, bit for bit; a lost worker; cancel.
+
+Needs the optional cluster packages (``requirements-cluster.txt``); skipped without them. Kept
+small for a shared 2-core machine: the bundled digits data, 2 repetitions, clusters of 1-2 workers.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+import cloudpickle  # noqa: E402  (a dependency of distributed)
+import torch  # noqa: E402
+
+from privcore.cli import main  # noqa: E402
+from privcore.engine import runner  # noqa: E402
+from privcore.engine.cache import ResultCache  # noqa: E402
+from privcore.engine.executor import DaskExecutor, LocalExecutor  # noqa: E402
+from privcore.engine.runner import SweepCancelled, run_sweep  # noqa: E402
+from privcore.engine.specs import DataSpec, SweepSpec  # noqa: E402
+
+# Worker processes unpickle the fault-injecting wrappers below by value (this module is not importable there).
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+DIGITS = DataSpec(name="digits")
+#: Several methods (a solve, a perturbed solve, DP-SGD, teachers) over two variants.
+SPEC = SweepSpec(data=DIGITS, methods=("model_sensitivity", "loss_perturbation", "dpsgd", "subsample_aggregate"),
+                 epsilons=(1.0, 10.0), delta=1e-5, repeats=2, teachers=4, batch_size=64, epochs=1, device="cpu",
+                 vary="budget", values=(1, 10))
+SMALL = SweepSpec(data=DIGITS, methods=("model_sensitivity", "subsample_aggregate"), epsilons=(1.0, 10.0),
+                  repeats=2, teachers=4, device="cpu", seed=3)
+
+
+@pytest.fixture(scope="module")
+def threads_client():
+    """An in-process cluster (2 workers, 1 thread each): quick to start, same torch threads as here."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0",
+                                  scheduler_kwargs={"dashboard": False}) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def _stored(cache: ResultCache) -> dict:
+    """Every stored point without its timing (the only field that may differ between executors)."""
+    return {k: {f: v for f, v in cache.get(k).items() if f != "seconds"} for k in cache.keys()}
+
+
+def _rows(result) -> list[dict]:  # noqa: ANN001
+    return [{k: v for k, v in r.items() if k not in ("seconds", "cached")} for r in result.rows]
+
+
+def test_dask_rows_are_bit_for_bit_the_local_ones(threads_client, tmp_path):
+    local_cache, dask_cache = ResultCache(tmp_path / "local"), ResultCache(tmp_path / "dask")
+    local = run_sweep(SPEC, cache=local_cache, executor=LocalExecutor())
+    runner._CONTEXTS.clear()  # the workers share this process: make them solve everything again
+    seen = []
+    remote = run_sweep(SPEC, cache=dask_cache, executor=DaskExecutor(client=threads_client),
+                       progress=lambda f, m: seen.append((f, m)))
+    # Budget-free methods have the same points in both variants: computed once, also on the cluster.
+    assert (remote.computed, remote.cached) == (local.computed, local.cached) == (11, 7)
+    assert _rows(remote) == _rows(local)  # == on floats: bit for bit
+    assert _stored(dask_cache) == _stored(local_cache)
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert any("units done on dask" in m for _, m in seen)
+    again = run_sweep(SPEC, cache=dask_cache, executor=DaskExecutor(client=threads_client))
+    assert again.computed == 0 and _rows(again) == _rows(local)  # read back from the driver's cache
+
+
+class FailOnce:
+    """The unit function, but its first call fails: a killed worker process (``os._exit``) or an error."""
+
+    def __init__(self, work, marker: str, kill: bool) -> None:  # noqa: ANN001
+        self.work, self.marker, self.kill = work, marker, kill
+
+    def __call__(self, unit, poll):  # noqa: ANN001, ANN204
+        try:
+            fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # first call only, across processes
+        except FileExistsError:
+            return self.work(unit, poll)
+        os.close(fd)
+        if self.kill:
+            os._exit(1)  # the worker process dies mid-unit, as when a node is lost
+        raise OSError("transient failure")
+
+
+class FaultyExecutor(DaskExecutor):
+    def __init__(self, marker: Path, kill: bool, **kw) -> None:  # noqa: ANN003
+        super().__init__(**kw)
+        self.marker, self.kill = str(marker), kill
+
+    def run(self, units, work, poll, note):  # noqa: ANN001, ANN201
+        return super().run(units, FailOnce(work, self.marker, self.kill), poll, note)
+
+
+def test_a_unit_that_fails_once_is_retried(threads_client, tmp_path):
+    reference = run_sweep(SMALL, cache=ResultCache(tmp_path / "ref"))
+    cache = ResultCache(tmp_path / "c")
+    result = run_sweep(SMALL, cache=cache, executor=FaultyExecutor(tmp_path / "m", kill=False, client=threads_client))
+    assert (tmp_path / "m").exists() and result.computed == len(reference.rows)
+    assert _rows(result) == _rows(reference)
+
+
+def test_a_killed_worker_process_loses_nothing(tmp_path):
+    """A real worker process dies in its first unit; the scheduler re-runs that unit on a restarted
+    worker. Worker processes run torch on 1 thread (Dask sets OMP_NUM_THREADS=1), so the reference
+    is computed here on 1 thread too."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    runner._CONTEXTS.clear()  # no solve made here earlier on more threads
+    try:
+        reference = run_sweep(SMALL, cache=ResultCache(tmp_path / "ref"))
+    finally:
+        torch.set_num_threads(threads)
+        runner._CONTEXTS.clear()
+    cache = ResultCache(tmp_path / "c")
+    with FaultyExecutor(tmp_path / "m", kill=True, workers=1) as ex:
+        result = run_sweep(SMALL, cache=cache, executor=ex)
+    assert (tmp_path / "m").exists()
+    assert result.computed == len(reference.rows) and len(cache) == len(reference.rows)
+    assert _rows(result) == _rows(reference)
+
+
+def test_cancel_stops_submitting_and_keeps_finished_points(threads_client, tmp_path):
+    # 12 units, each with its own solves (lambda changes the problem)
+    spec = SweepSpec(data=DIGITS, methods=("model_sensitivity", "loss_perturbation"), epsilons=(1.0,), repeats=2,
+                     device="cpu", seed=5, vary="lam", values=(1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3), baseline=False)
+    cache = ResultCache(tmp_path / "c")
+    with pytest.raises(SweepCancelled):
+        run_sweep(spec, cache=cache, executor=DaskExecutor(client=threads_client), cancel=lambda: len(cache) >= 1)
+    kept = len(cache)
+    assert 1 <= kept < 12
+    deadline = time.time() + 20  # pending units were cancelled: the scheduler forgets them
+    while time.time() < deadline:
+        left = threads_client.run_on_scheduler(lambda dask_scheduler: [str(k) for k in dask_scheduler.tasks
+                                                                       if "privcore-unit" in str(k)])
+        if not left:
+            break
+        time.sleep(0.2)
+    assert not left
+    time.sleep(0.5)
+    assert len(cache) == kept  # only the driver writes: nothing arrives after the cancel
+    rest = run_sweep(spec, cache=cache, executor=DaskExecutor(client=threads_client))
+    assert rest.cached == kept and rest.computed == 12 - kept
+
+
+def test_cli_sweep_on_an_existing_scheduler(threads_client, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path / "cache"))
+    args = ["sweep", "--dataset", "digits", "--methods", "model_sensitivity", "--epsilons", "1,10", "--repeats", "2",
+            "--device", "cpu", "--format", "json", "--executor", "dask", "--scheduler", threads_client.scheduler.address]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    assert "3 rows" in err and f"on dask at {threads_client.scheduler.address}" in err, err
+    assert main(args[:-4]) == 0  # the same sweep locally: everything from the cache
+    assert "(0 computed, 3 from cache)" in capsys.readouterr().err
