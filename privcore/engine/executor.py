@@ -118,7 +118,8 @@ class LocalExecutor(Executor):
 class DaskExecutor(Executor):
     """Units as tasks on a Dask ``distributed`` cluster.
 
-    ``scheduler``: address of a running scheduler (``tcp://host:8786``), or None to start a
+    ``scheduler``: address of a running scheduler (``tcp://host:8786``) or its scheduler file
+    (``*.json``, written by ``dask scheduler --scheduler-file``), or None to start a
     ``LocalCluster`` of ``workers`` workers (``threads`` threads each, separate processes unless
     ``processes=False``). ``client``: an existing ``distributed.Client`` to use instead (not closed
     by :meth:`close`). ``retries``: re-runs of a unit that raised (a lost worker's units are
@@ -155,7 +156,9 @@ class DaskExecutor(Executor):
         if self._client is None:
             from distributed import Client, LocalCluster
 
-            if self.scheduler is not None:
+            if self.scheduler is not None and self.scheduler.endswith(".json"):  # dask scheduler --scheduler-file
+                self._client = Client(scheduler_file=self.scheduler, timeout="30s")
+            elif self.scheduler is not None:
                 self._client = Client(self.scheduler, timeout="30s")
             else:
                 self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=self.threads,
@@ -233,7 +236,7 @@ def add_executor_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--executor", choices=EXECUTOR_CHOICES, default="local",
                        help="local (in this process, the default) or dask")
     group.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                       help="a running Dask scheduler, e.g. tcp://host:8786 (with --executor dask)")
+                       help="a running Dask scheduler: tcp://host:8786, or its --scheduler-file (*.json)")
     group.add_argument("--workers", type=int, default=None, metavar="N",
                        help="start a local Dask cluster of N worker processes (with --executor dask; default 2)")
 

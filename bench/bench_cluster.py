@@ -1,0 +1,126 @@
+"""The in-process executor against a local Dask cluster of 1 and 2 workers, in one run (issue 13).
+
+Two sweeps on mnist-5k, each from an empty result cache, per executor:
+
+* Figure 1 (b): the paper's five methods x 10 epsilons at delta = 1e-5, B = 100;
+* Figure 4: accuracy against N (500 ... 4,000 by default) at epsilon = 1, delta = 0, four methods.
+
+For the Dask runs it also times what is not computing: starting the cluster, the first import of
+privcore (and torch) in the workers, and the gap between the sweep's wall time and the busiest
+worker's compute time (planning on the driver, scheduling, moving results, idle workers at the
+end). Dask's worker processes run torch on 1 thread each; the in-process run uses torch's default.
+The load average is printed with every line: on a shared machine, compare runs of the same load.
+
+    python bench/bench_cluster.py [--repeats 5] [--ns 500,1000,2000,4000] [--json bench/out/cluster.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from privcore.engine import runner  # noqa: E402
+from privcore.engine.cache import ResultCache  # noqa: E402
+from privcore.engine.executor import DaskExecutor, LocalExecutor  # noqa: E402
+from privcore.engine.runner import run_sweep  # noqa: E402
+from privcore.engine.specs import DataSpec, SweepSpec  # noqa: E402
+from privcore.methods import REGISTRY  # noqa: E402
+
+EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+FIVE = tuple(m for m in REGISTRY if REGISTRY[m].from_paper)
+
+
+def specs(repeats: int, ns: tuple[int, ...]) -> dict[str, SweepSpec]:
+    return {
+        "fig1b": SweepSpec(methods=FIVE, epsilons=EPSILONS, delta=1e-5, budget=100, repeats=repeats, device="cpu"),
+        "fig4": SweepSpec(methods=tuple(m for m in FIVE if REGISTRY[m].supports(0.0)), epsilons=(1.0,), delta=0.0,
+                          budget=100, repeats=repeats, device="cpu", vary="n", values=ns),
+    }
+
+
+class Timed:
+    """Wraps an executor: records each unit's compute seconds and where it ran."""
+
+    def __init__(self, inner) -> None:  # noqa: ANN001
+        self.inner = inner
+        self.busy: dict[str, float] = defaultdict(float)
+        self.units = 0
+
+    def __getattr__(self, name):  # noqa: ANN001, ANN204
+        return getattr(self.inner, name)
+
+    def run(self, units, work, poll, note):  # noqa: ANN001, ANN201
+        for outcome in self.inner.run(units, work, poll, note):
+            self.busy[outcome.where] += outcome.seconds
+            self.units += 1
+            yield outcome
+
+
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def one(name: str, spec: SweepSpec, executor) -> dict:  # noqa: ANN001
+    runner._CONTEXTS.clear()  # no solve from an earlier run of this process
+    timed = Timed(executor)
+    before = load()
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        result = run_sweep(spec, cache=ResultCache(tmp), executor=timed)
+    wall = time.perf_counter() - t0
+    busiest = max(timed.busy.values()) if timed.busy else 0.0
+    return {"sweep": name, "rows": len(result.rows), "units": timed.units, "wall_s": round(wall, 2),
+            "compute_s": round(sum(timed.busy.values()), 2), "busiest_worker_s": round(busiest, 2),
+            "not_computing_s": round(wall - busiest, 2), "load_before": before, "load_after": load()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--ns", default="500,1000,2000,4000")
+    ap.add_argument("--json", default=None, help="also write the results here")
+    args = ap.parse_args()
+    sweeps = specs(args.repeats, tuple(int(v) for v in args.ns.split(",")))
+    for spec in sweeps.values():  # load (and memoise) the data sets first: every executor then plans alike
+        for _, vspec in spec.variants():
+            runner._variant_data(vspec)
+    out = {"cpus": os.cpu_count(), "repeats": args.repeats, "runs": []}
+    print(f"{os.cpu_count()} CPUs; load average (1/5/15 min) {load()}; {args.repeats} repetitions", flush=True)
+
+    def report(executor: str, rec: dict) -> None:
+        rec = {"executor": executor, **rec}
+        out["runs"].append(rec)
+        print(json.dumps(rec), flush=True)
+
+    for name, spec in sweeps.items():
+        report("in-process", one(name, spec, LocalExecutor()))
+    for workers in (1, 2):
+        t0 = time.perf_counter()
+        ex = DaskExecutor(workers=workers)
+        ex.client.wait_for_workers(workers)
+        started = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ex.client.run(lambda: __import__("privcore.engine.runner"))  # the first unit would pay this
+        imported = time.perf_counter() - t0
+        report(f"dask x{workers}", {"cluster_start_s": round(started, 2), "worker_import_s": round(imported, 2),
+                                    "load": load()})
+        for name, spec in sweeps.items():
+            report(f"dask x{workers}", one(name, spec, ex))
+        t0 = time.perf_counter()
+        ex.close()
+        report(f"dask x{workers}", {"cluster_close_s": round(time.perf_counter() - t0, 2)})
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
