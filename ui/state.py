@@ -95,7 +95,10 @@ class Field:
                 raise ValueError(f"{self.name} must be a whole number, got {value!r}")
             value = int(value)
         else:
-            value = float(value)
+            try:
+                value = float(value)
+            except OverflowError:  # an integer beyond float range (e.g. a 400-digit URL value)
+                raise ValueError(f"{self.name} must be finite, got an integer too large for a float") from None
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"{self.name} must be finite, got {value!r}")
         if self.allow_zero and value == 0:
