@@ -8,7 +8,8 @@ Two sweeps on mnist-5k, each from an empty result cache, per executor:
 For the Dask runs it also times what is not computing: starting the cluster, the first import of
 privcore (and torch) in the workers, and the gap between the sweep's wall time and the busiest
 worker's compute time (planning on the driver, scheduling, moving results, idle workers at the
-end). Dask's worker processes run torch on 1 thread each; the in-process run uses torch's default.
+end). Dask's worker processes run torch on 1 thread each; the in-process runs use torch's default
+and 1 thread (to tell the effect of threads from the effect of the executor).
 The load average is printed with every line: on a shared machine, compare runs of the same load.
 
     python bench/bench_cluster.py [--repeats 5] [--ns 500,1000,2000,4000] [--json bench/out/cluster.json]
@@ -79,7 +80,8 @@ def one(name: str, spec: SweepSpec, executor) -> dict:  # noqa: ANN001
     busiest = max(timed.busy.values()) if timed.busy else 0.0
     return {"sweep": name, "rows": len(result.rows), "units": timed.units, "wall_s": round(wall, 2),
             "compute_s": round(sum(timed.busy.values()), 2), "busiest_worker_s": round(busiest, 2),
-            "not_computing_s": round(wall - busiest, 2), "load_before": before, "load_after": load()}
+            "not_computing_s": round(wall - busiest, 2), "workers_used": len(timed.busy), "load_before": before,
+            "load_after": load()}
 
 
 def main() -> None:
@@ -100,15 +102,24 @@ def main() -> None:
         out["runs"].append(rec)
         print(json.dumps(rec), flush=True)
 
+    import torch
+
+    threads = torch.get_num_threads()
     for name, spec in sweeps.items():
-        report("in-process", one(name, spec, LocalExecutor()))
+        report(f"in-process, {threads} torch threads", one(name, spec, LocalExecutor()))
+    torch.set_num_threads(1)  # as each Dask worker process runs it (OMP_NUM_THREADS=1)
+    for name, spec in sweeps.items():
+        report("in-process, 1 torch thread", one(name, spec, LocalExecutor()))
+    torch.set_num_threads(threads)
     for workers in (1, 2):
         t0 = time.perf_counter()
         ex = DaskExecutor(workers=workers)
         ex.client.wait_for_workers(workers)
         started = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ex.client.run(lambda: __import__("privcore.engine.runner"))  # the first unit would pay this
+        # The first unit would pay this; 0 when the worker processes already imported this script's
+        # imports (multiprocessing's spawn re-imports the main script: then cluster_start_s has it).
+        ex.client.run(lambda: __import__("privcore.engine.runner"))
         imported = time.perf_counter() - t0
         report(f"dask x{workers}", {"cluster_start_s": round(started, 2), "worker_import_s": round(imported, 2),
                                     "load": load()})

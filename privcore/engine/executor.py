@@ -191,7 +191,7 @@ class DaskExecutor(Executor):
         submitted = finished = 0
         try:
             for unit in units:  # plans lazily on the driver: submit each unit as soon as it is known
-                fut = client.submit(work, unit, None, key=f"privcore-unit-{token}-{unit.index}", pure=False,
+                fut = client.submit(_on_worker, work, unit, key=f"privcore-unit-{token}-{unit.index}", pure=False,
                                     retries=self.retries)
                 pending[fut] = unit
                 submitted += 1
@@ -226,6 +226,18 @@ class DaskExecutor(Executor):
             if fut.status == "cancelled":
                 raise RuntimeError(f"unit {unit.index} ({unit.method}) was cancelled by the cluster")
             yield fut.result()  # the runner checks that it answers for this unit's points
+
+
+def _on_worker(work: Work, unit: WorkUnit) -> UnitOutcome:
+    """A Dask task: run ``work`` on one unit (no progress callback there) and name the worker."""
+    outcome = work(unit, None)
+    try:
+        from distributed import get_worker
+
+        outcome.where = f"{get_worker().address} ({outcome.where})"
+    except ValueError:  # not inside a worker
+        pass
+    return outcome
 
 
 # ---------------------------------------------------------------- command line
