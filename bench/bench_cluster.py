@@ -10,7 +10,9 @@ privcore (and torch) in the workers, and the gap between the sweep's wall time a
 worker's compute time (planning on the driver, scheduling, moving results, idle workers at the
 end). Dask's worker processes run torch on 1 thread each; the in-process runs use torch's default
 and 1 thread (to tell the effect of threads from the effect of the executor).
-The load average is printed with every line: on a shared machine, compare runs of the same load.
+Each configuration runs in a fresh process (nothing memoised carries over: data, solves, the
+DP-SGD accountant's searches). The load average is printed with every line: on a shared machine,
+compare runs of the same load.
 
     python bench/bench_cluster.py [--repeats 5] [--ns 500,1000,2000,4000] [--json bench/out/cluster.json]
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -84,50 +87,70 @@ def one(name: str, spec: SweepSpec, executor) -> dict:  # noqa: ANN001
             "load_after": load()}
 
 
+CONFIGS = ("in-process", "in-process-1-thread", "dask-1", "dask-2")
+
+
+def run_config(config: str, repeats: int, ns: tuple[int, ...]) -> list[dict]:
+    """Both sweeps under one configuration, in this (fresh) process."""
+    sweeps = specs(repeats, ns)
+    for spec in sweeps.values():  # load (and memoise) the data sets first: every executor then plans alike
+        for _, vspec in spec.variants():
+            runner._variant_data(vspec)
+    import torch
+
+    records = []
+    if config.startswith("in-process"):
+        if config.endswith("1-thread"):
+            torch.set_num_threads(1)  # as each Dask worker process runs it (OMP_NUM_THREADS=1)
+        label = f"in-process, {torch.get_num_threads()} torch thread{'s' if torch.get_num_threads() > 1 else ''}"
+        for name, spec in sweeps.items():
+            records.append({"executor": label, **one(name, spec, LocalExecutor())})
+        return records
+    workers = int(config.split("-")[1])
+    label = f"dask, {workers} worker{'s' if workers > 1 else ''} (1 torch thread each)"
+    t0 = time.perf_counter()
+    ex = DaskExecutor(workers=workers)
+    ex.client.wait_for_workers(workers)
+    started = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    # The first unit would pay this; 0 when the worker processes already imported this script's
+    # imports (multiprocessing's spawn re-imports the main script: then cluster_start_s has it).
+    ex.client.run(lambda: __import__("privcore.engine.runner"))
+    records.append({"executor": label, "cluster_start_s": round(started, 2),
+                    "worker_import_s": round(time.perf_counter() - t0, 2), "load": load()})
+    for name, spec in sweeps.items():
+        records.append({"executor": label, **one(name, spec, ex)})
+    t0 = time.perf_counter()
+    ex.close()
+    records.append({"executor": label, "cluster_close_s": round(time.perf_counter() - t0, 2)})
+    return records
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--ns", default="500,1000,2000,4000")
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--config", choices=CONFIGS, default=None,
+                    help="run one configuration in this process (default: each in a fresh process, in turn)")
     args = ap.parse_args()
-    sweeps = specs(args.repeats, tuple(int(v) for v in args.ns.split(",")))
-    for spec in sweeps.values():  # load (and memoise) the data sets first: every executor then plans alike
-        for _, vspec in spec.variants():
-            runner._variant_data(vspec)
-    out = {"cpus": os.cpu_count(), "repeats": args.repeats, "runs": []}
+    ns = tuple(int(v) for v in args.ns.split(","))
+    if args.config is not None:
+        for rec in run_config(args.config, args.repeats, ns):
+            print("RECORD " + json.dumps(rec), flush=True)
+        return
+    # A fresh process per configuration: nothing memoised (data, solves, DP-SGD accountants) carries over.
+    out = {"cpus": os.cpu_count(), "repeats": args.repeats, "ns": ns, "runs": []}
     print(f"{os.cpu_count()} CPUs; load average (1/5/15 min) {load()}; {args.repeats} repetitions", flush=True)
-
-    def report(executor: str, rec: dict) -> None:
-        rec = {"executor": executor, **rec}
-        out["runs"].append(rec)
-        print(json.dumps(rec), flush=True)
-
-    import torch
-
-    threads = torch.get_num_threads()
-    for name, spec in sweeps.items():
-        report(f"in-process, {threads} torch threads", one(name, spec, LocalExecutor()))
-    torch.set_num_threads(1)  # as each Dask worker process runs it (OMP_NUM_THREADS=1)
-    for name, spec in sweeps.items():
-        report("in-process, 1 torch thread", one(name, spec, LocalExecutor()))
-    torch.set_num_threads(threads)
-    for workers in (1, 2):
-        t0 = time.perf_counter()
-        ex = DaskExecutor(workers=workers)
-        ex.client.wait_for_workers(workers)
-        started = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        # The first unit would pay this; 0 when the worker processes already imported this script's
-        # imports (multiprocessing's spawn re-imports the main script: then cluster_start_s has it).
-        ex.client.run(lambda: __import__("privcore.engine.runner"))
-        imported = time.perf_counter() - t0
-        report(f"dask x{workers}", {"cluster_start_s": round(started, 2), "worker_import_s": round(imported, 2),
-                                    "load": load()})
-        for name, spec in sweeps.items():
-            report(f"dask x{workers}", one(name, spec, ex))
-        t0 = time.perf_counter()
-        ex.close()
-        report(f"dask x{workers}", {"cluster_close_s": round(time.perf_counter() - t0, 2)})
+    for config in CONFIGS:
+        done = subprocess.run([sys.executable, __file__, "--config", config, "--repeats", str(args.repeats),
+                               "--ns", args.ns], capture_output=True, text=True, check=False)
+        records = [json.loads(line[7:]) for line in done.stdout.splitlines() if line.startswith("RECORD ")]
+        if done.returncode != 0:
+            print(f"{config} failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+        for rec in records:
+            out["runs"].append(rec)
+            print(json.dumps(rec), flush=True)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(out, indent=1))

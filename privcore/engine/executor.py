@@ -161,9 +161,15 @@ class DaskExecutor(Executor):
             elif self.scheduler is not None:
                 self._client = Client(self.scheduler, timeout="30s")
             else:
-                self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=self.threads,
-                                             processes=self.processes, dashboard_address=":0",
-                                             scheduler_kwargs={"dashboard": False})
+                import dask
+
+                # Dask's nannies set MALLOC_TRIM_THRESHOLD_ in their workers, which turns off glibc's
+                # adaptive mmap threshold: every large tensor is then mapped and unmapped afresh, and
+                # the batched solves ran twice as slowly (loss perturbation: 11 s instead of 5.5 s).
+                with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+                    self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=self.threads,
+                                                 processes=self.processes, dashboard_address=":0",
+                                                 scheduler_kwargs={"dashboard": False})
                 self._client = Client(self._cluster)
         return self._client
 
