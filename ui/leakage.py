@@ -207,7 +207,8 @@ def run_with_progress(specs: Sequence, *, key: str, label: str = "Measuring leak
     from privcore.leakage import LeakageCancelled, run_leakage
     from privcore.types import CalibrationError
 
-    from .widgets import _device_text, _fmt_seconds, show_error
+    from .display import show_error
+    from .progress import device_text as _device_text, fmt_seconds as _fmt_seconds
 
     sig = _signature(specs)
     memo = st.session_state.setdefault("_leakage_memo", {})
