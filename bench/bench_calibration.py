@@ -3,7 +3,7 @@
     python bench/bench_calibration.py [--runs 3] [--modes corrected,tight] [--quick]
 
 For each setting (steps, q, epsilon; delta = 1e-5) and accounting mode it times
-``dpsgd_noise_multiplier`` as ``calibrate("dpsgd", ...)`` calls it (corrected: moderate PLD grid;
+``dpsgd_noise_multiplier`` as DP-SGD's calibration calls it (corrected: moderate PLD grid;
 tight: fine), replace-one: *cold* with every in-process memo cleared (the accountant imports
 are paid once, before the table, and reported separately), *warm* when the same call is repeated
 (the memo answers). Medians over ``--runs`` cold runs. The machine's load average is printed

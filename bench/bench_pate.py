@@ -16,10 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from privcore.engine.runner import run_sweep  # noqa: E402
 from privcore.engine.specs import SweepSpec  # noqa: E402
+from privcore.methods import REGISTRY  # noqa: E402
 
 EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
-FIVE = ("model_sensitivity", "loss_perturbation", "dpsgd", "prediction_sensitivity", "subsample_aggregate")
-NEW = ("confident_gnmax", "sparse_vector", "pate_student")
+FIVE = tuple(m for m in REGISTRY if REGISTRY[m].from_paper)
+NEW = tuple(m for m in REGISTRY if not REGISTRY[m].from_paper)
 
 
 def sweep(methods: tuple[str, ...], seed: int) -> float:

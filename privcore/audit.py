@@ -26,12 +26,11 @@ threshold: the event above or below it, with D or D' in the numerator), the rest
 single choice. The result is a valid lower bound however the choice was made, provided the runs are
 independent and identically distributed within each sample.
 
-Pure numpy/scipy: the mechanisms and their scores live in :mod:`privcore.audit_canaries`.
+Pure numpy/scipy: the mechanisms and their scores live with the tests (tests/audit_canaries.py: worst-case neighbours per method).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np

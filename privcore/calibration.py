@@ -5,7 +5,7 @@ Pure and instant (no data, no training). See each method module for the formula 
 
 from __future__ import annotations
 
-from .methods import METHOD_NAMES, get_method
+from .methods import REGISTRY, get_method
 from .types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 
 __all__ = ["calibrate", "calibrate_all"]
@@ -30,7 +30,7 @@ def calibrate_all(budget: PrivacyBudget, problem: Problem | None = None,
                   accounting: str = "corrected") -> dict[str, NoiseScale | CalibrationError]:
     """Calibrate every registered method; unsupported requests map to their error (not raised)."""
     out: dict[str, NoiseScale | CalibrationError] = {}
-    for name in METHOD_NAMES:
+    for name in tuple(REGISTRY):
         try:
             out[name] = calibrate(name, budget, problem, accounting)
         except CalibrationError as err:

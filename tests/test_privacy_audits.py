@@ -1,6 +1,6 @@
 """Empirical privacy audits of the five methods through their own ``release`` (issue 8, item 4).
 
-Each test plays the attacker on worst-case neighbouring data sets (privcore.audit_canaries) and
+Each test plays the attacker on worst-case neighbouring data sets (tests/audit_canaries.py) and
 computes a Clopper-Pearson lower bound on epsilon at confidence 1 - ALPHA (privcore.audit). Sound
 calibrations must stay at or below the claimed epsilon; the known-bad variants must be caught
 (lower bound above the claim): an audit that cannot fail proves nothing. Fixed seeds: every run is
@@ -18,7 +18,7 @@ import pytest
 
 from privcore.accounting.dpsgd import dpsgd_noise_multiplier
 from privcore.accounting.gaussian import analytic_gaussian_sigma
-from privcore.audit_canaries import audit_method, audit_problem
+from audit_canaries import audit_method, audit_problem
 from privcore.methods import get_method
 from privcore.types import PrivacyBudget
 
@@ -87,7 +87,7 @@ def test_catches_dpsgd_with_add_remove_multiplier():
 
 def test_catches_model_sensitivity_with_quarter_sensitivity():
     # Gaussian noise calibrated for Delta / 4. (Delta / 2 cannot be caught by these canaries: a
-    # label flip at C = 2 moves theta* by only about Delta / 2, see privcore.audit_canaries.)
+    # label flip at C = 2 moves theta* by only about Delta / 2, see tests/audit_canaries.py.)
     eps, delta = 2.0, 1e-3
     problem = audit_problem("model_sensitivity")
     scale = get_method("model_sensitivity").calibrate(PrivacyBudget(eps, delta), problem, "corrected")

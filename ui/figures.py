@@ -67,8 +67,9 @@ PRINT_TEMPLATE = go.layout.Template(
 
 
 def method_label(method: str) -> str:
-    """Human label of a method name (falls back to the name itself)."""
-    return METHOD_LABELS.get(method, method)
+    """Human label of a method name, from its registry entry (falls back to the name itself)."""
+    entry = ENTRIES.get(method)
+    return entry.label if entry is not None else str(method)
 
 
 def is_baseline(method: str | None) -> bool:
@@ -77,8 +78,9 @@ def is_baseline(method: str | None) -> bool:
 
 
 def method_color(method: str) -> str:
-    """Fixed hex colour of a method (grey for unknown names)."""
-    return METHOD_COLORS.get(method, "#888888")
+    """Fixed hex colour of a method, from its registry entry (grey for unknown names)."""
+    entry = ENTRIES.get(method)
+    return entry.colour if entry is not None else "#888888"
 
 
 def _rgba(hex_colour: str, alpha: float) -> str:
@@ -119,7 +121,8 @@ def _x_of(row: Mapping[str, Any], x: str) -> Any:
 
 def _ordered_methods(methods: Iterable[str]) -> list[str]:
     present = set(methods)
-    return [m for m in METHOD_ORDER if m in present] + sorted(present - set(METHOD_ORDER))
+    order = tuple(ENTRIES)  # registry order (live)
+    return [m for m in order if m in present] + sorted(present - set(order))
 
 
 def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x: bool,
@@ -278,7 +281,9 @@ def winner_map_figure(rows_grid: Sequence[Mapping[str, Any]], x: str, y: str, *,
                 winners_present.append(rec.winner)
             zrow.append(rec.winner)
             acc = cell[rec.winner]["accuracy_mean"]
-            trow.append(f"{SHORT_LABELS.get(rec.winner, rec.winner)}<br>{acc:.2f}{'' if rec.significant else ' ≈'}")
+            entry = ENTRIES.get(rec.winner)
+            short = (entry.short_label or entry.label) if entry is not None else rec.winner
+            trow.append(f"{short}<br>{acc:.2f}{'' if rec.significant else ' ≈'}")
             lines = [f"{x} = {format_number(xv)}, {y} = {format_number(yv)}"]
             for m in _ordered_methods(cell):
                 r = cell[m]

@@ -11,6 +11,8 @@ from typing import Any, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from privcore.methods import get_method
+
 from .figures import PRINT_TEMPLATE, format_number, method_color, method_label
 
 __all__ = ["ATTACK_LABELS", "specs_for", "split_quick", "was_cancelled", "roc_figure", "leakage_table", "describe", "rows_for_export",
@@ -35,7 +37,6 @@ def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple
     from privcore.leakage import NON_PRIVATE, LeakageSpec, audit_trials_for
 
     from privcore.knobs import LAM_AUTO_STANDIN, fixed_lam
-    from privcore.methods import get_method
 
     notes: list[str] = []
     lam = fixed_lam(s.lam)

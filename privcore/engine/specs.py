@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from .. import knobs
-from ..methods import METHOD_NAMES
+from ..methods import METHOD_NAMES, REGISTRY
 from ..types import PrivacyBudget, Problem
 from ..validation import check_choice, check_int
 
@@ -92,9 +92,9 @@ class SweepSpec:
             raise TypeError(f"data must be a DataSpec, got {type(self.data).__name__}")
         methods = tuple(self.methods)
         if not methods:
-            raise ValueError("methods must name at least one of " + ", ".join(METHOD_NAMES))
+            raise ValueError("methods must name at least one of " + ", ".join(REGISTRY))
         for m in methods:
-            check_choice("method", m, METHOD_NAMES)
+            check_choice("method", m, tuple(REGISTRY))  # the live registry
         object.__setattr__(self, "methods", methods)
         eps = tuple(self.epsilons)
         if not eps:

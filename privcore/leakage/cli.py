@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from ..data import DATASET_NAMES
 from ..device import DEVICE_CHOICES
+from ..methods import get_method
 from .spec import ATTACKS, NON_PRIVATE, TARGETS, audit_trials_for
 
 __all__ = ["add_leakage_parser", "run_leakage_command", "leakage_rows"]
@@ -82,7 +83,7 @@ def run_leakage_command(args: argparse.Namespace) -> int:
                   accounting=args.accounting, seed=args.seed, worlds=args.worlds, repeats=args.repeats,
                   references=args.references, canaries=args.canaries, audit_trials=args.audit_trials,
                   device=args.device)
-    methods = [m for m in args.method if not (m == "dpsgd" and args.delta == 0)]
+    methods = [m for m in args.method if get_method(m).supports(args.delta)]
     if len(methods) < len(args.method):
         print("note: dpsgd skipped: it needs delta > 0", file=sys.stderr)
     trials = common.pop("audit_trials")

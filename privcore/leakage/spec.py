@@ -53,7 +53,7 @@ class LeakageSpec:
     each of two neighbouring data sets that differ only in the label of one out-of-distribution canary.
     """
 
-    method: str = "model_sensitivity"
+    method: str = METHOD_NAMES[0]
     data: DataSpec = field(default_factory=lambda: DataSpec(augment=False))
     epsilon: float = 1.0
     delta: float = 1e-5

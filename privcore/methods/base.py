@@ -86,6 +86,8 @@ class Method(ABC):
     #: True when a "labels" release may hold -1 (the method abstained on that query): abstentions
     #: count as wrong answers in ``evaluate``; the runner also stores the answered fraction.
     abstains: ClassVar[bool] = False
+    #: One of the five methods of the paper (van der Maaten and Hannun): its figures show these.
+    from_paper: ClassVar[bool] = False
     #: The knob the paper's Figure 6 sweeps for this method ("lam", "teachers"), if any.
     paper_figure6_axis: ClassVar[str | None] = None
     summary: ClassVar[str] = ""

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 import torch
 
 from ..accounting.pate import GNMAX_SIGMA_RATIO, GNMAX_THRESHOLD_FRACTION, gnmax_sigmas
-from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
+from ..types import NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
-from .base import Method, WinContext
+from .teachers import TeacherVoteMethod
+from .base import WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import TrainContext
@@ -39,14 +40,7 @@ DATA_INDEPENDENT_NOTE = ("data-independent accounting: every query pays for the 
                          "depends on the data and needs smooth sensitivity to publish")
 
 
-def teacher_check(method: Method, problem: Problem) -> None:
-    """T <= N, as for subsample-and-aggregate (each teacher needs at least one example)."""
-    if problem.teachers > problem.n:
-        raise CalibrationError(f"{method.name} teachers must be at most N = {problem.n:,}, got T = {problem.teachers:,}: "
-                               "each teacher needs at least one example")
-
-
-class ConfidentGNMax(Method):
+class ConfidentGNMax(TeacherVoteMethod):
     name = "confident_gnmax"
     label = "PATE Confident-GNMax"
     short_label = "Conf.-GNMax"
@@ -69,19 +63,13 @@ class ConfidentGNMax(Method):
         return (f"the Gaussian noisy argmax over T = {_fmt(s.teachers)} teachers, answering only confident queries, "
                 f"is the most accurate way to answer B = {_fmt(s.budget)} queries here")
 
-    def min_train_size(self, setting: Mapping[str, Any]) -> int:
-        return int(setting.get("teachers", 1))
-
     def setting_warnings(self, setting: Mapping[str, Any], n: int | None) -> list[str]:
         out = ["Confident-GNMax abstains on low-consensus queries; abstentions count as wrong answers "
                "(the answered fraction is shown beside the accuracy)."]
-        t = int(setting.get("teachers", 1))
-        if n is not None and n >= t and n // t < 10:
-            out.append(f"Each of the T = {t} teachers sees only ⌊N/T⌋ = {n // t} examples.")
-        return out
+        return out + super().setting_warnings(setting, n)
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
-        teacher_check(self, problem)
+        self.check_teachers(problem)
         g = gnmax_sigmas(budget.epsilon, budget.delta, problem.budget, accounting, GNMAX_SIGMA_RATIO)
         notes = (DATA_INDEPENDENT_NOTE,)
         if accounting == "paper":

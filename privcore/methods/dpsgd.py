@@ -49,6 +49,7 @@ class DPSGD(Method):
     label = "DP-SGD"
     short_label = "DP-SGD"
     sentence_label = "DP-SGD"
+    from_paper = True
     colour = "#009E73"  # bluish green
     uses = ("batch_size", "epochs", "clip", "learning_rate")
     family = "training"

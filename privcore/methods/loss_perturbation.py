@@ -80,6 +80,7 @@ class LossPerturbation(Method):
     short_label = "Loss pert."
     sentence_label = "loss perturbation"
     paper_figure6_axis = "lam"
+    from_paper = True
     colour = "#E69F00"  # orange
     uses = ("lam",)
     family = "training"

@@ -34,6 +34,7 @@ class ModelSensitivity(Method):
     label = "Model sensitivity"
     short_label = "Model sens."
     sentence_label = "model sensitivity"
+    from_paper = True
     colour = "#0072B2"  # blue
     uses = ("lam",)
     family = "training"

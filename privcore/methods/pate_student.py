@@ -29,8 +29,8 @@ from ..accounting.pate import gnmax_sigmas
 from ..solver import solve_softmax
 from ..types import NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
-from .base import Method, WinContext
-from .confident_gnmax import teacher_check
+from .teachers import TeacherVoteMethod
+from .base import WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import TrainContext
@@ -48,7 +48,7 @@ def public_split(ctx: "TrainContext") -> tuple[torch.Tensor, torch.Tensor]:
     return perm[: m // 2], perm[m // 2:]
 
 
-class PateStudent(Method):
+class PateStudent(TeacherVoteMethod):
     name = "pate_student"
     label = "PATE student (pay once)"
     short_label = "Student"
@@ -71,15 +71,12 @@ class PateStudent(Method):
         return (f"with B = {_fmt(s.budget)} predictions, paying once for {PUBLIC_LABELS} noisy teacher labels and "
                 "answering with the student beats paying for every answer")
 
-    def min_train_size(self, setting: Mapping[str, Any]) -> int:
-        return int(setting.get("teachers", 1))
-
     def setting_warnings(self, setting: Mapping[str, Any], n: int | None) -> list[str]:
         return [f"The PATE student's {PUBLIC_LABELS} public rows per student come from the test set (split in two "
                 "halves by a fixed seeded rule; each row is scored by the student that did not see it)."]
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
-        teacher_check(self, problem)
+        self.check_teachers(problem)
         g = gnmax_sigmas(budget.epsilon, budget.delta, PUBLIC_LABELS, accounting, ratio=None)
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=g.sigma_vote, sensitivity=2 ** 0.5,
                           formula=f"P = {PUBLIC_LABELS} GNMax labels, whatever B; {g.formula.replace('B', 'P')}",

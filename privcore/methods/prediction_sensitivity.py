@@ -31,6 +31,7 @@ class PredictionSensitivity(Method):
     label = "Prediction sensitivity"
     short_label = "Pred. sens."
     sentence_label = "prediction sensitivity"
+    from_paper = True
     colour = "#CC79A7"  # reddish purple
     uses = ("lam", "budget")
     family = "prediction"

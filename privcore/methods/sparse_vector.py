@@ -29,8 +29,8 @@ import torch
 from ..accounting.pate import distance_to_instability, svt_calibration
 from ..types import NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
-from .base import Method, WinContext
-from .confident_gnmax import teacher_check
+from .teachers import TeacherVoteMethod
+from .base import WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import TrainContext
@@ -81,7 +81,7 @@ def svt_labels(votes: torch.Tensor, order: torch.Tensor, nu: torch.Tensor, rho: 
     return out
 
 
-class SparseVectorAggregate(Method):
+class SparseVectorAggregate(TeacherVoteMethod):
     name = "sparse_vector"
     label = "Sparse-vector aggregation"
     short_label = "Sparse vec."
@@ -105,9 +105,6 @@ class SparseVectorAggregate(Method):
         return (f"most of the B = {_fmt(s.budget)} queries have a stable majority over T = {_fmt(s.teachers)} "
                 "teachers and are answered for free; only the unstable ones pay")
 
-    def min_train_size(self, setting: Mapping[str, Any]) -> int:
-        return int(setting.get("teachers", 1))
-
     def setting_warnings(self, setting: Mapping[str, Any], n: int | None) -> list[str]:
         t, b = int(setting.get("teachers", 1)), int(setting.get("budget", 1))
         eps, dlt = setting.get("epsilon"), setting.get("delta")
@@ -121,7 +118,7 @@ class SparseVectorAggregate(Method):
         return out
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
-        teacher_check(self, problem)
+        self.check_teachers(problem)
         b = problem.budget
         s = svt_calibration(budget.epsilon, budget.delta, b, svt_cap(b))
         notes = ("paper, corrected and tight are the same for sparse vector (zCDP for the noisy votes: the unstable "

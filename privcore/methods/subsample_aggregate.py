@@ -18,7 +18,7 @@ finite on separable parts).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING
 
 import math
 
@@ -26,8 +26,9 @@ import torch
 
 from ..accounting.bounded_range import br_composition_delta, optimal_beta, zcdp_beta
 from ..validation import format_value as _fmt
-from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
-from .base import Method, WinContext
+from ..types import NoiseScale, PrivacyBudget, Problem
+from .teachers import TeacherVoteMethod
+from .base import WinContext
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import TrainContext
@@ -49,12 +50,13 @@ def _paper_delta_note(beta: float, eps: float, delta: float, budget: int) -> tup
     return (note,)
 
 
-class SubsampleAggregate(Method):
+class SubsampleAggregate(TeacherVoteMethod):
     name = "subsample_aggregate"
     label = "Subsample-and-aggregate"
     short_label = "Subs.-agg."
     sentence_label = "subsample-and-aggregate"
     paper_figure6_axis = "teachers"
+    from_paper = True
     colour = "#D55E00"  # vermillion
     uses = ("lam", "budget", "teachers")
     family = "prediction"
@@ -77,19 +79,8 @@ class SubsampleAggregate(Method):
         return (f"at ε = {_fmt(s.epsilon)} subsample-and-aggregate's vote over T = {_fmt(s.teachers)} teachers still "
                 f"answers B = {_fmt(s.budget)} queries more accurately than the alternatives")
 
-    def min_train_size(self, setting: Mapping[str, Any]) -> int:
-        return int(setting.get("teachers", 1))  # each teacher needs at least one example
-
-    def setting_warnings(self, setting: Mapping[str, Any], n: int | None) -> list[str]:
-        t = int(setting.get("teachers", 1))
-        if n is not None and n >= t and n // t < 10:
-            return [f"Each of the T = {t} teachers sees only ⌊N/T⌋ = {n // t} examples: its votes will be close to random."]
-        return []
-
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
-        if problem.teachers > problem.n:
-            raise CalibrationError(f"subsample_aggregate teachers must be at most N = {problem.n:,}, got "
-                                   f"T = {problem.teachers:,}: each teacher needs at least one example")
+        self.check_teachers(problem)
         eps, dlt, b = budget.epsilon, budget.delta, problem.budget
         notes: tuple[str, ...] = ()
         if accounting == "paper":

@@ -1,4 +1,4 @@
-"""Worst-case neighbouring data sets and attack scores for each method, run through its own ``release``.
+"""Test support: worst-case neighbouring data sets and attack scores for each method, run through its own ``release``.
 
 Every audit here builds two neighbouring data sets D and D' (replace-one: the same rows except
 one, the canary), runs the method's :meth:`~privcore.methods.base.Method.release` many times on
@@ -38,10 +38,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .audit import AuditResult, audit
-from .engine.context import TrainContext
-from .methods import get_method
-from .types import NoiseScale, PrivacyBudget, Problem
+from privcore.audit import AuditResult, audit
+from privcore.context import TrainContext
+from privcore.methods import get_method
+from privcore.types import NoiseScale, PrivacyBudget, Problem
 
 __all__ = ["AuditCase", "canary_data", "audit_problem", "audit_method", "method_scores", "SEEDS"]
 

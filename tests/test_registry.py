@@ -1,0 +1,88 @@
+"""The registry drives everything: a new method is its class plus one registry entry.
+
+The toy method below is defined here, in the test, and registered the way a module would be
+(one entry in the registry): runner, cache, calibration, recommendation, charts and exports then
+handle it with no other file changed.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from privcore.calibration import calibrate_all
+from privcore.engine.cache import ResultCache
+from privcore.engine.runner import run_sweep
+from privcore.engine.specs import DataSpec, SweepSpec
+from privcore.methods import ENTRIES, REGISTRY, get_method, methods_of_family
+from privcore.methods.base import Method, WinContext
+from privcore.recommend import recommend
+from privcore.types import NoiseScale, PrivacyBudget, Problem
+
+
+class ToyMajority(Method):
+    """Answers every query with the training set's majority label (needs no noise: eps-DP for any eps)."""
+
+    name = "toy_majority"
+    label = "Toy majority"
+    short_label = "Toy"
+    sentence_label = "the toy majority vote"
+    colour = "#123456"
+    family = "prediction"
+    uses = ("budget",)
+    uses_budget = True
+    releases = "labels"
+    supports_approx = True
+
+    def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
+        return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "exponential_mechanism", beta=0.0,
+                          formula="beta = 0: the answer ignores the data")
+
+    def release(self, ctx, scales, repeats, queries=None):  # noqa: ANN001, ANN201
+        m = (ctx.x_test if queries is None else queries).shape[0]
+        return torch.zeros(len(scales), repeats, m, dtype=torch.int64, device=ctx.device)
+
+    def win_reason(self, s: WinContext) -> str:
+        return f"the toy majority vote needs no privacy budget at B = {s.budget}"
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    method = ToyMajority()
+    for registry in (REGISTRY, ENTRIES):  # the one registry line, made at run time
+        monkeypatch.setitem(registry, method.name, method)
+    return method
+
+
+def test_toy_method_runs_through_every_layer(toy, tmp_path):
+    assert get_method("toy_majority") is toy and "toy_majority" in methods_of_family("prediction")
+    cal = calibrate_all(PrivacyBudget(1.0, 1e-5), Problem())
+    assert cal["toy_majority"].formula.startswith("beta = 0")
+    spec = SweepSpec(data=DataSpec(name="digits"), methods=("toy_majority", "model_sensitivity"), epsilons=(1.0,),
+                     delta=1e-5, repeats=2, budget=10, teachers=8, batch_size=64, epochs=1)
+    res = run_sweep(spec, cache=ResultCache(tmp_path))
+    row = next(r for r in res.rows if r.method == "toy_majority")
+    assert 0.0 < row.accuracy_mean < 0.3 and row.to_dict()["method"] == "toy_majority"
+    again = run_sweep(spec, cache=ResultCache(tmp_path))  # cached like any method
+    assert next(r for r in again.rows if r.method == "toy_majority").cached
+    # A recommendation can pick it, with the reason its module gives.
+    rows = [dict(row.to_dict(), accuracy_mean=0.99), *(r for r in res.rows if r.method != "toy_majority")]
+    rec = recommend(rows)
+    assert rec.winner == "toy_majority" and "needs no privacy budget" in rec.reason
+
+
+def test_toy_method_is_drawn_with_its_own_label_and_colour(toy):
+    from ui.figures import curve_figure, method_color, method_label
+
+    rows = [{"method": "toy_majority", "epsilon": e, "accuracy_mean": 0.1, "accuracy_std": 0.0} for e in (1.0, 2.0)]
+    fig = curve_figure(rows, "epsilon", title="t", log_x=True)
+    assert any(t.name == "Toy majority" for t in fig.data)
+    # figures read the live registry entry's label and colour, not a table of their own
+    assert method_label("toy_majority") == "Toy majority"
+    assert method_color("toy_majority") == "#123456"
+    assert next(t for t in fig.data if t.name == "Toy majority").line.color == "#123456"
+
+
+def test_unknown_method_names_the_registered_ones():
+    with pytest.raises(ValueError, match="model_sensitivity"):
+        get_method("nope")
