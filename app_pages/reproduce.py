@@ -73,14 +73,14 @@ if key == "4" and info.image:
 fig_def = next(f for f in figures if f.key == key)
 
 # The paper's setting: full data unless the figure varies it, B = 100, the shared λ and DP-SGD knobs.
-setting = replace(cur, eps=fig_def.epsilons[0], delta=fig_def.delta, budget=fig_def.budget, n=None, dim=None,
+paper_setting = replace(cur, eps=fig_def.epsilons[0], delta=fig_def.delta, budget=fig_def.budget, n=None, dim=None,
                   classes=None, teachers=int(teachers), methods=fig_def.methods, augment=augment)
 if fig_def.vary == "n":  # every N must hold a full DP-SGD batch (privcore checks it even when DP-SGD is off)
-    setting = replace(setting, batch_size=min(int(cur.batch_size), int(min(fig_def.values))))
+    paper_setting = replace(paper_setting, batch_size=min(int(cur.batch_size), int(min(fig_def.values))))
 specs = {}
 for acc in accountings:
     try:
-        specs[acc] = setting.make_spec(replace(side, accounting=acc), setting, epsilons=fig_def.epsilons,
+        specs[acc] = setting.make_spec(replace(side, accounting=acc), paper_setting, epsilons=fig_def.epsilons,
                                        vary=fig_def.vary, values=fig_def.values, methods=fig_def.methods)
     except (TypeError, ValueError) as err:
         display.show_error(err, prefix=f"Figure {key} cannot be set up on this data set")
@@ -91,7 +91,7 @@ points = variants * len(fig_def.methods) * len(fig_def.epsilons) * len(specs)
 st.caption(
     f"Data: {info.name} ({info.n_train:,} training examples, D = {info.dim}, C = {info.classes}) · "
     f"R = {side.repeats} repetitions (sidebar) · λ = {format_number(cur.lam)} · T = {teachers} · DP-SGD: clip "
-    f"{format_number(cur.clip)}, {cur.epochs} epochs, batch {setting.batch_size} · {points} points in all. "
+    f"{format_number(cur.clip)}, {cur.epochs} epochs, batch {paper_setting.batch_size} · {points} points in all. "
     "The paper used N = 60,000, R = 100 and cross-validated λ. " + setting.NEIGHBOURS_NOTE)
 
 store = st.session_state.setdefault("repro_results", {})
