@@ -52,11 +52,15 @@ def exact_objective(x: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, lam: 
     p, d, c = theta.shape
     n = x.shape[0]
     th = theta.to(torch.float64).permute(1, 0, 2).reshape(d, p * c)
-    rows = max(256, budget // max(p * c, 1))
+    rows = min(n, max(256, min(budget // max(p * c, 1), 8192)))
     loss = torch.zeros(p, dtype=torch.float64, device=x.device)
     grad = torch.zeros(d, p * c, dtype=torch.float64, device=x.device) if with_grad else None
+    # One float64 buffer, refilled per chunk: a fresh 100 MB allocation per chunk costs more in page
+    # faults than the products themselves.
+    buffer = torch.empty(rows, d, dtype=torch.float64, device=x.device)
     for start in range(0, n, rows):
-        xs = x[start:start + rows].to(torch.float64)
+        xs = buffer[: min(rows, n - start)]
+        xs.copy_(x[start:start + rows])
         ys = y[start:start + rows]
         m = xs.shape[0]
         logits = (xs @ th).view(m, p, c)

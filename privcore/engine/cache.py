@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["SCHEMA_VERSION", "ResultCache", "JSONOnlyDisk", "point_key", "default_results_dir", "check_result",
+__all__ = ["SCHEMA_VERSION", "ResultCache", "point_key", "default_results_dir", "check_result",
            "MAX_VALUE_CHARS"]
 
 SCHEMA_VERSION = 5  # 5: certified solver residual in every sensitivity, replace-one DP-SGD, approximate minima perturbation
