@@ -17,6 +17,8 @@ import math
 
 import streamlit as st
 
+from privcore.methods import REGISTRY, methods_of_family
+
 from privcore.recommend import recommend
 from ui import controls, display, progress, setting, sidebar, state
 from ui.export import export_buttons
@@ -29,9 +31,13 @@ DELTA_VALUES = (1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3)
 N_VALUES = (250, 500, 1000, 2000, 4000, 8000, 16000)
 
 st.title("Explore the trade-offs of private prediction")
-st.caption("Five ways to make a linear classifier's predictions differentially private, compared on the same "
-           "data. Private training (model sensitivity, loss perturbation, DP-SGD) protects the model once; "
-           "private prediction (prediction sensitivity, subsample-and-aggregate) spends ε over B answers.")
+def _names(family: str) -> str:
+    return ", ".join(REGISTRY[m].sentence_label or REGISTRY[m].label for m in methods_of_family(family))
+
+
+st.caption(f"{len(REGISTRY)} ways to make a linear classifier's predictions differentially private, compared on the "
+           f"same data. Private training ({_names('training')}) protects the model once; private prediction "
+           f"({_names('prediction')}) spends ε over B answers.")
 
 side = sidebar.settings(require_data=True)
 s = controls.setting_panel(side)

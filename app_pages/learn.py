@@ -25,7 +25,7 @@ side = sidebar.settings()
 
 st.title("Learn: the ideas behind the comparison")
 st.markdown(
-    "Five ways to make predictions differentially private differ in **what** they perturb (the weights, the "
+    "The ways to make predictions differentially private differ in **what** they perturb (the weights, the "
     "training objective, the gradients, each answer), **which noise** they add (Laplace-like, Gaussian, a noisy "
     "vote) and **how the budget is split** over many predictions. Each section below is one idea, computed "
     "instantly from privcore's calibrations. ε, δ and B are shared with the other pages.")
