@@ -1,20 +1,20 @@
-"""Entry point: ``streamlit run app.py``. Shared sidebar + navigation over the pages (Explore first)."""
+"""Entry point: ``streamlit run app.py``. The shared sidebar, drawn once, and navigation over app_pages/.
+
+The pages live in ``app_pages/`` (not ``pages/``, which Streamlit would also treat as its older
+automatic page folder). Each page reads the sidebar's choices with ``ui.sidebar.settings()``.
+"""
 
 from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
 
 import streamlit as st
 
 st.set_page_config(page_title="Private prediction trade-offs", page_icon="🔒", layout="wide",
                    initial_sidebar_state="expanded")
 
-from ui import widgets  # noqa: E402 - after set_page_config
-
-ROOT = Path(__file__).resolve().parent
-
+from ui import sidebar  # noqa: E402 - after set_page_config
 
 @st.cache_resource(show_spinner=False)
 def _warm_exporter() -> bool:
@@ -38,20 +38,17 @@ def _warm_core() -> bool:
     return True
 
 
-_PAGES = [
-    ("pages/1_Explore.py", "Explore", ":material/insights:", True),
-    ("pages/2_Who_wins.py", "Who wins", ":material/grid_view:", False),
-    ("pages/3_Reproduce.py", "Reproduce the paper", ":material/science:", False),
-    ("pages/4_Learn.py", "Learn", ":material/school:", False),
-    ("pages/5_Calibrate.py", "Calibrate", ":material/tune:", False),
-    ("pages/6_Measured_leakage.py", "Measured leakage", ":material/policy:", False),
+_PAGES = [  # file, title, icon, URL path (kept from the earlier pages/ names, so old links still work)
+    ("explore.py", "Explore", ":material/insights:", "Explore"),
+    ("who_wins.py", "Who wins", ":material/grid_view:", "Who_wins"),
+    ("reproduce.py", "Reproduce the paper", ":material/science:", "Reproduce"),
+    ("learn.py", "Learn", ":material/school:", "Learn"),
+    ("calibrate.py", "Calibrate", ":material/tune:", "Calibrate"),
+    ("measured_leakage.py", "Measured leakage", ":material/policy:", "Measured_leakage"),
 ]
-pages = [st.Page(path, title=title, icon=icon, default=default)
-         for path, title, icon, default in _PAGES if (ROOT / path).is_file()]
-nav = st.navigation(pages)
+nav = st.navigation([st.Page(f"app_pages/{file}", title=title, icon=icon, url_path=url, default=(i == 0))
+                     for i, (file, title, icon, url) in enumerate(_PAGES)])
 _warm_core()
 _warm_exporter()
-nav.run()
-# Every page draws the shared sidebar itself (widgets.sidebar() is idempotent within a run), after its
-# title so the page never sits blank while the data set loads; this call covers a page that does not.
-widgets.sidebar()
+with sidebar.shared():
+    nav.run()

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import warnings
 from typing import Callable, Sequence
 
+from . import knobs
 from .methods import METHOD_NAMES
-from .types import ACCOUNTING_MODES
 
 __all__ = ["main", "build_parser"]
 
@@ -31,46 +30,27 @@ class _UsageError(Exception):
 
 
 def _number(kind: Callable[[str], object]) -> Callable[[str], object]:
-    what = "an integer" if kind is int else "a number"
-
-    def parse(text: str) -> object:
-        shown = text if len(text) <= 40 else text[:37] + "..."
-        try:
-            value = kind(text)
-        except (ValueError, OverflowError):
-            raise argparse.ArgumentTypeError(f"must be {what}, got {shown!r}") from None
-        if kind is float and not math.isfinite(value):  # _epsilon alone lets the literal 'inf' through
-            raise argparse.ArgumentTypeError(f"must be a finite number, got {shown!r}")
-        return value
-    parse.__name__ = "integer" if kind is int else "number"
-    return parse
+    """argparse type: an integer, a finite number, or (``kind=_epsilon``) a number or ``inf``."""
+    if kind is _epsilon:
+        return knobs.cli_type("epsilon", allow_inf=True)
+    return knobs._cli_number(int if kind is int else float)
 
 
 def _epsilon(text: str) -> float:
     """A finite epsilon, or the literal ``inf`` for the non-private baseline (never by overflow)."""
-    if text.strip().lower() in ("inf", "infinity"):
-        return math.inf
-    value = float(text)
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(
-            f"must be a finite number (or 'inf' for the non-private baseline), got {text[:40]!r}")
-    return value
+    return knobs.cli_type("epsilon", allow_inf=True)(text)
+
+
+#: The knobs every sub-command takes, in this order (flags, defaults and help from privcore.knobs).
+PROBLEM_KNOBS = ("budget", "classes", "dim", "teachers", "batch_size", "epochs", "clip", "learning_rate", "accounting")
 
 
 def _add_problem_args(p: argparse.ArgumentParser) -> None:
-    from .types import Problem
-
-    d = Problem()
-    p.add_argument("--budget", type=_number(int), default=d.budget, help="inference budget B (default %(default)s)")
-    p.add_argument("--classes", type=_number(int), default=None, help="number of classes C")
-    p.add_argument("--dim", type=_number(int), default=None, help="input dimension D (PCA for sweeps)")
-    p.add_argument("--teachers", type=_number(int), default=d.teachers, help="subsample models T (default %(default)s)")
-    p.add_argument("--batch-size", type=_number(int), default=d.batch_size, help="DP-SGD expected batch (default %(default)s)")
-    p.add_argument("--epochs", type=_number(int), default=d.epochs, help="DP-SGD epochs (default %(default)s)")
-    p.add_argument("--clip", type=_number(float), default=d.clip, help="DP-SGD clip norm nu (default %(default)s)")
-    p.add_argument("--lr", type=_number(float), default=d.learning_rate, help="DP-SGD step size (default %(default)s)")
-    p.add_argument("--accounting", choices=ACCOUNTING_MODES, default="corrected",
-                   help="paper (as published), corrected (default) or tight")
+    for name in PROBLEM_KNOBS:
+        if name in ("classes", "dim"):  # not given: the data set's own (calibrate: 10 classes, D = 784)
+            knobs.add_argument(p, name, default=None, help="default: the data set's (calibrate: the knob default)")
+        else:
+            knobs.add_argument(p, name, allow_auto=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,10 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     cal = sub.add_parser("calibrate", help="noise scale of one method (instant, no data)")
     cal.add_argument("--method", required=True, choices=METHOD_NAMES)
-    cal.add_argument("--epsilon", required=True, type=_number(_epsilon))
-    cal.add_argument("--delta", type=_number(float), default=0.0)
-    cal.add_argument("--n", type=_number(int), default=4000, help="training-set size N (default %(default)s)")
-    cal.add_argument("--lam", type=_number(float), default=1e-3, help="L2 weight lambda, average form (default %(default)s)")
+    knobs.add_argument(cal, "epsilon", required=True, type=_number(_epsilon))
+    for name in ("delta", "n"):
+        knobs.add_argument(cal, name)
+    knobs.add_argument(cal, "lam", allow_auto=False)
     _add_problem_args(cal)
     cal.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -104,8 +84,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     from .types import PrivacyBudget, Problem
 
     # None means "not given"; 0 is a value (and is rejected by Problem), never a request for the default.
-    problem = Problem(n=args.n, dim=784 if args.dim is None else args.dim,
-                      classes=10 if args.classes is None else args.classes, lam=args.lam, budget=args.budget,
+    problem = Problem(n=args.n, dim=knobs.default("dim") if args.dim is None else args.dim,
+                      classes=knobs.default("classes") if args.classes is None else args.classes, lam=args.lam,
+                      budget=args.budget,
                       teachers=args.teachers, batch_size=args.batch_size, epochs=args.epochs, clip=args.clip,
                       learning_rate=args.lr)
     scale = calibrate(args.method, PrivacyBudget(args.epsilon, args.delta), problem, args.accounting)

@@ -14,7 +14,7 @@ from .validation import check_choice
 
 __all__ = ["resolve_device", "make_generator", "derive_seed", "DEVICE_CHOICES"]
 
-DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+from .knobs import DEVICE_CHOICES  # noqa: E402 - declared with the other knobs
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:

@@ -13,7 +13,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .validation import check_choice, check_int, check_real, fmt_value
+from . import knobs
+from .knobs import ACCOUNTING_MODES
+from .validation import check_choice, check_real, fmt_value
 
 __all__ = [
     "ACCOUNTING_MODES",
@@ -27,7 +29,7 @@ __all__ = [
     "SOLVER_TOLERANCE_FRACTION",
 ]
 
-ACCOUNTING_MODES: tuple[str, ...] = ("paper", "corrected", "tight")
+_PROBLEM_KNOBS = ("n", "dim", "classes", "lam", "budget", "teachers", "batch_size", "epochs", "clip", "learning_rate")
 NOISE_KINDS: tuple[str, ...] = ("laplace_like", "gaussian", "exponential_mechanism", "none")
 
 #: Lipschitz constant of the softmax cross-entropy w.r.t. the logits: ||p - y||_2 <= sqrt(2).
@@ -84,30 +86,22 @@ class Problem:
     the data, per-example clipping norm nu and step size (on the mean clipped gradient).
     """
 
-    n: int = 4000
-    dim: int = 784
-    classes: int = 10
-    lam: float = 1e-3
-    budget: int = 100
-    teachers: int = 16
-    batch_size: int = 256
-    epochs: int = 5
-    clip: float = 0.5
-    learning_rate: float = 10.0
+    n: int = knobs.default("n")
+    dim: int = knobs.default("dim")
+    classes: int = knobs.default("classes")
+    lam: float = knobs.default("lam")
+    budget: int = knobs.default("budget")
+    teachers: int = knobs.default("teachers")
+    batch_size: int = knobs.default("batch_size")
+    epochs: int = knobs.default("epochs")
+    clip: float = knobs.default("clip")
+    learning_rate: float = knobs.default("learning_rate")
 
     def __post_init__(self) -> None:
-        check_int("n", self.n, low=1)
-        check_int("dim", self.dim, low=1)
-        check_int("classes", self.classes, low=2)
-        object.__setattr__(self, "lam", check_real("lam", self.lam, low=0.0, low_open=True))
-        check_int("budget", self.budget, low=1)
-        # T <= N and batch <= N are rules of the methods that use them (their ``unavailable`` and
-        # calibration say so), so one method's constraint never blocks the others.
-        check_int("teachers", self.teachers, low=1)
-        check_int("batch_size", self.batch_size, low=1)
-        check_int("epochs", self.epochs, low=1)
-        object.__setattr__(self, "clip", check_real("clip", self.clip, low=0.0, low_open=True))
-        object.__setattr__(self, "learning_rate", check_real("learning_rate", self.learning_rate, low=0.0, low_open=True))
+        # Ranges from privcore.knobs. T <= N and batch <= N are rules of the methods that use them
+        # (their ``unavailable`` and calibration say so), so one method's constraint never blocks the others.
+        for name in _PROBLEM_KNOBS:
+            object.__setattr__(self, name, knobs.check(name, getattr(self, name), allow_auto=False))
 
     @property
     def sample_rate(self) -> float:

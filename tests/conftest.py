@@ -18,3 +18,12 @@ def app_env(tmp_path_factory):
     mp.setenv("PRIVCORE_CORE_WARMUP", "0")
     yield mp
     mp.undo()
+
+
+@pytest.fixture()
+def uploads(tmp_path, monkeypatch):
+    """An empty uploads folder inside a fresh result cache (ui/uploads.py stores files there)."""
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    folder = tmp_path / "uploads"
+    folder.mkdir()
+    return folder

@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "docs" / "screenshots"
 CHROMIUM = "/usr/bin/chromium" if os.path.isfile("/usr/bin/chromium") else shutil.which("chromium")
 FAST = "dataset=%22digits%22&repeats=3&epochs=1&eps_min=1.0&eps_max=10.0"
+LEAKAGE = ("dataset=%22digits%22&eps=10.0&budget=5&teachers=4&lk_refs=8&lk_audit=32"
+           "&methods=%5B%22model_sensitivity%22%2C%22subsample_aggregate%22%5D")
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 CHART_DATA = """() => { const el = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
   return el && el.data ? JSON.stringify(el.data.map(d => [d.name, d.x, d.y])) : null; }"""
@@ -162,6 +164,17 @@ def test_dashboard_end_to_end_in_chromium(tmp_path):
                 _no_exception(page, "Reproduce after computing")
                 assert page.get_by_text("What the paper found.").count() == 1
                 page.screenshot(path=str(SHOTS / "reproduce.png"))
+
+                # ---- Measured leakage: attacks and the audit beside each method's bound (a quick setting).
+                page.goto(f"{base}/Measured_leakage?{LEAKAGE}")
+                _idle(page)
+                _no_exception(page, "Measured leakage")
+                page.wait_for_function(CHART_DATA, timeout=240_000)
+                _idle(page)
+                _no_exception(page, "Measured leakage after computing")
+                roc = page.evaluate(CHART_DATA)
+                assert "Model sensitivity" in roc, roc[:200]
+                page.screenshot(path=str(SHOTS / "leakage.png"))
             finally:
                 browser.close()
     finally:
@@ -171,5 +184,5 @@ def test_dashboard_end_to_end_in_chromium(tmp_path):
         except subprocess.TimeoutExpired:  # pragma: no cover
             proc.kill()
             proc.wait(timeout=5)
-    for name in ("explore", "learn", "reproduce"):
+    for name in ("explore", "learn", "reproduce", "leakage"):
         assert (SHOTS / f"{name}.png").stat().st_size > 20_000, name

@@ -6,7 +6,6 @@ import io
 import os
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 
@@ -66,10 +65,9 @@ def test_epsilon_inf_literal_still_means_the_baseline(capsys):
 
 
 def test_tight_subsample_aggregate_at_a_huge_budget_is_refused_quickly(capsys):
-    t0 = time.perf_counter()
+    # How quickly: bench/bench_refusals.py (timing asserts live in benchmarks, not tests).
     code, _, err = _run(["calibrate", "--method", "subsample_aggregate", "--epsilon", "1", "--delta", "1e-5",
                          "--budget", "1000000000000", "--accounting", "tight"], capsys)
-    assert time.perf_counter() - t0 < 5.0
     assert "B <= 10,000,000" in _assert_one_line_error(code, err)
 
 

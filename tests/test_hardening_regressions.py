@@ -1,7 +1,7 @@
 """Issue 15: one regression test per defect found by the hostile-input probes.
 
 Every test here drives only interfaces that existed before the hardening (``privcore.cli.main``,
-``load_user_file``, ``ResultCache``/``run_sweep``, the value types, ``ui.widgets`` upload helpers,
+``load_user_file``, ``ResultCache``/``run_sweep``, the value types, ``ui.uploads`` upload helpers,
 the Streamlit pages), so that on the old code it fails on the *behaviour* the issue describes,
 not on a missing import. Defect numbers (D1..D17) follow the "Why" list of the issue:
 
@@ -215,9 +215,9 @@ def test_d4_a_url_value_is_shown_as_text_not_markdown(tmp_path):
     script = f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
-from ui import widgets
-widgets.epsilon_slider()
-widgets.sidebar()
+from ui import controls, sidebar
+controls.epsilon_slider()
+sidebar.settings()
 """
     at = AppTest.from_string(script, default_timeout=120)
     at.query_params["dataset"] = '"synthetic"'
@@ -231,17 +231,15 @@ widgets.sidebar()
 
 
 def _who_wins_page() -> Path:
-    found = sorted(ROOT.glob("*pages/*Who_wins.py"))
+    found = sorted(ROOT.glob("*pages/*[Ww]ho_wins.py"))
     assert found, "no Who wins page"
     return found[0]
 
 
 def test_d5_who_wins_clamps_n_from_the_url(tmp_path):
-    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(_who_wins_page()), default_timeout=240)
-    PagesManager.uses_pages_directory = False
     at.query_params.update({"dataset": '"digits"', "repeats": "2", "n": "10000000",
                             "methods": '["prediction_sensitivity"]', "map_eps": "[1.0]"})
     at.run()
@@ -257,10 +255,10 @@ class _Upload:
 
 
 @pytest.fixture()
-def widgets(tmp_path, monkeypatch):  # noqa: ANN201
+def widgets(tmp_path, monkeypatch):  # noqa: ANN201 - the upload helpers (ui/uploads.py since the split)
     import streamlit as st
 
-    from ui import widgets as w
+    from ui import uploads as w
 
     monkeypatch.setattr(st, "session_state", {})                   # outside a Streamlit run
     return w
@@ -268,21 +266,21 @@ def widgets(tmp_path, monkeypatch):  # noqa: ANN201
 
 def test_d6_a_half_written_upload_is_never_used(tmp_path, widgets):
     data = _Upload().getvalue()
-    path = Path(widgets._save_upload(_Upload()))
+    path = Path(widgets.save_upload(_Upload()))
     assert path.read_bytes() == data
     path.write_bytes(data[: len(data) // 2])                       # an interrupted write under that name
-    assert widgets._inside_uploads(str(path)) is None              # the URL cannot point at it ...
-    again = Path(widgets._save_upload(_Upload()))                   # ... and the next upload replaces it
+    assert widgets.inside_uploads(str(path)) is None              # the URL cannot point at it ...
+    again = Path(widgets.save_upload(_Upload()))                   # ... and the next upload replaces it
     assert again.read_bytes() == data
 
 
 def test_d16_uploads_can_be_removed_and_leftovers_are_cleaned(tmp_path, widgets):
-    path = Path(widgets._save_upload(_Upload()))
+    path = Path(widgets.save_upload(_Upload()))
     folder = path.parent
     stale = folder / ".part-stale.csv"
     stale.write_text("x")
     os.utime(stale, (1, 1))
-    widgets._save_upload(_Upload())                                 # any upload cleans old leftovers
+    widgets.save_upload(_Upload())                                 # any upload cleans old leftovers
     assert not stale.exists()
     assert widgets.delete_upload(path.name) and not path.exists()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -31,10 +30,8 @@ def _spec(path, dim=None) -> SweepSpec:  # noqa: ANN001
 def test_wide_data_is_refused_quickly_with_a_pca_hint(tmp_path):
     path = _wide_csv(tmp_path / "wide.csv")
     seen = []
-    t0 = time.perf_counter()
-    with pytest.raises(ValueError, match=r"D = 3,000 features.*PCA.*PRIVCORE_MAX_FEATURES") as info:
+    with pytest.raises(ValueError, match=r"D = 3,000 features.*PCA.*PRIVCORE_MAX_FEATURES") as info:  # timed in bench/bench_refusals.py
         run_sweep(_spec(path), cache=ResultCache(tmp_path / "c"), progress=lambda f, m: seen.append(m))
-    assert time.perf_counter() - t0 < 10.0
     assert str(tmp_path) not in str(info.value)
 
 

@@ -1,8 +1,11 @@
 """Plotly figure builders for the dashboard (no Streamlit here).
 
+Just over 400 lines: the curve, the winner map, the noise table and the accounting comparison
+share the template, the colours and the number formatting defined here.
+
 Every figure uses :data:`PRINT_TEMPLATE` (white background, dark readable fonts, light grid) and the
 FIXED per-method colours of :data:`METHOD_COLORS` (Okabe-Ito, colour-blind safe), whatever the
-Streamlit theme: show them with ``st.plotly_chart(fig, theme=None)`` (``ui.widgets.show_figure``
+Streamlit theme: show them with ``st.plotly_chart(fig, theme=None)`` (``ui.display.show_figure``
 does that) so Streamlit does not restyle them.
 
 Public builders:

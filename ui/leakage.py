@@ -30,19 +30,22 @@ AUDIT_CHOICES = (32, 64, 128, 256)
 def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple[list, list[str]]:  # noqa: ANN001
     """(LeakageSpecs, notes) for the chosen methods at setting ``s`` plus the non-private reference.
 
-    DP-SGD is left out at delta = 0 and lam = auto becomes 1e-3 (said in the notes).
+    Methods without a pure-DP guarantee are left out at delta = 0, and lam = auto becomes
+    privcore.knobs.LAM_AUTO_STANDIN (said in the notes).
     """
     from privcore.engine.specs import DataSpec
     from privcore.leakage import NON_PRIVATE, LeakageSpec, audit_trials_for
 
+    from privcore.knobs import LAM_AUTO_STANDIN, fixed_lam
+
     notes: list[str] = []
-    lam = s.lam
-    if lam == "auto":
-        lam = 1e-3
-        notes.append("λ = auto is not used here (tuning would leak too): the attacks run at λ = 0.001.")
+    lam = fixed_lam(s.lam)
+    if s.lam == "auto":
+        notes.append(f"λ = auto is not used here (tuning would leak too): the attacks run at λ = {LAM_AUTO_STANDIN:g}.")
     methods = [m for m in s.methods if get_method(m).supports(s.delta)]
-    if len(methods) < len(s.methods):
-        notes.append("DP-SGD needs δ > 0: it is left out at δ = 0.")
+    for m in s.methods:
+        if m not in methods:
+            notes.append(f"{get_method(m).label} needs δ > 0: it is left out at δ = 0.")
     augment = bool(s.augment or (s.n is not None and side.info is not None and s.n > side.info.n_train))
     data = DataSpec(name=side.dataset, data_file=side.data_file if side.dataset == "file" else None, n=s.n,
                     dim=s.dim, classes=s.classes, augment=augment)
@@ -205,7 +208,8 @@ def run_with_progress(specs: Sequence, *, key: str, label: str = "Measuring leak
     from privcore.leakage import LeakageCancelled, run_leakage
     from privcore.types import CalibrationError
 
-    from .widgets import _device_text, _fmt_seconds, show_error
+    from .display import show_error
+    from .progress import device_text as _device_text, fmt_seconds as _fmt_seconds
 
     sig = _signature(specs)
     memo = st.session_state.setdefault("_leakage_memo", {})

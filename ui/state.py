@@ -97,8 +97,8 @@ class Field:
         else:
             try:
                 value = float(value)
-            except OverflowError:  # an integer beyond float range (e.g. a 400-digit URL value)
-                raise ValueError(f"{self.name} must be finite, got an integer too large for a float") from None
+            except OverflowError:  # an integer beyond float range: not finite either
+                raise ValueError(f"{self.name} must be finite, got a {len(str(value))}-digit integer") from None
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"{self.name} must be finite, got {value!r}")
         if self.allow_zero and value == 0:
@@ -110,49 +110,35 @@ class Field:
         return value
 
 
-def _methods() -> tuple[str, ...]:
-    from privcore.methods import METHOD_NAMES
-    return METHOD_NAMES
+def _from_knob(k: Any) -> Field:
+    """The URL field of a privcore knob: its URL name, the dashboard's default, the URL's clamp range."""
+    if k.kind == "choices":
+        return Field(k.url, list(k.choices), "strs", choices=k.choices, help=k.tooltip)
+    if k.kind == "choice":
+        return Field(k.url, k.first_view, "str", choices=k.choices, help=k.tooltip)
+    kind = "int_or_none" if k.kind == "int" and k.first_view is None else k.kind
+    return Field(k.url, k.first_view, kind, k.url_low, k.url_high, allow_zero=k.url_zero, help=k.tooltip)
 
 
-def _spec_default(name: str) -> Any:
-    from privcore.engine.specs import SweepSpec
-    return SweepSpec.__dataclass_fields__[name].default
+def _fields() -> dict[str, Field]:
+    from privcore.knobs import KNOBS
+
+    knob_fields = [_from_knob(k) for k in KNOBS.values() if k.url]
+    page_fields = [  # controls of one page only (not knobs of privcore)
+        Field("data_file", None, "str"),  # name of an uploaded file under cache/uploads (set by the uploader)
+        Field("tab", "epsilon", "str", choices=("epsilon", "budget", "delta", "n")),  # Explore
+        Field("eps_max", 100.0, "float", 0.01, 1e4),
+        Field("eps_min", 0.1, "float", 1e-3, 1e3),
+        Field("augment", False, "bool"),  # Who wins
+        Field("map_eps", [0.3, 1.0, 3.0, 10.0, 30.0, 100.0], "floats", 1e-3, 1e4),
+        Field("compare", True, "bool"),  # Calibrate
+    ]
+    return {f.name: f for f in knob_fields + page_fields}
 
 
-_METHODS = _methods()
-_F = Field
-#: Every persisted control. Defaults were chosen so the first page teaches (see pages/1_Explore.py).
-FIELDS: dict[str, Field] = {f.name: f for f in (
-    # shared sidebar
-    _F("dataset", "mnist-5k", "str", choices=("mnist-5k", "digits", "synthetic", "mnist", "file")),
-    _F("data_file", None, "str"),  # path of an uploaded file under cache/uploads (set by the uploader)
-    _F("repeats", 20, "int", 2, 200),
-    _F("accounting", "corrected", "str", choices=("corrected", "paper", "tight")),
-    _F("device", "auto", "str", choices=("auto", "cpu", "cuda")),
-    # shared setting controls
-    _F("eps", 3.0, "float", 1e-3, 1e4),
-    _F("delta", 1e-5, "float", 1e-12, 0.1, allow_zero=True),
-    _F("budget", 10, "int", 1, 1_000_000),
-    _F("n", None, "int_or_none", 10, 10_000_000),       # None = the data set's full training split
-    _F("lam", 1e-3, "float_or_auto", 1e-8, 10.0),
-    _F("dim", None, "int_or_none", 1, 100_000),        # None = no PCA
-    _F("classes", None, "int_or_none", 2, 10),         # None = all classes
-    _F("clip", _spec_default("clip"), "float", 1e-4, 100.0),        # DP-SGD knobs: privcore's defaults
-    _F("epochs", _spec_default("epochs"), "int", 1, 200),
-    _F("batch_size", _spec_default("batch_size"), "int", 1, 1_000_000),
-    _F("teachers", _spec_default("teachers"), "int", 1, 100_000),
-    _F("methods", list(_METHODS), "strs", choices=_METHODS),
-    # Explore page
-    _F("tab", "epsilon", "str", choices=("epsilon", "budget", "delta", "n")),
-    _F("eps_max", 100.0, "float", 0.01, 1e4),
-    _F("eps_min", 0.1, "float", 1e-3, 1e3),
-    # Who wins page
-    _F("augment", False, "bool"),
-    _F("map_eps", [0.3, 1.0, 3.0, 10.0, 30.0, 100.0], "floats", 1e-3, 1e4),
-    # Calibrate page
-    _F("compare", True, "bool"),
-)}
+#: Every persisted control: privcore's knobs that have a URL name (privcore/knobs.py: defaults are
+#: the dashboard's first view, chosen so the first page teaches) and a few page-only controls.
+FIELDS: dict[str, Field] = _fields()
 DEFAULTS: dict[str, Any] = {name: f.default for name, f in FIELDS.items()}
 
 

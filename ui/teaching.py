@@ -1,5 +1,8 @@
 """Figure builders for the Learn page: pure, instant (no data, no training), plotly only.
 
+Longer than 400 lines on purpose: five independent views (rows + figure each) that share one
+style and one set of calibration helpers; each view is one numbered section below.
+
 Every view has a ``*_rows`` function returning plain dicts (the numbers behind the figure, for the
 CSV export and for tests) and a ``*_figure`` function drawing them. All privacy numbers come from
 privcore's calibrations; nothing here re-derives a noise scale that privcore already computes.

@@ -28,7 +28,7 @@ def warm_default_view(values: dict[str, Any] | None = None) -> int:
         from privcore.engine.warmup import warm_up
 
         from . import state
-        from .widgets import build_data_info, explore_specs
+        from .setting import build_data_info, explore_specs
 
         dataset = {**state.DEFAULTS, **(values or {})}["dataset"]
         warm_up(dataset)

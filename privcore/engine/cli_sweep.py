@@ -10,12 +10,13 @@ import math
 import sys
 from typing import Any, Callable
 
-from ..data import DATASET_NAMES
-from ..device import DEVICE_CHOICES
+from .. import knobs
 from ..methods import METHOD_NAMES
 from .specs import VARY_AXES, DataSpec, SweepSpec
 
 __all__ = ["add_sweep_parser", "run_sweep_command", "format_rows"]
+
+_SPEC_EPSILONS = SweepSpec.__dataclass_fields__["epsilons"].default
 
 _CLI_COLUMNS = ("method", "epsilon", "delta", "budget", "n", "dim", "classes", "lam", "teachers", "accounting",
                 "vary", "value", "accuracy_mean", "accuracy_std", "repeats", "seconds", "device", "cached",
@@ -45,15 +46,6 @@ def _methods(text: str) -> tuple[str, ...]:
     return names
 
 
-def _lam(text: str) -> float | str:
-    if text == "auto":
-        return "auto"
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number or 'auto', got {text!r}") from None
-
-
 def _value(text: str) -> Any:
     if text.lower() in ("inf", "infinity"):
         return math.inf
@@ -66,16 +58,15 @@ def _value(text: str) -> Any:
 def add_sweep_parser(sub, add_problem_args, number, epsilon) -> None:  # noqa: ANN001
     """Register ``sweep`` on the sub-parser collection ``sub``."""
     sw = sub.add_parser("sweep", help="train and evaluate methods over epsilons (batched, cached)")
-    sw.add_argument("--dataset", choices=DATASET_NAMES, default="mnist-5k")
+    knobs.add_argument(sw, "dataset")
     sw.add_argument("--data-file", default=None, help="CSV (with a 'label' column) or NPZ (x, y) for --dataset file")
     sw.add_argument("--methods", type=_methods, default=METHOD_NAMES, help="all or a comma-separated list")
-    sw.add_argument("--epsilons", type=_csv_list(epsilon, "numbers"), default=(0.1, 1.0, 10.0))
-    sw.add_argument("--delta", type=number(float), default=0.0)
-    sw.add_argument("--n", type=number(int), default=None, help="training-set size (subsample, or augment to grow)")
-    sw.add_argument("--lam", type=_lam, default=1e-3, help="L2 weight (average form) or 'auto'")
-    sw.add_argument("--repeats", type=number(int), default=20)
-    sw.add_argument("--seed", type=number(int), default=0)
-    sw.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+    sw.add_argument("--epsilons", type=_csv_list(epsilon, "numbers"), default=_SPEC_EPSILONS)
+    knobs.add_argument(sw, "delta")
+    knobs.add_argument(sw, "n", default=None, help="default: the whole training split; more augments")
+    knobs.add_argument(sw, "lam", help="or 'auto'")
+    for name in ("repeats", "seed", "device"):
+        knobs.add_argument(sw, name)
     sw.add_argument("--vary", choices=VARY_AXES, default=None, help="also vary this axis over --values")
     sw.add_argument("--values", type=_csv_list(_value, "numbers"), default=(), help="values of --vary")
     sw.add_argument("--format", choices=("json", "csv"), default="csv")

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from .. import knobs
 from ..data import Dataset, load_dataset
 from ..device import resolve_device
 from ..certify import SolverCertificationError
@@ -188,7 +189,7 @@ def _variant_data(vspec: SweepSpec) -> tuple[Dataset, float, Problem]:
     ds = load_dataset(d.name, data_file=d.data_file, n=d.n, dim=d.dim, classes=d.classes, seed=vspec.seed,
                       augment=d.augment)
     check_features(ds.dim)
-    fixed_lam = 1e-3 if vspec.lam == "auto" else float(vspec.lam)
+    fixed_lam = knobs.fixed_lam(vspec.lam)
     return ds, fixed_lam, _problem(ds, vspec, fixed_lam)
 
 

@@ -14,11 +14,10 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from ..data import DATASET_NAMES
-from ..device import DEVICE_CHOICES
+from .. import knobs
 from ..methods import METHOD_NAMES, REGISTRY
-from ..types import ACCOUNTING_MODES, PrivacyBudget, Problem
-from ..validation import check_choice, check_int, check_real
+from ..types import PrivacyBudget, Problem
+from ..validation import check_choice, check_int
 
 __all__ = ["DataSpec", "SweepSpec", "VARY_AXES", "LAM_AUTO_GRID"]
 
@@ -32,7 +31,7 @@ LAM_AUTO_GRID: tuple[float, ...] = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)
 class DataSpec:
     """Which data: a name from :data:`privcore.data.DATASET_NAMES` and its transforms."""
 
-    name: str = "mnist-5k"
+    name: str = knobs.default("dataset")
     data_file: str | None = None
     n: int | None = None
     dim: int | None = None
@@ -40,7 +39,7 @@ class DataSpec:
     augment: bool = True
 
     def __post_init__(self) -> None:
-        check_choice("dataset", self.name, DATASET_NAMES)
+        knobs.check("dataset", self.name)
         if self.name == "file" and not self.data_file:
             raise ValueError("data_file is required for dataset 'file' (a CSV or NPZ path)")
         if self.data_file is not None and not isinstance(self.data_file, str):
@@ -53,17 +52,11 @@ class DataSpec:
                 raise ValueError(f"n must be at most {limits.max_n():,} training rows, got {self.n:,} "
                                  f"({limits.limit_hint('PRIVCORE_MAX_N')})")
         if self.dim is not None:
-            check_int("dim", self.dim, low=1)
+            knobs.check("dim", self.dim)
         if self.classes is not None:
-            check_int("classes", self.classes, low=2)
+            knobs.check("classes", self.classes)
         if not isinstance(self.augment, bool):
             raise TypeError(f"augment must be True or False, got {self.augment!r}")
-
-
-def _check_lam(value: Any) -> float | str:
-    if value == "auto":
-        return "auto"
-    return check_real("lam", value, low=0.0, low_open=True)
 
 
 @dataclass(frozen=True)
@@ -78,18 +71,18 @@ class SweepSpec:
     data: DataSpec = field(default_factory=DataSpec)
     methods: tuple[str, ...] = METHOD_NAMES
     epsilons: tuple[float, ...] = (0.1, 1.0, 10.0)
-    delta: float = 0.0
-    budget: int = 100
-    lam: float | str = 1e-3
-    teachers: int = 16
-    batch_size: int = 256
-    epochs: int = 5
-    clip: float = 0.5
-    learning_rate: float = 10.0
-    accounting: str = "corrected"
-    repeats: int = 20
-    seed: int = 0
-    device: str = "auto"
+    delta: float = knobs.default("delta")
+    budget: int = knobs.default("budget")
+    lam: float | str = knobs.default("lam")
+    teachers: int = knobs.default("teachers")
+    batch_size: int = knobs.default("batch_size")
+    epochs: int = knobs.default("epochs")
+    clip: float = knobs.default("clip")
+    learning_rate: float = knobs.default("learning_rate")
+    accounting: str = knobs.default("accounting")
+    repeats: int = knobs.default("repeats")
+    seed: int = knobs.default("seed")
+    device: str = knobs.default("device")
     vary: str | None = None
     values: tuple[Any, ...] = ()
     baseline: bool = True
@@ -107,16 +100,14 @@ class SweepSpec:
         if not eps:
             raise ValueError("epsilons must contain at least one value > 0")
         object.__setattr__(self, "epsilons", tuple(PrivacyBudget(e, 0.0).epsilon for e in eps))
-        object.__setattr__(self, "delta", PrivacyBudget(1.0, self.delta).delta)
-        object.__setattr__(self, "lam", _check_lam(self.lam))
-        check_choice("accounting", self.accounting, ACCOUNTING_MODES)
-        check_int("repeats", self.repeats, low=1, high=10_000)
-        check_int("seed", self.seed, low=0)
-        check_choice("device", self.device, DEVICE_CHOICES)
+        object.__setattr__(self, "delta", knobs.check("delta", self.delta))
+        object.__setattr__(self, "lam", knobs.check("lam", self.lam))
+        for name in ("accounting", "repeats", "seed", "device"):
+            knobs.check(name, getattr(self, name))
         if not isinstance(self.baseline, bool):
             raise TypeError(f"baseline must be True or False, got {self.baseline!r}")
         # Validate the fixed knobs once through Problem (n is checked against the data later).
-        Problem(n=max(self.teachers, self.batch_size), lam=1.0 if self.lam == "auto" else self.lam,
+        Problem(n=max(self.teachers, self.batch_size), lam=knobs.fixed_lam(self.lam),
                 budget=self.budget, teachers=self.teachers, batch_size=self.batch_size, epochs=self.epochs,
                 clip=self.clip, learning_rate=self.learning_rate)
         if self.vary is None:

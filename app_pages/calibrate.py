@@ -6,49 +6,48 @@ import sys
 from pathlib import Path
 
 _ROOT = str(Path(__file__).resolve().parents[1])
-if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run pages/x.py, AppTest)
+if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run app_pages/x.py, AppTest)
     sys.path.insert(0, _ROOT)
 
 import streamlit as st
 
 from privcore.calibration import calibrate_all
-from privcore.types import ACCOUNTING_MODES, CalibrationError, PrivacyBudget, Problem
-from ui import state, widgets
+from privcore.knobs import LAM_AUTO_STANDIN
+from privcore.types import ACCOUNTING_MODES, CalibrationError, PrivacyBudget
+from ui import controls, display, setting, sidebar, state
 from ui.export import export_buttons, rows_csv
 from ui.figures import accounting_comparison_figure, calibration_table, format_number, main_noise, method_label
 
 st.title("Calibrate: how much noise does each method add?")
 st.caption("Pure calibration: the noise each method must add to meet (ε, δ) on this problem. No data are "
-           "trained, so it is instant. " + widgets.NEIGHBOURS_NOTE)
+           "trained, so it is instant. " + setting.NEIGHBOURS_NOTE)
 
-side = widgets.sidebar(require_data=True)
+side = sidebar.settings(require_data=True)
 info = side.info
 c1, c2, c3 = st.columns(3)
-eps = widgets.epsilon_slider(c1)
-delta = widgets.delta_slider(c2)
-budget = widgets.budget_slider(c3)
+eps = controls.epsilon_slider(c1)
+delta = controls.delta_slider(c2)
+budget = controls.budget_slider(c3)
 with st.expander("Problem: N, T, λ, D, C and DP-SGD", expanded=False):
     a, b, c = st.columns(3)
-    n = widgets.n_slider(info, a)
-    teachers = widgets.teachers_slider(b)
-    lam = widgets.lam_slider(c)
+    n = controls.n_slider(info, a)
+    teachers = controls.teachers_slider(b)
+    lam = controls.lam_slider(c)
     d, e, f = st.columns(3)
-    dim = widgets.dim_slider(info, d)
-    classes = widgets.classes_slider(info, e)
-    clip, epochs, batch = widgets.dpsgd_controls(st.columns(3))
+    dim = controls.dim_slider(info, d)
+    classes = controls.classes_slider(info, e)
+    clip, epochs, batch = controls.dpsgd_controls(st.columns(3))
 
-n_eff = n if n is not None else info.n_train
-lam_value = lam
+s = setting.Setting(eps=float(eps), delta=float(delta), budget=int(budget), n=n, teachers=int(teachers), lam=lam,
+                    dim=dim, classes=classes, clip=float(clip), epochs=int(epochs), batch_size=int(batch))
 if lam == "auto":
-    lam_value = 1e-3
-    st.info("λ = auto is chosen per method during training; the table uses λ = 1e-3 instead.")
+    st.info(f"λ = auto is chosen per method during training; the table uses λ = {format_number(LAM_AUTO_STANDIN)} "
+            "instead.")
 try:
-    problem = Problem(n=int(n_eff), dim=int(dim or info.dim), classes=int(classes or info.classes), lam=float(lam_value),
-                      budget=int(budget), teachers=int(teachers), batch_size=int(batch), epochs=int(epochs),
-                      clip=float(clip))
+    problem = setting.setting_problem(info, s)
     target = PrivacyBudget(float(eps), float(delta))
 except (ValueError, TypeError) as err:  # a method's own rules (T <= N, batch <= N) show per method below
-    widgets.show_error(err, prefix="Invalid problem")
+    display.show_error(err, prefix="Invalid problem")
     st.stop()
 
 st.markdown(f"N = {problem.n:,}, D = {problem.dim}, C = {problem.classes}, λ = {format_number(problem.lam)} → "
@@ -78,7 +77,7 @@ if compare:
     st.dataframe(rows, hide_index=True, width="stretch")
     fig = accounting_comparison_figure(by_mode, title=f"Noise relative to corrected accounting (ε = {format_number(eps)}, "
                                                          f"δ = {format_number(delta)}, B = {budget:,})")
-    widgets.show_figure(fig, key="fig_accounting")
+    display.show_figure(fig, key="fig_accounting")
     st.caption("Bars above 1 add more noise than the corrected calibration; bars below 1 add less. β is an inverse "
                "scale, so its ratio is inverted. 'paper' bars below 1 mark published calibrations that are too "
                "optimistic (they promise more privacy than they give).")

@@ -10,15 +10,17 @@ import sys
 from pathlib import Path
 
 _ROOT = str(Path(__file__).resolve().parents[1])
-if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run pages/x.py, AppTest)
+if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run app_pages/x.py, AppTest)
     sys.path.insert(0, _ROOT)
 
 import math
 
 import streamlit as st
 
+from privcore.methods import REGISTRY, methods_of_family
+
 from privcore.recommend import recommend
-from ui import state, widgets
+from ui import controls, display, progress, setting, sidebar, state
 from ui.export import export_buttons
 from ui.figures import curve_figure, format_number, is_baseline, method_label, noise_table
 
@@ -29,18 +31,22 @@ DELTA_VALUES = (1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3)
 N_VALUES = (250, 500, 1000, 2000, 4000, 8000, 16000)
 
 st.title("Explore the trade-offs of private prediction")
-st.caption("Five ways to make a linear classifier's predictions differentially private, compared on the same "
-           "data. Private training (model sensitivity, loss perturbation, DP-SGD) protects the model once; "
-           "private prediction (prediction sensitivity, subsample-and-aggregate) spends ε over B answers.")
+def _names(family: str) -> str:
+    return ", ".join(REGISTRY[m].sentence_label or REGISTRY[m].label for m in methods_of_family(family))
 
-side = widgets.sidebar(require_data=True)
-s = widgets.setting_panel(side)
-errors, warns = widgets.setting_problems(side, s)
+
+st.caption(f"{len(REGISTRY)} ways to make a linear classifier's predictions differentially private, compared on the "
+           f"same data. Private training ({_names('training')}) protects the model once; private prediction "
+           f"({_names('prediction')}) spends ε over B answers.")
+
+side = sidebar.settings(require_data=True)
+s = controls.setting_panel(side)
+errors, warns = setting.setting_problems(side, s)
 for e in errors:
     st.error(e)
 if errors:
     st.stop()
-widgets.show_warnings(warns)
+display.show_warnings(warns)
 
 rec_area = st.container()
 tab_key = state.bind("tab", normalise=lambda v: TABS.get(v, v) if v in TABS else (v if v in LABEL_TO_AXIS else TABS["epsilon"]))
@@ -74,14 +80,14 @@ def show_point(rows: list[dict]) -> None:
                    "DP-SGD's σ/ν; per-query ε: what each of the B answers may spend.")
 
 
-point_spec = widgets.spec_or_error(side, s, epsilons=(s.eps,))
+point_spec = display.spec_or_error(side, s, epsilons=(s.eps,))
 if point_spec is None:
     st.stop()
 with rec_area:  # progress (and a cancelled notice) where the recommendation will appear
-    point = widgets.run_with_progress(point_spec, key="point", label="Current setting")
+    point = progress.run_with_progress(point_spec, key="point", label="Current setting")
 if point is None:
     st.stop()
-widgets.show_warnings(point.warnings)
+display.show_warnings(point.warnings)
 show_point(point.rows)
 
 
@@ -113,31 +119,31 @@ def curve_tab(axis: str) -> None:
     n_eff = s.effective_n(info)
     if axis == "epsilon":
         c1, c2 = st.columns(2)
-        lo = widgets.log_select("eps_min", "Smallest ε on the curve", [e for e in widgets.EPS_GRID if e <= 10], container=c1)
-        hi = widgets.log_select("eps_max", "Largest ε on the curve", [e for e in widgets.EPS_GRID if e >= 1], container=c2)
-        eps = widgets.curve_epsilons(lo, hi, current=s.eps)
-        spec = widgets.spec_or_error(side, s, epsilons=eps)
+        lo = controls.log_select("eps_min", "Smallest ε on the curve", [e for e in controls.EPS_GRID if e <= 10], container=c1)
+        hi = controls.log_select("eps_max", "Largest ε on the curve", [e for e in controls.EPS_GRID if e >= 1], container=c2)
+        eps = setting.curve_epsilons(lo, hi, current=s.eps)
+        spec = display.spec_or_error(side, s, epsilons=eps)
         x, log_x, current, xname = "epsilon", True, s.eps, "ε"
         title = f"Test accuracy vs ε (δ = {format_number(s.delta)}, B = {s.budget:,}, N = {n_eff:,})"
         note = ("Try this: set δ = 0. DP-SGD drops out and subsample-and-aggregate wins at B = 10 from ε ≈ 1 on; "
                 "then raise B to 100 and loss perturbation leads up to ε ≈ 30 (bundled 4,000 digits, λ = 0.001).")
     elif axis == "budget":
         values = tuple(sorted(set(B_VALUES) | {s.budget}))
-        spec = widgets.spec_or_error(side, s, epsilons=(s.eps,), vary="budget", values=values)
+        spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="budget", values=values)
         x, log_x, current, xname = "budget", True, s.budget, "B"
         title = f"Test accuracy vs number of predictions B (ε = {format_number(s.eps)}, δ = {format_number(s.delta)})"
         note = "Only the private-prediction methods depend on B; the private-training methods are flat."
     elif axis == "delta":
         values = tuple(sorted(set(DELTA_VALUES) | ({s.delta} if s.delta > 0 else set())))
-        spec = widgets.spec_or_error(side, s, epsilons=(s.eps,), vary="delta", values=values)
+        spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="delta", values=values)
         x, log_x, current, xname = "delta", True, (s.delta if s.delta > 0 else None), "δ"
         title = f"Test accuracy vs δ (ε = {format_number(s.eps)}, B = {s.budget:,})"
         note = "δ = 0 (pure DP, no DP-SGD) cannot sit on a log axis: set δ = 0 above to see it in the table."
     else:
-        lowest = widgets.min_train_size(s)
+        lowest = setting.min_train_size(s)
         top = max(n_eff, info.n_train)
         values = tuple(sorted({v for v in N_VALUES if lowest <= v <= info.n_train} | {n_eff}))
-        spec = widgets.spec_or_error(side, s, epsilons=(s.eps,), vary="n", values=values)
+        spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="n", values=values)
         x, log_x, current, xname = "n", True, n_eff, "N"
         title = f"Test accuracy vs training-set size N (ε = {format_number(s.eps)}, δ = {format_number(s.delta)})"
         note = (f"N runs from {min(values):,} (at least T = {s.teachers} and the DP-SGD batch) to the "
@@ -147,27 +153,27 @@ def curve_tab(axis: str) -> None:
     # The methods that only draw noise answer in a fraction of a second: draw them first, then
     # replace the chart when loss perturbation and DP-SGD (one training run per release) are done.
     early, pending = st.empty(), st.empty()
-    quick = widgets.quick_part(spec)
+    quick = progress.quick_part(spec)
     quick_key = f"curve_{axis}_quick"
-    first = widgets.run_with_progress(quick, key=quick_key, label="Quick methods") if quick else None
-    if quick is not None and first is None and widgets.was_cancelled(quick, quick_key):
+    first = progress.run_with_progress(quick, key=quick_key, label="Quick methods") if quick else None
+    if quick is not None and first is None and progress.was_cancelled(quick, quick_key):
         return  # one Cancel stops the whole curve; its Resume box is shown
     if first is not None:
         with early.container():
-            widgets.show_figure(curve_figure(first.rows, x, title=title, log_x=log_x, current=current),
+            display.show_figure(curve_figure(first.rows, x, title=title, log_x=log_x, current=current),
                                 key=f"fig_{axis}_quick")
         pending.caption("Loss perturbation and DP-SGD train once per release and follow in a few seconds.")
-    res = widgets.run_with_progress(spec, key=f"curve_{axis}", label=f"Curve {TABS[axis]}")
+    res = progress.run_with_progress(spec, key=f"curve_{axis}", label=f"Curve {TABS[axis]}")
     pending.empty()
     if res is None:
         return  # cancelled or failed (said inline): the quick chart, if any, stays
     early.empty()
     fig = curve_figure(res.rows, x, title=title, log_x=log_x, current=current)
-    widgets.show_figure(fig, key=f"fig_{axis}")
+    display.show_figure(fig, key=f"fig_{axis}")
     st.markdown(describe(res.rows, x, xname))
     if note:
         st.caption(note)
-    widgets.show_warnings(res.warnings)
+    display.show_warnings(res.warnings)
     export_buttons(fig, res.rows, key=f"export_{axis}")
 
 

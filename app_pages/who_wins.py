@@ -6,14 +6,14 @@ import sys
 from pathlib import Path
 
 _ROOT = str(Path(__file__).resolve().parents[1])
-if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run pages/x.py, AppTest)
+if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run app_pages/x.py, AppTest)
     sys.path.insert(0, _ROOT)
 
 from dataclasses import replace
 
 import streamlit as st
 
-from ui import state, widgets
+from ui import controls, display, progress, setting, sidebar, state
 from ui.export import export_buttons
 from ui.figures import format_number, winner_map_figure
 
@@ -26,16 +26,16 @@ st.caption("Each cell is one setting; its colour is the method with the best mea
            "(hover for every method's accuracy ± std). “≈” marks a lead within the repetition noise. The other "
            "settings (λ, T, N, DP-SGD, data set) are those of the Explore page and the sidebar.")
 
-side = widgets.sidebar(require_data=True)
+side = sidebar.settings(require_data=True)
 c1, c2 = st.columns(2)
-delta = widgets.delta_slider(c1)
+delta = controls.delta_slider(c1)
 eps_key = state.bind("map_eps", normalise=lambda v: [e for e in v if e in EPS_CHOICES] or [1.0, 10.0])
 with c2:
     eps_list = sorted(st.multiselect("ε values (columns)", list(EPS_CHOICES), key=eps_key, format_func=format_number))
 eps_list = state.commit("map_eps", eps_list)
-methods = widgets.methods_select()
-s = replace(widgets.current_setting(), delta=float(delta), methods=tuple(methods))
-n_checked, n_note = widgets.checked_n(side.info, s.n)  # N comes from the URL here: same rule as the N slider
+methods = controls.methods_select()
+s = replace(controls.current_setting(), delta=float(delta), methods=tuple(methods))
+n_checked, n_note = setting.checked_n(side.info, s.n)  # N comes from the URL here: same rule as the N slider
 if n_note:
     st.warning(n_note)
     state.put("n", n_checked)
@@ -45,25 +45,25 @@ st.caption(f"Fixed: λ = {format_number(s.lam)}, T = {s.teachers}, DP-SGD clip {
 if not eps_list:
     st.error("Choose at least one ε value.")
     st.stop()
-errors, warns = widgets.setting_problems(side, replace(s, n=None))
+errors, warns = setting.setting_problems(side, replace(s, n=None))
 for e in errors:
     st.error(e)
 if errors:
     st.stop()
-widgets.show_warnings(w for w in warns if "ε =" not in w)
+display.show_warnings(w for w in warns if "ε =" not in w)
 
 # ---------------------------------------------------------------- map 1: epsilon x B
 n_eff = s.effective_n(side.info)
 st.subheader("ε × number of predictions B")
-spec_b = widgets.spec_or_error(side, s, epsilons=eps_list, vary="budget", values=B_VALUES)
-res_b = widgets.run_with_progress(spec_b, key="map_b", label="Map ε × B") if spec_b is not None else None
+spec_b = display.spec_or_error(side, s, epsilons=eps_list, vary="budget", values=B_VALUES)
+res_b = progress.run_with_progress(spec_b, key="map_b", label="Map ε × B") if spec_b is not None else None
 if res_b is not None:
     fig_b = winner_map_figure(res_b.rows, "epsilon", "budget",
                               title=f"Best method over ε and B (δ = {format_number(delta)}, N = {n_eff:,})")
-    widgets.show_figure(fig_b, key="fig_map_b")
+    display.show_figure(fig_b, key="fig_map_b")
     st.caption("Private-prediction methods pay for every answer, so they win at small B and fade as B grows; "
                "private-training methods do not depend on B.")
-    widgets.show_warnings(res_b.warnings)
+    display.show_warnings(res_b.warnings)
     export_buttons(fig_b, res_b.rows, key="export_map_b")
 
 # ---------------------------------------------------------------- map 2: epsilon x N
@@ -74,19 +74,19 @@ augment = state.commit("augment", st.checkbox(
     "Also N beyond the real training data (deformed copies; slow)", key=state.bind("augment"), disabled=not can_grow,
     help="Grows the training set with elastic deformations of its images. Several minutes on a CPU."))
 n_values = sorted({v for v in N_VALUES if v <= info.n_train} | {info.n_train})
-n_values = [v for v in n_values if v >= widgets.min_train_size(s)]
+n_values = [v for v in n_values if v >= setting.min_train_size(s)]
 if augment and can_grow:
     n_values += [2 * info.n_train, 4 * info.n_train]
-    st.warning(widgets.augmentation_caveat(info.n_train, 4 * info.n_train, max(eps_list)))
+    st.warning(setting.augmentation_caveat(info.n_train, 4 * info.n_train, max(eps_list)))
 s_n = replace(s, n=None, augment=bool(augment and can_grow))
-spec_n = widgets.spec_or_error(side, s_n, epsilons=eps_list, vary="n", values=tuple(n_values)) if n_values else None
+spec_n = display.spec_or_error(side, s_n, epsilons=eps_list, vary="n", values=tuple(n_values)) if n_values else None
 if not n_values:
     st.error(f"No N value is at least T = {s.teachers} and the DP-SGD batch size {s.batch_size}.")
-res_n = widgets.run_with_progress(spec_n, key="map_n", label="Map ε × N") if spec_n is not None else None
+res_n = progress.run_with_progress(spec_n, key="map_n", label="Map ε × N") if spec_n is not None else None
 if res_n is not None:
     fig_n = winner_map_figure(res_n.rows, "epsilon", "n",
                               title=f"Best method over ε and N (δ = {format_number(delta)}, B = {s.budget:,})")
-    widgets.show_figure(fig_n, key="fig_map_n")
+    display.show_figure(fig_n, key="fig_map_n")
     st.caption("Subsample-and-aggregate suits small N; the sensitivity methods' noise 2K/(Nλ) shrinks as N grows.")
-    widgets.show_warnings(res_n.warnings)
+    display.show_warnings(res_n.warnings)
     export_buttons(fig_n, res_n.rows, key="export_map_n")

@@ -1,7 +1,7 @@
 """Reproduce the paper: its Figures 1-6 on the chosen data set, as published and corrected side by side.
 
 Thin page: figure settings come from :func:`ui.paper.paper_figures`, sweeps run through
-:func:`ui.widgets.run_with_progress` (progress bar with device and ETA, disk cache), charts from
+:func:`ui.progress.run_with_progress` (progress bar with device and ETA, disk cache), charts from
 :mod:`ui.figures` / :mod:`ui.teaching`, exports from :mod:`ui.export`.
 """
 
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 _ROOT = str(Path(__file__).resolve().parents[1])
-if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run pages/x.py, AppTest)
+if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run app_pages/x.py, AppTest)
     sys.path.insert(0, _ROOT)
 
 from dataclasses import replace
@@ -19,7 +19,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from ui import paper, widgets
+from ui import controls, display, paper, progress, setting, sidebar
 from ui.export import export_buttons
 from ui.figures import curve_figure, format_number, method_label
 
@@ -30,7 +30,7 @@ ACCOUNTING_TITLES = {
 }
 TEACHER_OPTIONS = (16, 32, 64, 128, 256)
 
-side = widgets.sidebar()
+side = sidebar.settings()
 st.title("Reproduce the paper")
 st.markdown(
     "The linear-model figures of *The Trade-Offs of Private Prediction* (van der Maaten and Hannun, Section 4) on the "
@@ -42,7 +42,7 @@ st.markdown(
 if side.info is None:
     st.stop()
 info = side.info
-cur = widgets.current_setting()
+cur = controls.current_setting()
 
 c1, c2, c3 = st.columns([4, 3, 2])
 t_options = [t for t in TEACHER_OPTIONS if t <= max(1, info.n_train // 4)] or [1]
@@ -69,21 +69,21 @@ if key == "4" and info.image:
         figures = paper.paper_figures(info.n_train, info.dim, info.classes, image=True, augment=True,
                                          min_n=int(teachers))
         fig4 = next(f for f in figures if f.key == "4")
-        st.warning(widgets.augmentation_caveat(info.n_train, int(max(fig4.values)), float(fig4.epsilons[0])))
+        st.warning(setting.augmentation_caveat(info.n_train, int(max(fig4.values)), float(fig4.epsilons[0])))
 fig_def = next(f for f in figures if f.key == key)
 
 # The paper's setting: full data unless the figure varies it, B = 100, the shared λ and DP-SGD knobs.
-setting = replace(cur, eps=fig_def.epsilons[0], delta=fig_def.delta, budget=fig_def.budget, n=None, dim=None,
+paper_setting = replace(cur, eps=fig_def.epsilons[0], delta=fig_def.delta, budget=fig_def.budget, n=None, dim=None,
                   classes=None, teachers=int(teachers), methods=fig_def.methods, augment=augment)
 if fig_def.vary == "n":  # every N must hold a full DP-SGD batch (privcore checks it even when DP-SGD is off)
-    setting = replace(setting, batch_size=min(int(cur.batch_size), int(min(fig_def.values))))
+    paper_setting = replace(paper_setting, batch_size=min(int(cur.batch_size), int(min(fig_def.values))))
 specs = {}
 for acc in accountings:
     try:
-        specs[acc] = widgets.make_spec(replace(side, accounting=acc), setting, epsilons=fig_def.epsilons,
+        specs[acc] = setting.make_spec(replace(side, accounting=acc), paper_setting, epsilons=fig_def.epsilons,
                                        vary=fig_def.vary, values=fig_def.values, methods=fig_def.methods)
     except (TypeError, ValueError) as err:
-        widgets.show_error(err, prefix=f"Figure {key} cannot be set up on this data set")
+        display.show_error(err, prefix=f"Figure {key} cannot be set up on this data set")
         st.stop()
 
 variants = len(fig_def.values) if fig_def.vary else 1
@@ -91,8 +91,8 @@ points = variants * len(fig_def.methods) * len(fig_def.epsilons) * len(specs)
 st.caption(
     f"Data: {info.name} ({info.n_train:,} training examples, D = {info.dim}, C = {info.classes}) · "
     f"R = {side.repeats} repetitions (sidebar) · λ = {format_number(cur.lam)} · T = {teachers} · DP-SGD: clip "
-    f"{format_number(cur.clip)}, {cur.epochs} epochs, batch {setting.batch_size} · {points} points in all. "
-    "The paper used N = 60,000, R = 100 and cross-validated λ. " + widgets.NEIGHBOURS_NOTE)
+    f"{format_number(cur.clip)}, {cur.epochs} epochs, batch {paper_setting.batch_size} · {points} points in all. "
+    "The paper used N = 60,000, R = 100 and cross-validated λ. " + setting.NEIGHBOURS_NOTE)
 
 store = st.session_state.setdefault("repro_results", {})
 results = {}
@@ -118,7 +118,7 @@ if missing:
     if clicked:
         slot.empty()
         for acc in missing:
-            res = widgets.run_with_progress(specs[acc], key=f"repro_{key}_{acc}",
+            res = progress.run_with_progress(specs[acc], key=f"repro_{key}_{acc}",
                                             label=f"Figure {key}, {acc} accounting", show_done=True)
             if res is None:
                 break
@@ -139,8 +139,8 @@ if results:
                 fig = paper.epsilon_curves_figure(res.rows, fig_def.x, title=title, log_x=fig_def.log_x)
             else:
                 fig = curve_figure(res.rows, fig_def.x, title=title, log_x=fig_def.log_x)
-            widgets.show_figure(fig, key=f"repro_chart_{key}_{acc}")
-            widgets.show_warnings(res.warnings)
+            display.show_figure(fig, key=f"repro_chart_{key}_{acc}")
+            display.show_warnings(res.warnings)
             drawn.append((acc, fig, res))
     st.markdown(f"**What the paper found.** {fig_def.finding}")
     if fig_def.note:

@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 
 _ROOT = str(Path(__file__).resolve().parents[1])
-if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run pages/x.py, AppTest)
+if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run app_pages/x.py, AppTest)
     sys.path.insert(0, _ROOT)
 
 import streamlit as st
 
+from ui import controls, display, setting, sidebar
 from ui import leakage as lk
-from ui import widgets
 from ui.export import export_buttons
 from ui.figures import format_number
 
@@ -27,14 +27,14 @@ st.caption("What an attacker actually learns about membership, next to what diff
            "non-members. The attacker sees exactly what the method publishes: the model for private training, "
            "B noisy answers about the target for private prediction.")
 
-side = widgets.sidebar(require_data=True)
-s = widgets.setting_panel(side)
-errors, warns = widgets.setting_problems(side, s)
+side = sidebar.settings(require_data=True)
+s = controls.setting_panel(side)
+errors, warns = setting.setting_problems(side, s)
 for e in errors:
     st.error(e)
 if errors:
     st.stop()
-widgets.show_warnings(warns)
+display.show_warnings(warns)
 
 
 def _url_choice(name: str, options: tuple, default):  # noqa: ANN001, ANN202
@@ -82,7 +82,7 @@ attack = attack or "lira"
 _url_store("lk_attack", attack, "lira")
 
 specs, notes = lk.specs_for(side, s, references=refs, audit_trials=audit)
-widgets.show_warnings(notes)
+display.show_warnings(notes)
 quick, slow = lk.split_quick(specs)
 view, pending = st.empty(), st.empty()
 
@@ -91,7 +91,7 @@ def show(results: list, *, final: bool) -> None:
     """The figure, the reading, the table (drawn again, in place, when the slow methods arrive)."""
     with view.container():
         fig = lk.roc_figure(results, attack, s.eps, s.delta)
-        widgets.show_figure(fig, key="fig_leakage" if final else "fig_leakage_quick")
+        display.show_figure(fig, key="fig_leakage" if final else "fig_leakage_quick")
         st.markdown(lk.describe(results, s.eps))
         st.caption("Grey area: the (ε, δ) region no test can leave, TPR ≤ e^ε·FPR + δ (and the symmetric bound). "
                    "Dashed grey curve: the Gaussian mechanism that is exactly (ε, δ)-DP. Dashed black: the "
@@ -105,7 +105,7 @@ def show(results: list, *, final: bool) -> None:
                    "the label of one out-of-distribution canary (the attacker knows both); the estimate uses the "
                    "observed error rates. TPR@x%: members found while calling at most x % of non-members members. "
                    "The loss and LiRA AUCs pool every training row; the canary AUC only the inserted canaries.")
-        widgets.show_warnings([n for r in results for n in r.notes])
+        display.show_warnings([n for r in results for n in r.notes])
         if final:
             export_buttons(fig, lk.rows_for_export(results), key="export_leakage", filename="measured_leakage")
 

@@ -10,28 +10,30 @@ import sys
 from pathlib import Path
 
 _ROOT = str(Path(__file__).resolve().parents[1])
-if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run pages/x.py, AppTest)
+if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run app_pages/x.py, AppTest)
     sys.path.insert(0, _ROOT)
+
+from dataclasses import replace
 
 import streamlit as st
 
-from ui import teaching, widgets
+from ui import controls, display, setting, sidebar, teaching
 from ui.export import export_buttons
 from ui.figures import format_number
 
-side = widgets.sidebar()
+side = sidebar.settings()
 
 st.title("Learn: the ideas behind the comparison")
 st.markdown(
-    "Five ways to make predictions differentially private differ in **what** they perturb (the weights, the "
+    "The ways to make predictions differentially private differ in **what** they perturb (the weights, the "
     "training objective, the gradients, each answer), **which noise** they add (Laplace-like, Gaussian, a noisy "
     "vote) and **how the budget is split** over many predictions. Each section below is one idea, computed "
     "instantly from privcore's calibrations. ε, δ and B are shared with the other pages.")
 
 c1, c2, c3 = st.columns(3)
-eps = float(widgets.epsilon_slider(c1))
-delta = float(widgets.delta_slider(c2))
-budget = int(widgets.budget_slider(c3))
+eps = float(controls.epsilon_slider(c1))
+delta = float(controls.delta_slider(c2))
+budget = int(controls.budget_slider(c3))
 
 SECTIONS = ("1 · Laplace-like vs Gaussian", "2 · Composition over B", "3 · Subsampling",
             "4 · Hypothesis tests", "5 · Method cards")
@@ -72,7 +74,7 @@ if section == SECTIONS[0]:
     else:
         m[2].info("δ = 0: only the Laplace-like noise is private. Set δ > 0 to compare with the Gaussian.")
     fig = teaching.noise_figure(eps, delta, sens, dim)
-    widgets.show_figure(fig, key="learn_noise_chart")
+    display.show_figure(fig, key="learn_noise_chart")
     export_buttons(fig, teaching.noise_rows(eps, delta, sens, dim), key="learn_noise")
     st.markdown(
         "**Reading it.** The Laplace-like density exp(−β‖b‖) is pure ε-DP: on a neighbour D′ (dashed) every output "
@@ -104,7 +106,7 @@ elif section == SECTIONS[1]:
         m[3].metric("as published β = ε/B", format_number(here[("exponential", "as published")]["value"], 4),
                     delta="2× too optimistic", delta_color="off")
     fig = teaching.composition_figure(eps, delta, current_budget=budget)
-    widgets.show_figure(fig, key="learn_comp_chart")
+    display.show_figure(fig, key="learn_comp_chart")
     export_buttons(fig, rows, key="learn_comp")
     st.markdown(
         "**Reading it.** A private *prediction* method answers B queries from one (ε, δ): each answer gets a "
@@ -131,8 +133,8 @@ elif section == SECTIONS[2]:
     amp_delta = delta if delta > 0 else 1e-5
     if delta == 0:
         st.info("The subsampled Gaussian needs δ > 0 (DP-SGD has no pure-DP guarantee): shown at δ = 1e-5.")
-    n = widgets.current_setting().effective_n(side.info) if side.info is not None else None
-    batch = int(widgets.current_setting().batch_size)
+    n = controls.current_setting().effective_n(side.info) if side.info is not None else None
+    batch = int(controls.current_setting().batch_size)
     q_now = min(1.0, batch / n) if n else None
     with st.spinner("Running the Opacus accountants..."):
         rows = teaching.amplification_rows(z, amp_delta, steps=steps)
@@ -145,7 +147,7 @@ elif section == SECTIONS[2]:
         if ("PRV (Opacus)", q_now) in by:
             m[1].metric("PRV", format_number(by[("PRV (Opacus)", q_now)], 4))
         m[2].metric("Full batch (q = 1), RDP", format_number(by[("RDP (Opacus)", 1.0)], 4))
-    widgets.show_figure(fig, key="learn_amp_chart")
+    display.show_figure(fig, key="learn_amp_chart")
     export_buttons(fig, rows, key="learn_amp")
     st.markdown(
         "**Reading it.** When each example enters a step only with probability q, an attacker does not know "
@@ -165,7 +167,7 @@ elif section == SECTIONS[3]:
     if "gaussian" in adv:
         m[2].metric("Gaussian mechanism reaches", format_number(adv["gaussian"], 3))
     fig = teaching.hypothesis_figure(eps, delta)
-    widgets.show_figure(fig, key="learn_hyp_chart")
+    display.show_figure(fig, key="learn_hyp_chart")
     export_buttons(fig, teaching.hypothesis_rows(eps, delta), key="learn_hyp")
     st.markdown(
         "**Reading it.** An attacker sees one output and must say whether the training data were D or a neighbour "
@@ -179,25 +181,21 @@ elif section == SECTIONS[3]:
 else:
     st.subheader("The five methods")
     info = side.info
-    cur = widgets.current_setting()
-    lam = 1e-3 if cur.lam == "auto" else float(cur.lam)
+    cur = controls.current_setting()
     from privcore import Problem
 
     problem = None
     if info is not None:
-        n = cur.effective_n(info) or info.n_train
         try:
-            problem = Problem(n=int(n), dim=int(cur.dim or info.dim), classes=int(cur.classes or info.classes), lam=lam,
-                              budget=budget, teachers=min(int(cur.teachers), int(n)),
-                              batch_size=min(int(cur.batch_size), int(n)), epochs=int(cur.epochs), clip=float(cur.clip))
+            problem = setting.setting_problem(info, replace(cur, budget=budget), fit_n=True)
         except (TypeError, ValueError) as err:
-            widgets.show_error(err, prefix="Settings")
+            display.show_error(err, prefix="Settings")
     if problem is None:
         problem = Problem(budget=budget)
     st.caption(f"Calibrations at (ε, δ) = ({format_number(eps)}, {format_number(delta)}), B = {budget}, "
                f"N = {problem.n:,}, D = {problem.dim}, C = {problem.classes}, λ = {format_number(problem.lam)}"
-               + (" (λ = auto shown at 1e-3)" if cur.lam == "auto" else "") + f", T = {problem.teachers}. "
-               + widgets.NEIGHBOURS_NOTE)
+               + (f" (λ = auto shown at {format_number(problem.lam)})" if cur.lam == "auto" else "") + f", T = {problem.teachers}. "
+               + setting.NEIGHBOURS_NOTE)
     with st.spinner("Calibrating..."):
         cards = teaching.method_cards(eps, delta, problem)
     cols = st.columns(2)

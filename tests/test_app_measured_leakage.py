@@ -1,4 +1,4 @@
-"""AppTest over the Measured leakage page (synthetic data, small N, two quick methods, K = 8)."""
+"""app_pages/measured_leakage.py (AppTest) (synthetic data, small N, two quick methods, K = 8)."""
 
 from __future__ import annotations
 
@@ -11,28 +11,11 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "6_Measured_leakage.py")
+PAGE = str(ROOT / "app_pages" / "measured_leakage.py")
 FAST = {"dataset": '"synthetic"', "n": "300", "teachers": "4", "budget": "5", "eps": "10.0", "lk_refs": "8",
         "lk_audit": "32", "methods": json.dumps(["model_sensitivity", "prediction_sensitivity"])}
 
 pytestmark = pytest.mark.usefixtures("app_env")  # fresh result cache, no warm-ups (conftest.py)
-
-
-@pytest.fixture()
-def navigation(app_env):
-    """Run app.py as the server does (see tests/test_app_explore.py: st.navigation switches the legacy
-    pages/ folder mode off for good; AppTest would reset it before every run)."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    original_init = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        original_init(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    app_env.setattr(PagesManager, "__init__", init)
-    yield
-    app_env.setattr(PagesManager, "__init__", original_init)
 
 
 def page(**params) -> AppTest:
@@ -73,11 +56,11 @@ def test_switching_attack_and_bad_url_values():
     assert "canaries" in fig
 
 
-def test_reached_through_the_app_navigation(navigation):
+def test_reached_through_the_app_navigation():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
     at.query_params.update({**FAST, "methods": json.dumps(["model_sensitivity"])})
     at.run()
-    at.switch_page("pages/6_Measured_leakage.py").run()
+    at.switch_page("app_pages/measured_leakage.py").run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Measured leakage beside the bound"
     assert list(at.dataframe[0].value["Method"]) == ["Non-private (no noise)", "Model sensitivity"]

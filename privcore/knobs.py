@@ -1,0 +1,262 @@
+"""The one declaration of every knob: name, type, default, range, scale, help, CLI flag and URL field.
+
+Everything else is derived from :data:`KNOBS`:
+
+* the defaults and validation of :class:`privcore.types.Problem` and
+  :class:`privcore.engine.specs.SweepSpec` (``default``, ``low``/``high``; errors name the
+  parameter, the range and the value, through :mod:`privcore.validation`);
+* the command-line flags of ``calibrate`` and ``sweep`` (:func:`add_argument`: ``flag``, ``help``,
+  ``default``, ``choices``);
+* the dashboard's URL state fields (``url``; ``url_low``/``url_high`` clamp what a pasted link may
+  ask for, which is stricter than what the library accepts) and its controls (``label``, ``grid``,
+  ``help``, ``ui_default``: the first view is chosen to teach, e.g. delta = 1e-5 and B = 10).
+
+privcore never imports Streamlit; this module imports nothing heavy (choices that live elsewhere,
+the data sets and the methods, are named by ``choices_from`` and read on first use).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .validation import check_choice, check_int, check_real
+
+__all__ = ["Knob", "KNOBS", "knob", "check", "default", "fixed_lam", "add_argument", "LAM_AUTO_STANDIN",
+           "ACCOUNTING_MODES", "DEVICE_CHOICES", "KINDS"]
+
+ACCOUNTING_MODES: tuple[str, ...] = ("paper", "corrected", "tight")
+DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+#: int, float, float_or_auto (a float or the word "auto"), choice (one string), choices (a list of strings)
+KINDS: tuple[str, ...] = ("int", "float", "float_or_auto", "choice", "choices")
+
+#: Where ``lam = "auto"`` needs one number before lambda is chosen (calibration tables, leakage
+#: attacks, the spec's own validation of the other knobs): lambda = 1e-3. Stated here only.
+LAM_AUTO_STANDIN: float = 1e-3
+
+_SAME = object()
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob. ``default`` is the library's and the CLI's; ``ui_default`` the dashboard's first view."""
+
+    name: str
+    kind: str
+    default: Any
+    help: str
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices_: tuple[str, ...] | None = None
+    choices_from: str | None = None
+    log: bool = False
+    flag: str | None = None
+    url: str | None = None
+    ui_default: Any = _SAME
+    url_low: float | None = None
+    url_high: float | None = None
+    url_zero: bool = False
+    label: str = ""
+    grid: tuple[Any, ...] = ()
+    ui_help: str = ""
+
+    @property
+    def tooltip(self) -> str:
+        """The dashboard's help for the control: ``ui_help`` (longer, for a reader of the chart), else ``help``."""
+        return self.ui_help or self.help[:1].upper() + self.help[1:] + "."
+
+    @property
+    def choices(self) -> tuple[str, ...] | None:
+        """The allowed strings of a choice knob (read from ``choices_from`` on first use)."""
+        if self.choices_ is not None:
+            return self.choices_
+        if self.choices_from is None:
+            return None
+        module, attr = self.choices_from.split(":")
+        return tuple(getattr(importlib.import_module(module), attr))
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def first_view(self) -> Any:
+        """The dashboard's default: ``ui_default``, else ``default``."""
+        return self.default if self.ui_default is _SAME else self.ui_default
+
+    def check(self, value: Any, *, allow_auto: bool = True) -> Any:
+        """``value`` validated and normalised (float for float knobs), or an error naming the knob,
+        its range and the value. ``allow_auto=False``: lambda must be a number here."""
+        nm = self.name
+        if self.kind == "int":
+            return check_int(nm, value, low=None if self.low is None else int(self.low),
+                             high=None if self.high is None else int(self.high))
+        if self.kind == "float_or_auto" and allow_auto and isinstance(value, str) and value == "auto":
+            return "auto"
+        if self.kind in ("float", "float_or_auto"):
+            return check_real(nm, value, low=self.low, high=self.high, low_open=self.low_open,
+                              high_open=self.high_open)
+        if self.kind == "choice":
+            return check_choice(nm, value, self.choices or ())
+        for v in value:
+            check_choice(nm, v, self.choices or ())
+        return tuple(value)
+
+
+_K = Knob
+#: Every knob, in the order the CLI's help lists them.
+KNOBS: dict[str, Knob] = {k.name: k for k in (
+    _K("epsilon", "float", None, "total privacy loss over everything released (all B predictions)",
+       low=0.0, low_open=True, log=True, url="eps", ui_default=3.0, url_low=1e-3, url_high=1e4,
+       label="Privacy loss ε", ui_help="Total privacy loss over everything released (all B predictions for the prediction "
+               "methods). Smaller = more private = more noise.",
+       grid=(0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 30.0, 50.0, 100.0, 200.0,
+             300.0, 500.0, 1000.0)),
+    _K("delta", "float", 0.0, "probability mass allowed to exceed e^epsilon; 0 = pure DP",
+       low=0.0, high=1.0, high_open=True, log=True, url="delta", ui_default=1e-5, url_low=1e-12, url_high=0.1,
+       url_zero=True, label="δ (0 = pure ε-DP)",
+       ui_help="Probability mass allowed to exceed e^ε. δ = 0 rules out DP-SGD; keep δ ≪ 1/N.",
+       grid=(0.0, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)),
+    _K("budget", "int", 100, "inference budget B: predictions released under (epsilon, delta)",
+       low=1, log=True, url="budget", ui_default=10, url_low=1, url_high=1_000_000,
+       label="Inference budget B (private predictions)",
+       ui_help="How many predictions the prediction methods may release under (ε, δ). The training "
+               "methods (model/loss perturbation, DP-SGD) do not depend on B.",
+       grid=(1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000)),
+    _K("n", "int", 4000, "training-set size N", low=1, log=True, url="n", ui_default=None, url_low=10,
+       url_high=10_000_000, label="Training examples N",
+       ui_help="A stratified subsample of the training split (the test set is unchanged).",
+       grid=(100, 200, 300, 500, 1000, 1500, 2000, 3000, 4000, 6000, 8000, 10000, 20000, 40000, 60000)),
+    _K("dim", "int", 784, "input dimension D", low=1, log=True, url="dim", ui_default=None, url_low=1,
+       url_high=100_000, label="Input dimension D (PCA)",
+       ui_help="Project the inputs on their first D principal components (fitted on the training split).", grid=(5, 10, 20, 30, 50, 100, 200, 300, 500)),
+    _K("classes", "int", 10, "number of classes C", low=2, url="classes", ui_default=None, url_low=2, url_high=10,
+       label="Classes C", ui_help="Keep only the first C classes (labels 0..C-1)."),
+    _K("lam", "float_or_auto", 1e-3, "L2 weight lambda of the average-form objective, same for every method",
+       low=0.0, low_open=True, log=True, url="lam", url_low=1e-8, url_high=10.0, label="L2 weight λ (average form)",
+       ui_help="Weight of 0.5||θ||² in the average-form objective, same meaning for every method. Larger λ "
+               "shrinks the sensitivity 2K/(Nλ) but biases the model. 'auto' tunes λ per method and ε on a "
+               "validation split (slower; that tuning itself is not accounted for).",
+       grid=("auto", 1e-6, 1e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.5, 1.0)),
+    _K("teachers", "int", 16, "subsample models T (subsample-and-aggregate and the teacher-vote methods)",
+       low=1, log=True, url="teachers", url_low=1, url_high=100_000, label="Teachers T (subsample-and-aggregate)",
+       ui_help="Subsample-and-aggregate trains T models on disjoint parts of N/T examples each.",
+       grid=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)),
+    _K("batch_size", "int", 256, "DP-SGD expected (Poisson) batch size; sampling rate q = batch / N",
+       low=1, log=True, url="batch_size", url_low=1, url_high=1_000_000, label="DP-SGD batch size",
+       ui_help="Expected (Poisson) batch size; sampling rate q = batch / N.",
+       grid=(16, 32, 64, 128, 256, 512, 1024, 2048)),
+    _K("epochs", "int", 5, "DP-SGD passes over the data", low=1, log=True, url="epochs", url_low=1, url_high=200,
+       label="DP-SGD epochs",
+       ui_help="Passes over the data; more steps need a larger noise multiplier for the same ε.", grid=(1, 2, 3, 5, 10, 20, 30, 50)),
+    _K("clip", "float", 0.5, "DP-SGD per-example clipping norm nu", low=0.0, low_open=True, log=True, url="clip",
+       url_low=1e-4, url_high=100.0, label="DP-SGD clip ν",
+       ui_help="Per-example gradient norm bound. Noise std = noise multiplier × ν.",
+       grid=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)),
+    _K("learning_rate", "float", 10.0, "DP-SGD step size on the mean clipped gradient", low=0.0, low_open=True,
+       log=True, flag="--lr"),
+    _K("accounting", "choice", "corrected", "paper (as published), corrected or tight",
+       choices_=ACCOUNTING_MODES, url="accounting", label="Accounting",
+       ui_help="paper: the published calibrations (some are too optimistic). corrected: fixed proofs. tight: exact "
+               "Gaussian / optimal bounded-range composition, finer replace-one PLD grid for DP-SGD."),
+    _K("repeats", "int", 20, "independent releases (noise draws) per point", low=1, high=10_000, log=True,
+       url="repeats", url_low=2, url_high=200, label="Repetitions R (noise draws per point)",
+       grid=(2, 3, 5, 10, 20, 50, 100),
+       ui_help="Mean and standard deviation over R independent private releases. More = smoother, slower."),
+    _K("seed", "int", 0, "fixes the data split and every noise draw", low=0),
+    _K("device", "choice", "auto", "auto uses the GPU when there is one", choices_=DEVICE_CHOICES, url="device",
+       label="Device", ui_help="auto uses the GPU when there is one. Cached results are reused on any device."),
+    _K("dataset", "choice", "mnist-5k", "data set", choices_from="privcore.data:DATASET_NAMES", url="dataset",
+       label="Data set", ui_help="Every row is scaled into the unit L2 ball; 20 % of the rows are held out as the test set."),
+    _K("methods", "choices", None, "methods to compare (default: every method of the registry)",
+       choices_from="privcore.methods:METHOD_NAMES", url="methods", label="Methods",
+       ui_help="Private training: model sensitivity, loss perturbation, DP-SGD. Private prediction: prediction "
+               "sensitivity, subsample-and-aggregate. The non-private model is always shown for reference."),
+)}
+
+
+def knob(name: str) -> Knob:
+    """The knob called ``name`` (its Python name, as in Problem and SweepSpec)."""
+    return KNOBS[name]
+
+
+def default(name: str) -> Any:
+    """The library's (and the CLI's) default of a knob."""
+    return KNOBS[name].default
+
+
+def check(name: str, value: Any, *, allow_auto: bool = True) -> Any:
+    """``value`` validated against knob ``name`` (see :meth:`Knob.check`)."""
+    return KNOBS[name].check(value, allow_auto=allow_auto)
+
+
+def fixed_lam(lam: float | str) -> float:
+    """lambda as a number: ``"auto"`` stands for :data:`LAM_AUTO_STANDIN` until lambda is chosen."""
+    return LAM_AUTO_STANDIN if lam == "auto" else float(lam)
+
+
+# ---------------------------------------------------------------- command line
+
+def _cli_number(kind: type, *, allow_inf: bool = False):  # noqa: ANN202 - argparse type
+    """argparse ``type`` for an int or a finite float (``inf`` only with ``allow_inf``); its error
+    names the expected kind and quotes the text (shortened)."""
+    import argparse
+
+    what = "an integer" if kind is int else "a number"
+
+    def parse(text: str) -> object:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        if allow_inf and text.strip().lower() in ("inf", "infinity"):
+            return math.inf
+        try:
+            value = kind(text)
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {shown!r}") from None
+        if kind is float and not math.isfinite(value):
+            extra = " (or 'inf' for the non-private baseline)" if allow_inf else ""
+            raise argparse.ArgumentTypeError(f"must be a finite number{extra}, got {shown!r}")
+        return value
+    parse.__name__ = "integer" if kind is int else "number"
+    return parse
+
+
+def _cli_lam(text: str) -> float | str:
+    import argparse
+
+    if text == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number or 'auto', got {text!r}") from None
+
+
+def cli_type(name: str, *, allow_auto: bool = True, allow_inf: bool = False):  # noqa: ANN201
+    """The argparse ``type`` of a knob's flag (int, float, float or 'auto')."""
+    k = KNOBS[name]
+    if k.kind == "int":
+        return _cli_number(int)
+    if k.kind == "float_or_auto" and allow_auto:
+        return _cli_lam
+    return _cli_number(float, allow_inf=allow_inf)
+
+
+def add_argument(parser, name: str, *, default: Any = _SAME, help: str | None = None,  # noqa: A002, ANN001
+                 allow_auto: bool = True, **kwargs: Any) -> None:
+    """Add knob ``name``'s flag to an argparse parser: its flag, type, choices, default and help.
+
+    ``default`` overrides the knob's (e.g. ``--n`` of a sweep defaults to the whole training split,
+    None); ``help`` adds to the knob's help text.
+    """
+    k = KNOBS[name]
+    value = k.default if default is _SAME else default
+    text = k.help + (f"; {help}" if help else "") + (" (default %(default)s)" if value is not None else "")
+    if k.kind == "choice":
+        parser.add_argument(k.cli_flag, choices=k.choices, default=value, help=text, **kwargs)
+    else:
+        parser.add_argument(k.cli_flag, type=kwargs.pop("type", None) or cli_type(name, allow_auto=allow_auto),
+                            default=value, help=text, **kwargs)

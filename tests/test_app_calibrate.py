@@ -1,0 +1,40 @@
+"""app_pages/calibrate.py, reached through app.py's navigation (AppTest)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+from apptest import APP, run, texts  # noqa: E402, F401
+
+FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0", "eps_max": "10.0"}
+
+pytestmark = pytest.mark.usefixtures("app_env")  # one fresh result cache per module, no warm-ups (conftest.py)
+
+
+def app(**params):  # noqa: ANN201 - AppTest of app.py (Explore first)
+    return run(APP, FAST, **params)
+
+
+def test_calibrate_page_is_instant_and_reacts():
+    at = app(delta="0").run()
+    at.switch_page("app_pages/calibrate.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    from privcore.methods import METHOD_NAMES
+    assert len(table) == len(METHOD_NAMES)  # every registered method, unavailable ones with their reason
+    assert any("DP-SGD needs δ > 0" in w for w in texts(at.warning))       # CalibrationError inline
+    before = table["β (inverse scale)"].tolist()
+    at.select_slider(key="w:eps").set_value(10.0).run()
+    assert at.dataframe[0].value["β (inverse scale)"].tolist() != before
+    assert at.query_params["eps"] == "10.0"
+    assert len(at.get("plotly_chart")) == 1                                     # accounting comparison
+
+
+def test_calibrate_too_many_teachers_blocks_only_that_method():
+    at = app(n="100", teachers="256", batch="512", delta="0").run()
+    at.switch_page("app_pages/calibrate.py").run()
+    assert not at.exception
+    assert any("teachers must be at most N = 100" in w for w in texts(at.warning))
+    # the other methods are still calibrated, even at delta = 0 with a batch larger than N
+    assert "Model sensitivity" in set(at.dataframe[0].value["Method"])

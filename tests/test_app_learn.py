@@ -1,0 +1,77 @@
+"""app_pages/learn.py run on its own (AppTest; settings through URL query parameters, as a link carries them)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+from apptest import PAGES, run, texts  # noqa: E402
+
+PAGE = str(PAGES / "learn.py")
+FAST = {"dataset": '"synthetic"', "repeats": "2"}
+
+pytestmark = pytest.mark.usefixtures("app_env")  # fresh result cache, no warm-ups (conftest.py)
+
+
+def page(path: str = PAGE, **params):  # noqa: ANN201 - AppTest of the page run on its own (it draws the sidebar)
+    return run(path, FAST, **params)
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_learn_every_section_runs():
+    at = page(PAGE).run()
+    assert not at.exception, at.exception
+    assert not at.error, texts(at.error)
+    sections = at.segmented_control(key="learn_section").options
+    assert len(sections) == 5
+    for section in sections:
+        at.segmented_control(key="learn_section").set_value(section).run()
+        assert not at.exception, (section, at.exception)
+        assert not at.error, (section, texts(at.error))
+        if "Method cards" in section:
+            cards = "\n".join(texts(at.markdown))
+            for label in ("Model sensitivity", "Loss perturbation", "DP-SGD", "Prediction sensitivity",
+                          "Subsample-and-aggregate"):
+                assert label in cards
+            assert "Wins when" in cards and "`corrected`" in cards
+        else:
+            assert len(at.get("plotly_chart")) == 1, section
+            assert metrics(at), section
+
+
+def test_learn_controls_change_numbers():
+    at = page(PAGE, eps="1.0", delta="1e-05", budget="100").run()
+    assert not at.exception, at.exception
+    before = metrics(at)
+    assert before["Laplace-like β = ε/Δ"] == "1"
+    assert before["Gaussian σ (analytic)"] == "3.731"  # SPEC check value at (1, 1e-5), Delta = 1
+    # The shared epsilon slider: every number on the page follows it, and the URL records it.
+    at.select_slider(key="w:eps").set_value(2.0).run()
+    after = metrics(at)
+    assert after["Laplace-like β = ε/Δ"] == "2"
+    assert after["Gaussian σ (analytic)"] != before["Gaussian σ (analytic)"]
+    assert at.query_params["eps"] == "2.0"
+    # A local control: the dimension moves the mean noise length.
+    at.select_slider(key="learn_dim").set_value(1000).run()
+    assert metrics(at)["Laplace-like mean ||b|| (d = 1000)"] == "500"
+    # delta = 0: the Gaussian disappears and the page says why.
+    at.select_slider(key="w:delta").set_value(0.0).run()
+    assert not at.exception
+    assert "Gaussian σ (analytic)" not in metrics(at)
+    assert any("δ = 0" in t for t in texts(at.info))
+
+
+def test_learn_composition_follows_budget():
+    at = page(PAGE, eps="1.0", delta="1e-05", budget="10").run()
+    at.segmented_control(key="learn_section").set_value("2 · Composition over B").run()
+    m10 = metrics(at)
+    at.select_slider(key="w:budget").set_value(100).run()
+    assert not at.exception
+    m100 = metrics(at)
+    tight10 = float(m10["tight (exact Gaussian)"])
+    tight100 = float(m100["tight (exact Gaussian)"])
+    assert tight100 == pytest.approx(tight10 * 10 ** 0.5, rel=1e-3)  # exact composition: sigma grows as sqrt(B)
+    assert float(m100["paper (advanced)"]) > tight100

@@ -1,0 +1,43 @@
+"""app_pages/who_wins.py, reached through app.py's navigation and on its own (AppTest)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+from apptest import APP, PAGES, run, texts  # noqa: E402
+
+FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0", "eps_max": "10.0"}
+
+pytestmark = pytest.mark.usefixtures("app_env")  # one fresh result cache per module, no warm-ups (conftest.py)
+
+
+def app(**params):  # noqa: ANN201 - AppTest of app.py (Explore first)
+    return run(APP, FAST, **params)
+
+
+def test_who_wins_maps():
+    at = app(map_eps="[1.0,10.0]", methods='["model_sensitivity","loss_perturbation","subsample_aggregate"]').run()
+    at.switch_page("app_pages/who_wins.py").run()
+    assert not at.exception, at.exception
+    assert not at.error, texts(at.error)
+    assert len(at.get("plotly_chart")) == 2
+    assert at.query_params["map_eps"] == "[1.0,10.0]"
+
+
+def test_who_wins_with_augmentation_shows_the_group_privacy_caveat():
+    # digits is an image data set (8x8), so N may grow with deformed copies; small and fast.
+    at = app(dataset='"digits"', augment="true", map_eps="[1.0,10.0]",
+             methods='["model_sensitivity","subsample_aggregate"]').run()
+    at.switch_page("app_pages/who_wins.py").run()
+    assert not at.exception, at.exception
+    assert any("group privacy" in w and "deformed copies" in w for w in texts(at.warning))
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_who_wins_clamps_n_from_the_url():
+    at = run(str(PAGES / "who_wins.py"), {"dataset": '"digits"', "repeats": "2", "n": "10000000",
+                                          "methods": '["prediction_sensitivity"]', "map_eps": "[1.0]"})
+    at.run()
+    assert not at.exception, at.exception
+    assert any("N = 10,000,000 is not available" in w.value for w in at.warning)

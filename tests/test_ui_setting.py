@@ -1,0 +1,85 @@
+"""ui/setting.py (no Streamlit): the setting's defaults, what can run at it, its spec and its Problem."""
+
+from __future__ import annotations
+
+import pytest
+
+from privcore.engine.specs import SweepSpec
+from privcore.knobs import LAM_AUTO_STANDIN, knob
+from ui import setting
+from ui.setting import DataInfo, Setting, SidebarSettings
+
+INFO = DataInfo("synthetic", 1600, 400, 20, 10)
+SIDE = SidebarSettings("synthetic", None, 2, "corrected", "cpu", INFO)
+
+
+def test_setting_defaults_are_the_knobs_first_view():
+    s = Setting()
+    assert (s.eps, s.delta, s.budget, s.lam, s.teachers) == tuple(
+        knob(k).first_view for k in ("epsilon", "delta", "budget", "lam", "teachers"))
+    assert s.effective_n(INFO) == 1600 and Setting(n=500).effective_n(INFO) == 500 and s.effective_n(None) is None
+
+
+def test_make_spec_carries_every_knob_and_leaves_out_what_cannot_run():
+    s = Setting(eps=2.0, delta=0.0, budget=7, n=800, teachers=8, lam=1e-2, clip=0.3, epochs=2, batch_size=64,
+                methods=("model_sensitivity", "dpsgd"))
+    spec = setting.make_spec(SIDE, s, epsilons=(s.eps,))
+    assert isinstance(spec, SweepSpec)
+    assert spec.methods == ("model_sensitivity",)  # DP-SGD needs delta > 0
+    assert (spec.delta, spec.budget, spec.lam, spec.teachers, spec.clip, spec.epochs, spec.batch_size) == (
+        0.0, 7, 1e-2, 8, 0.3, 2, 64)
+    assert (spec.data.name, spec.data.n, spec.repeats, spec.accounting, spec.device) == (
+        "synthetic", 800, 2, "corrected", "cpu")
+    errors, warnings = setting.setting_problems(SIDE, s)
+    assert not errors and any("left out" in w for w in warnings)
+
+
+def test_setting_problems_errors_when_nothing_can_run():
+    errors, _ = setting.setting_problems(SIDE, Setting(delta=0.0, methods=("dpsgd",)))
+    assert any("None of the chosen methods" in e for e in errors)
+    errors, _ = setting.setting_problems(SIDE, Setting(methods=()))
+    assert errors == ["Choose at least one method."]
+
+
+def test_setting_problem_uses_the_data_set_and_the_auto_stand_in():
+    p = setting.setting_problem(INFO, Setting(lam="auto", budget=3, teachers=4000), fit_n=True)
+    assert (p.n, p.dim, p.classes, p.lam, p.budget, p.teachers) == (1600, 20, 10, LAM_AUTO_STANDIN, 3, 1600)
+    with pytest.raises(ValueError, match="budget"):
+        setting.setting_problem(INFO, Setting(budget=0))
+
+
+def test_available_methods_and_min_train_size_follow_the_registry():
+    s = Setting(delta=1e-5, teachers=64, batch_size=32, methods=("subsample_aggregate", "dpsgd", "model_sensitivity"))
+    assert setting.available_methods(s, 50) == ("dpsgd", "model_sensitivity")  # T = 64 > N = 50
+    assert setting.min_train_size(s) >= 64
+
+
+def test_curve_epsilons_and_grids():
+    assert setting.curve_epsilons(1.0, 10.0, current=2.0) == (1.0, 2.0, 3.0, 10.0)
+    assert setting.with_value((1, 10), 5) == [1, 5, 10] and setting.with_value(("auto", 1e-3), 1e-2) == ["auto", 1e-3, 1e-2]
+    assert setting.nearest((1, 10, 100), 30) == 10 and setting.nearest(("all", 5), "x") == "all"
+
+
+def test_explore_specs_are_the_point_then_the_curve():
+    point, curve = setting.explore_specs(INFO, {"dataset": "synthetic", "eps": 1.0, "eps_min": 1.0, "eps_max": 10.0})
+    assert point.epsilons == (1.0,) and curve.epsilons == (1.0, 3.0, 10.0)
+
+
+def test_augmentation_caveat_names_group_privacy():
+    from ui.setting import augmentation_caveat
+
+    text = augmentation_caveat(4000, 16000, 1.0)
+    assert "16,000 exceeds the 4,000 real" in text
+    assert "about 4.0 rows" in text and "group privacy" in text and "about 4-DP" in text
+
+
+def test_checked_n_snaps_like_the_n_slider():
+    info = DataInfo("digits", 1437, 360, 64, 10)
+    assert setting.checked_n(info, None) == (None, None)
+    assert setting.checked_n(info, 1000) == (1000, None)
+    n, note = setting.checked_n(info, 10_000_000)
+    assert n is None and "10,000,000" in note and "1,437" in note
+    n, note = setting.checked_n(info, 1001)
+    assert n == 1000 and note
+
+

@@ -1,0 +1,147 @@
+"""The shared setting controls: one log-scale select slider per knob, bound to the URL state.
+
+Labels, option grids and help texts come from :mod:`privcore.knobs`; values persist in Session
+State and in the URL through :mod:`ui.state`. :func:`setting_panel` draws the Explore-style block
+(ε, δ, B and methods in view, the rest in an expander) and returns a :class:`ui.setting.Setting`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import streamlit as st
+
+from privcore.knobs import knob
+
+from . import state
+from .figures import format_number, method_label
+from .setting import DataInfo, Setting, SidebarSettings, nearest, setting_from_values, with_value
+
+__all__ = ["log_select", "epsilon_slider", "delta_slider", "budget_slider", "n_slider", "teachers_slider",
+           "lam_slider", "dim_slider", "classes_slider", "dpsgd_controls", "methods_select", "current_setting",
+           "setting_panel", "EPS_GRID"]
+
+EPS_GRID = knob("epsilon").grid
+
+
+def log_select(name: str, label: str, grid: Sequence[Any], *, container=None, fmt: Callable[[Any], str] = format_number,
+               help: str | None = None, to_widget: Callable[[Any], Any] | None = None,
+               from_widget: Callable[[Any], Any] | None = None, keep_value: bool = True, disabled: bool = False) -> Any:
+    """A select slider over a (log-spaced) grid bound to state field ``name``; returns the value.
+
+    ``to_widget``/``from_widget`` map between the stored value and the option shown (e.g. None <->
+    "all"). With ``keep_value`` a stored value off the grid (from a URL) is added to the options;
+    otherwise it snaps to the nearest option.
+    """
+    where = container if container is not None else st
+    to_w = to_widget or (lambda v: v)
+    from_w = from_widget or (lambda v: v)
+    current = to_w(state.get(name))
+    options = with_value(grid, current) if keep_value else list(grid)
+    wkey = state.bind(name, normalise=lambda v: nearest(options, to_w(v) if v not in options else v))
+    chosen = where.select_slider(label, options=options, key=wkey, format_func=fmt, help=help, disabled=disabled)
+    return state.commit(name, from_w(chosen))
+
+
+def _knob_select(name: str, container=None, **kwargs: Any) -> Any:  # noqa: ANN001
+    """:func:`log_select` for privcore knob ``name``: its URL field, label, grid and help."""
+    k = knob(name)
+    return log_select(k.url, kwargs.pop("label", k.label), kwargs.pop("grid", k.grid), container=container,
+                      help=k.tooltip, **kwargs)
+
+
+def epsilon_slider(container=None, *, name: str = "eps", label: str | None = None) -> float:
+    k = knob("epsilon")
+    return log_select(name, label or k.label, k.grid, container=container, help=k.tooltip)
+
+
+def delta_slider(container=None) -> float:
+    return _knob_select("delta", container, fmt=lambda v: "0 (pure DP)" if v == 0 else f"{v:.0e}".replace("e-0", "e-"))
+
+
+def budget_slider(container=None) -> int:
+    return _knob_select("budget", container)
+
+
+def n_slider(info: DataInfo, container=None, *, allow_augment: bool = False) -> int | None:
+    """Training-set size N (None = the full training split). Beyond it only with ``allow_augment``."""
+    full = info.n_train
+    grid = [v for v in knob("n").grid if v < full] + [full]
+    if allow_augment and info.image:
+        grid += [v for v in knob("n").grid if v > full]
+    return _knob_select("n", container, grid=grid, keep_value=False,
+                        to_widget=lambda v: full if v is None else v, from_widget=lambda v: None if v == full else int(v),
+                        fmt=lambda v: f"{v:,} (all)" if v == full else f"{v:,}")
+
+
+def teachers_slider(container=None) -> int:
+    return _knob_select("teachers", container)
+
+
+def lam_slider(container=None) -> float | str:
+    return _knob_select("lam", container, fmt=lambda v: "auto (tuned)" if v == "auto" else format_number(v))
+
+
+def dim_slider(info: DataInfo, container=None) -> int | None:
+    grid = ["all"] + [d for d in knob("dim").grid if d < info.dim]
+    return _knob_select("dim", container, grid=grid, keep_value=False,
+                        to_widget=lambda v: "all" if v is None or v >= info.dim else v,
+                        from_widget=lambda v: None if v == "all" else int(v),
+                        fmt=lambda v: f"all ({info.dim})" if v == "all" else str(v))
+
+
+def classes_slider(info: DataInfo, container=None) -> int | None:
+    return _knob_select("classes", container, grid=list(range(2, info.classes + 1)), keep_value=False,
+                        to_widget=lambda v: info.classes if v is None or v > info.classes else v,
+                        from_widget=lambda v: None if v == info.classes else int(v),
+                        fmt=lambda v: f"{v} (all)" if v == info.classes else str(v))
+
+
+def dpsgd_controls(container=None) -> tuple[float, int, int]:
+    """(clip, epochs, batch size) of DP-SGD, in one container or in a sequence of three."""
+    if isinstance(container, (list, tuple)):
+        g, h, i = container
+    else:
+        g = h = i = container if container is not None else st
+    clip = _knob_select("clip", g)
+    epochs = _knob_select("epochs", h)
+    batch = _knob_select("batch_size", i)
+    return float(clip), int(epochs), int(batch)
+
+
+def methods_select(container=None) -> list[str]:
+    k = knob("methods")
+    names = list(k.choices)
+    where = container if container is not None else st
+    chosen = where.multiselect(k.label, names, key=state.bind(
+        "methods", normalise=lambda v: [m for m in v if m in names]), format_func=method_label, help=k.tooltip)
+    return state.commit("methods", list(chosen))
+
+
+def current_setting() -> Setting:
+    """The stored setting (without drawing widgets), e.g. for a page that shows no controls."""
+    return setting_from_values(state.current_values())
+
+
+def setting_panel(side: SidebarSettings, *, expanded: bool = False, show_n: bool = True) -> Setting:
+    """Explore-style controls: ε, δ, B and methods in view; N, T, λ, D, C and DP-SGD in an expander."""
+    info = side.info
+    c1, c2, c3 = st.columns(3)
+    eps = epsilon_slider(c1)
+    delta = delta_slider(c2)
+    budget = budget_slider(c3)
+    methods = methods_select()
+    with st.expander("More settings: N, T, λ, D, C and DP-SGD", expanded=expanded):
+        a, b, c = st.columns(3)
+        n = n_slider(info, a) if (info is not None and show_n) else state.get("n")
+        teachers = teachers_slider(b)
+        lam = lam_slider(c)
+        d, e, f = st.columns(3)
+        dim = dim_slider(info, d) if info is not None else state.get("dim")
+        classes = classes_slider(info, e) if info is not None else state.get("classes")
+        with f:
+            st.caption("DP-SGD")
+        clip, epochs, batch = dpsgd_controls(st.columns(3))
+    return Setting(eps=float(eps), delta=float(delta), budget=int(budget), n=n, teachers=int(teachers), lam=lam,
+                   dim=dim, classes=classes, clip=float(clip), epochs=int(epochs), batch_size=int(batch),
+                   methods=tuple(methods), augment=bool(state.get("augment")))

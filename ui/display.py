@@ -1,0 +1,48 @@
+"""Inline messages and charts: errors and warnings as text (never a traceback), figures, a checked spec."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import streamlit as st
+
+from .setting import SidebarSettings, Setting, make_spec, setting_problems
+from .text import escape_markdown
+
+__all__ = ["show_error", "show_warnings", "show_figure", "spec_or_error"]
+
+
+def spec_or_error(side: SidebarSettings, s: Setting, **kwargs: Any):  # noqa: ANN201 - SweepSpec | None
+    """:func:`ui.setting.make_spec`, or None after showing the problem inline (st.error, never a traceback)."""
+    errors, _ = setting_problems(side, s)
+    if errors:
+        for e in errors:
+            st.error(e)
+        return None
+    try:
+        return make_spec(side, s, **kwargs)
+    except (ValueError, TypeError) as err:
+        show_error(err)
+        return None
+
+
+def show_error(err: BaseException | str, *, prefix: str | None = None) -> None:
+    """An inline error box with the message only (never a traceback)."""
+    text = str(err) if not isinstance(err, str) else err
+    st.error(escape_markdown(f"{prefix}: {text}" if prefix else text))
+
+
+def show_warnings(messages: Iterable[str]) -> None:
+    """Each distinct message once, as an inline warning."""
+    seen = set()
+    for m in messages:
+        if m and m not in seen:
+            seen.add(m)
+            st.warning(escape_markdown(m))
+
+
+def show_figure(fig, *, key: str | None = None) -> None:  # noqa: ANN001
+    """``st.plotly_chart`` with the figure's own (print) styling, not Streamlit's theme."""
+    st.plotly_chart(fig, theme=None, key=key, width="stretch",
+                    config={"displaylogo": False,
+                            "toImageButtonOptions": {"format": "png", "scale": 2, "filename": key or "chart"}})

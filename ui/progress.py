@@ -1,0 +1,135 @@
+"""Running a sweep from a page: a progress bar with device and ETA, Cancel and Resume, and a memo.
+
+:func:`run_with_progress` runs (or fetches) one :class:`~privcore.engine.specs.SweepSpec` through
+:func:`privcore.engine.runner.run_sweep`. Results are memoised per session (the last 64 specs) and
+cached on disk by privcore; :func:`quick_part` splits off the methods that train nothing per
+release so a page can draw them first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+import streamlit as st
+
+from .display import show_error
+
+__all__ = ["run_with_progress", "quick_part", "was_cancelled", "device_text", "fmt_seconds"]
+
+
+def device_text(device: str) -> str:
+    try:
+        import torch
+
+        from privcore.device import resolve_device
+
+        dev = resolve_device(device)
+        if dev.type == "cuda":
+            return f"GPU ({torch.cuda.get_device_name(dev)})"
+        return f"CPU ({torch.get_num_threads()} threads)"
+    except Exception as err:  # noqa: BLE001
+        return f"device unavailable: {err}"
+
+
+def fmt_seconds(s: float) -> str:
+    if s < 1:
+        return "<1 s"
+    if s < 90:
+        return f"{s:.0f} s"
+    return f"{s / 60:.1f} min"
+
+
+_MEMO_SIZE = 64
+
+
+def _memo() -> OrderedDict:
+    memo = st.session_state.get("_sweep_memo")
+    if memo is None:
+        memo = st.session_state["_sweep_memo"] = OrderedDict()
+    return memo
+
+
+def quick_part(spec):  # noqa: ANN001, ANN201 - SweepSpec -> SweepSpec | None
+    """The methods of ``spec`` that train nothing per release, as a spec of their own, to draw
+    while the slow ones (loss perturbation, DP-SGD) compute; None when that would not help (all
+    methods are of one kind, or the whole result is already in this session or on disk)."""
+    from dataclasses import replace
+
+    from privcore.engine.runner import read_cached
+    from privcore.methods import REGISTRY
+
+    quick = tuple(m for m in spec.methods if not REGISTRY[m].trains_per_release)
+    if not quick or len(quick) == len(spec.methods) or spec.key in _memo():
+        return None
+    try:
+        if read_cached(spec) is not None:
+            return None
+    except (ValueError, TypeError, RuntimeError):  # the full run will report the problem itself
+        return None
+    return replace(spec, methods=quick)
+
+
+def was_cancelled(spec, key: str) -> bool:  # noqa: ANN001
+    """Whether the user cancelled :func:`run_with_progress` for this spec under ``key``."""
+    return st.session_state.get("_cancelled", {}).get(key) == spec.key
+
+
+def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bool = False):  # noqa: ANN001, ANN201
+    """Run (or fetch) a sweep with a progress bar showing device, progress and ETA, and a Cancel button.
+
+    Returns the :class:`SweepResult`, or None when the run failed (shown inline) or was cancelled
+    (finished points stay cached; a "Resume" button continues). Results are memoised per session
+    and on disk, so repeating a spec is instant. Cancelling takes effect at the next progress
+    update (at most 0.25 s apart, also inside a batch): the progress callback is where Streamlit
+    can stop the script.
+    """
+    from privcore.engine.runner import SweepCancelled, run_sweep
+
+    sig = spec.key
+    memo = _memo()
+    if sig in memo:
+        memo.move_to_end(sig)
+        return memo[sig]
+    cancelled = st.session_state.setdefault("_cancelled", {})
+    if cancelled.get(key) == sig:
+        box = st.container(border=True)
+        box.info(f"{label}: cancelled. Finished parts are cached; resume to compute the rest.")
+        if box.button("Resume", key=f"{key}_resume"):
+            cancelled.pop(key, None)
+            st.rerun()
+        return None
+    holder = st.empty()
+    with holder.container(border=True):
+        device = device_text(spec.device)
+        bar = st.progress(0.0, text=f"{label} on {device}: starting...")
+        if st.button("Cancel", key=f"{key}_cancel", help="Stop now; finished points stay cached"):
+            cancelled[key] = sig
+            holder.empty()
+            st.rerun()
+    t0 = time.perf_counter()
+
+    def progress(fraction: float, message: str) -> None:
+        elapsed = time.perf_counter() - t0
+        eta = "estimating..." if fraction <= 0 else f"ETA {fmt_seconds(elapsed * (1 - fraction) / fraction)}"
+        bar.progress(min(max(fraction, 0.0), 1.0),
+                     text=f"{label} on {device}: {message} · {fraction:.0%} · {fmt_seconds(elapsed)} elapsed · {eta}")
+
+    try:
+        result = run_sweep(spec, progress=progress)
+    except SweepCancelled:
+        holder.empty()
+        st.info(f"{label}: cancelled; finished points are cached.")
+        return None
+    except (ValueError, TypeError, RuntimeError) as err:
+        holder.empty()
+        show_error(err, prefix=f"{label} failed")
+        return None
+    holder.empty()
+    if show_done and result.computed:
+        st.caption(f"{label}: {result.computed} points computed in {fmt_seconds(result.seconds)} on {device}, "
+                   f"{result.cached} from the cache.")
+    memo[sig] = result
+    while len(memo) > _MEMO_SIZE:
+        memo.popitem(last=False)
+    return result

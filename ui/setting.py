@@ -1,0 +1,287 @@
+"""The setting of every knob, what can run at it, and its sweep spec: plain Python, no Streamlit.
+
+:class:`SidebarSettings` (data set, repetitions, accounting, device) and :class:`Setting` (every
+other knob) describe what the user chose; :func:`setting_problems` says in plain words what is
+wrong or extreme about it before anything runs; :func:`make_spec` turns it into privcore's
+:class:`~privcore.engine.specs.SweepSpec` and :func:`setting_problem` into a
+:class:`~privcore.types.Problem`. Defaults come from :mod:`privcore.knobs`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from privcore.knobs import knob
+from privcore.methods import get_method
+
+from .figures import format_number
+
+__all__ = [
+    "DataInfo", "build_data_info", "SidebarSettings", "Setting", "setting_from_values", "method_knobs",
+    "available_methods", "min_train_size", "setting_problems", "augmentation_caveat", "make_spec", "explore_specs",
+    "setting_problem", "curve_epsilons", "n_options", "checked_n", "nearest", "with_value", "NEIGHBOURS_NOTE",
+    "DATASET_LABELS",
+]
+
+NEIGHBOURS_NOTE = ("Neighbouring datasets differ by replacing one example; λ is the average-form L2 weight, "
+                   "same meaning for every method.")
+DATASET_LABELS = {
+    "mnist-5k": "MNIST 5k (bundled, 4,000 train)",
+    "digits": "Digits 8x8 (scikit-learn)",
+    "synthetic": "Synthetic (10-class Gaussian mixture)",
+    "mnist": "MNIST full (downloaded once)",
+    "file": "Your file (CSV/NPZ upload)",
+}
+
+
+@dataclass(frozen=True)
+class DataInfo:
+    """What the controls need to know about the selected data set (full training split)."""
+
+    name: str
+    n_train: int
+    n_test: int
+    dim: int
+    classes: int
+    notes: tuple[str, ...] = ()
+    image: bool = False
+
+
+def build_data_info(name: str, data_file: str | None = None) -> DataInfo:
+    """Sizes of a data set, uncached (the sidebar caches it per process)."""
+    from privcore.data import load_dataset
+
+    ds = load_dataset(name, data_file=data_file)
+    return DataInfo(name, int(ds.n), int(ds.x_test.shape[0]), int(ds.dim), int(ds.classes), tuple(ds.notes),
+                    name in ("mnist-5k", "mnist", "digits"))
+
+
+@dataclass(frozen=True)
+class SidebarSettings:
+    """The shared sidebar's choices. ``info`` is None (and ``error`` set) when the data failed to load."""
+
+    dataset: str
+    data_file: str | None
+    repeats: int
+    accounting: str
+    device: str
+    info: DataInfo | None
+    error: str | None = None
+
+    def data_spec(self, *, n: int | None = None, dim: int | None = None, classes: int | None = None,
+                  augment: bool = False):  # noqa: ANN201 - privcore DataSpec
+        """A :class:`privcore.engine.specs.DataSpec` for this data set with optional transforms."""
+        from privcore.engine.specs import DataSpec
+
+        return DataSpec(name=self.dataset, data_file=self.data_file if self.dataset == "file" else None,
+                        n=n, dim=dim, classes=classes, augment=augment)
+
+
+def _first(name: str) -> Any:
+    return knob(name).first_view
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of every knob besides the data set and the sidebar (defaults: the first view)."""
+
+    eps: float = _first("epsilon")
+    delta: float = _first("delta")
+    budget: int = _first("budget")
+    n: int | None = _first("n")
+    teachers: int = _first("teachers")
+    lam: float | str = _first("lam")
+    dim: int | None = _first("dim")
+    classes: int | None = _first("classes")
+    clip: float = _first("clip")
+    epochs: int = _first("epochs")
+    batch_size: int = _first("batch_size")
+    methods: tuple[str, ...] = ()
+    augment: bool = False
+
+    def effective_n(self, info: DataInfo | None) -> int | None:
+        if self.n is not None:
+            return self.n
+        return info.n_train if info is not None else None
+
+
+def setting_from_values(v: Mapping[str, Any]) -> Setting:
+    """The :class:`Setting` of URL-state values (:data:`ui.state.FIELDS` names)."""
+    return Setting(eps=float(v["eps"]), delta=float(v["delta"]), budget=int(v["budget"]), n=v["n"],
+                   teachers=int(v["teachers"]), lam=v["lam"], dim=v["dim"], classes=v["classes"], clip=float(v["clip"]),
+                   epochs=int(v["epochs"]), batch_size=int(v["batch_size"]), methods=tuple(v["methods"]),
+                   augment=bool(v["augment"]))
+
+
+# ---------------------------------------------------------------- what can run
+
+def method_knobs(s: Setting) -> dict[str, Any]:
+    """The setting's values that methods' rules read (keys as in privcore's Problem, plus delta)."""
+    return {"delta": float(s.delta), "teachers": int(s.teachers), "batch_size": int(s.batch_size)}
+
+
+def available_methods(s: Setting, n: int | None, methods: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The chosen methods that can run at this setting (each method's ``unavailable`` rule)."""
+    knobs = method_knobs(s)
+    return tuple(m for m in (methods if methods is not None else s.methods) if get_method(m).unavailable(knobs, n) is None)
+
+
+def min_train_size(s: Setting) -> int:
+    """The smallest N every chosen method can be trained on (at least 10)."""
+    knobs = method_knobs(s)
+    return max([10] + [get_method(m).min_train_size(knobs) for m in s.methods])
+
+
+def setting_problems(side: SidebarSettings, s: Setting) -> tuple[list[str], list[str]]:
+    """(errors, warnings) about a setting, in plain words, before anything runs.
+
+    Errors make the spec invalid (no method, or none that can run); warnings flag extreme choices
+    and the methods left out by their own rules (e.g. a method needing δ > 0, T > N, batch > N).
+    """
+    errors: list[str] = []
+    warnings: list[str] = []
+    n = s.effective_n(side.info)
+    if not s.methods:
+        errors.append("Choose at least one method.")
+    knobs = method_knobs(s)
+    for name in s.methods:  # each method's own rules: it is left out, the others still run
+        entry = get_method(name)
+        why = entry.unavailable(knobs, n)
+        if why:
+            warnings.append(f"{entry.label} is left out at this setting: {why}.")
+        warnings.extend(entry.setting_warnings(knobs, n))
+    if s.methods and not available_methods(s, n):
+        errors.append("None of the chosen methods can run at this setting (see the notes above).")
+    if n is not None and s.delta > 0 and s.delta >= 1.0 / n:
+        warnings.append(f"δ = {format_number(s.delta)} is not small compared with 1/N = {format_number(1.0 / n)}: "
+                        "such a δ allows releasing a few training examples outright. Use δ ≪ 1/N (e.g. 1e-5).")
+    if s.eps < 0.05:
+        warnings.append(f"ε = {format_number(s.eps)} is extremely small: expect every method near chance level.")
+    if s.eps > 100:
+        warnings.append(f"ε = {format_number(s.eps)} is extreme: e^ε ≈ {format_number(math.exp(min(s.eps, 700)), 2)}, "
+                        "the guarantee means little at this level.")
+    if s.lam == "auto":
+        warnings.append("λ = auto chooses λ privately: 10 % of ε (and δ) pays for a noisy choice among 6 candidates "
+                        "trained on 80 % of the data and scored on the rest; the release gets the other 90 %. It is "
+                        "about 6× slower.")
+    if s.n is not None and side.info is not None and s.n > side.info.n_train:
+        warnings.append(augmentation_caveat(side.info.n_train, s.n, s.eps))
+    return errors, warnings
+
+
+def augmentation_caveat(n_real: int, n: int, eps: float) -> str:
+    """What growing N = ``n`` from ``n_real`` real examples by deformed copies means for privacy."""
+    k = n / n_real
+    return (f"N = {n:,} exceeds the {n_real:,} real training examples: the rest are deformed copies "
+            f"(augmentation), slow to build and not independent. Each real image shapes about {k:.1f} rows, and "
+            f"the guarantee is per row: for the person behind an image it holds only by group privacy, about "
+            f"{format_number(k * eps)}-DP at ε = {format_number(eps)} (k rows cost kε, and δ grows too). The "
+            "paper's InfiMNIST study shares this caveat.")
+
+
+# ---------------------------------------------------------------- specs and problems
+
+def make_spec(side: SidebarSettings, s: Setting, *, epsilons: Sequence[float], vary: str | None = None,
+              values: Sequence[Any] = (), methods: Sequence[str] | None = None, baseline: bool = True,
+              seed: int = 0):  # noqa: ANN201 - SweepSpec
+    """The :class:`SweepSpec` of a setting. Raises ``ValueError``/``TypeError`` like privcore does."""
+    from privcore.engine.specs import SweepSpec
+
+    meths = tuple(methods if methods is not None else s.methods)
+    if vary not in ("delta", "n"):  # methods that cannot run here are left out (setting_problems says why)
+        meths = available_methods(s, s.effective_n(side.info), meths) or meths
+    augment = bool(s.augment or (s.n is not None and side.info is not None and s.n > side.info.n_train))
+    return SweepSpec(
+        data=side.data_spec(n=s.n, dim=s.dim, classes=s.classes, augment=augment),
+        methods=meths, epsilons=tuple(float(e) for e in epsilons), delta=float(s.delta), budget=int(s.budget),
+        lam=s.lam, teachers=int(s.teachers), batch_size=int(s.batch_size), epochs=int(s.epochs), clip=float(s.clip),
+        accounting=side.accounting, repeats=int(side.repeats), seed=seed, device=side.device, vary=vary,
+        values=tuple(values), baseline=baseline)
+
+
+def explore_specs(info: DataInfo, values: dict[str, Any] | None = None) -> list:  # noqa: ANN201 - [SweepSpec]
+    """What the Explore page computes first for these control values (default: every default):
+    the current setting, then the accuracy-vs-ε curve."""
+    from .state import DEFAULTS
+
+    v = {**DEFAULTS, **(values or {})}
+    side = SidebarSettings(v["dataset"], None, int(v["repeats"]), v["accounting"], v["device"], info)
+    s = setting_from_values(v)
+    return [make_spec(side, s, epsilons=(s.eps,)),
+            make_spec(side, s, epsilons=curve_epsilons(float(v["eps_min"]), float(v["eps_max"]), current=s.eps))]
+
+
+def setting_problem(info: DataInfo, s: Setting, *, n: int | None = None, fit_n: bool = False):  # noqa: ANN201
+    """privcore's :class:`~privcore.types.Problem` at this setting on this data set (lambda = auto
+    stands in as :data:`privcore.knobs.LAM_AUTO_STANDIN`). ``fit_n`` caps T and the batch at N.
+    Raises privcore's ``ValueError``/``TypeError``."""
+    from privcore.knobs import fixed_lam
+    from privcore.types import Problem
+
+    n = int(n if n is not None else (s.effective_n(info) or info.n_train))
+    teachers, batch = int(s.teachers), int(s.batch_size)
+    if fit_n:
+        teachers, batch = min(teachers, n), min(batch, n)
+    return Problem(n=n, dim=int(s.dim or info.dim), classes=int(s.classes or info.classes), lam=fixed_lam(s.lam),
+                   budget=int(s.budget), teachers=teachers, batch_size=batch, epochs=int(s.epochs), clip=float(s.clip))
+
+
+def curve_epsilons(eps_min: float, eps_max: float, current: float | None = None, per_decade: int = 2) -> tuple[float, ...]:
+    """Log-spaced epsilons 1-3-10 (per_decade=2) between the bounds, plus ``current``."""
+    steps = {1: (1.0,), 2: (1.0, 3.0), 3: (1.0, 2.0, 5.0)}.get(per_decade, (1.0, 3.0))
+    out = set()
+    lo, hi = min(eps_min, eps_max), max(eps_min, eps_max)
+    for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
+        for s in steps:
+            v = round(s * 10.0 ** k, 10)
+            if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9):
+                out.add(v)
+    out.update((lo, hi))
+    if current is not None and lo <= current <= hi:
+        out.add(float(current))
+    return tuple(sorted(out))
+
+
+# ---------------------------------------------------------------- option grids
+
+def with_value(options: Iterable[Any], value: Any) -> list[Any]:
+    """Options plus ``value`` (sorted, numbers only; strings such as 'auto' stay first)."""
+    opts = list(options)
+    if value is not None and value not in opts:
+        opts.append(value)
+    words = [o for o in opts if isinstance(o, str) or o is None]
+    nums = sorted(o for o in opts if not (isinstance(o, str) or o is None))
+    return words + nums
+
+
+def nearest(options: Sequence[Any], value: Any) -> Any:
+    """The option closest to ``value`` on a log scale (the first option for a non-number)."""
+    if value in options:
+        return value
+    nums = [o for o in options if isinstance(o, (int, float)) and not isinstance(o, bool) and o > 0]
+    if not nums or not isinstance(value, (int, float)) or value <= 0:
+        return options[0]
+    return min(nums, key=lambda o: abs(math.log(o) - math.log(value)))
+
+
+def n_options(info: DataInfo) -> list[int]:
+    """The N values the N slider offers for a data set (no augmentation): the grid below the full
+    training split, then the full split."""
+    full = info.n_train
+    return [v for v in knob("n").grid if v < full] + [full]
+
+
+def checked_n(info: DataInfo | None, n: int | None) -> tuple[int | None, str | None]:
+    """N as the N slider would take it, for pages that read N from the URL without drawing the
+    slider: snapped to :func:`n_options` (None = the full split), plus a message when it moved."""
+    if n is None or info is None:
+        return n, None
+    options = n_options(info)
+    snapped = nearest(options, n)
+    if snapped == n:
+        return (None if n == info.n_train else n), None
+    note = (f"N = {n:,} is not available for this data set (it has {info.n_train:,} training examples): "
+            f"using N = {snapped:,}, as the N slider on the Explore page would.")
+    return (None if snapped == info.n_train else int(snapped)), note

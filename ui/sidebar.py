@@ -1,0 +1,128 @@
+"""The shared sidebar: data set (or an upload), repetitions, accounting and device, drawn once per run.
+
+``app.py`` draws it before the page (``with sidebar.shared(): nav.run()``); a page reads the choices
+with :func:`settings`. A page run on its own (``streamlit run app_pages/explore.py``, an AppTest of
+one page) draws it itself at that call.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Iterator
+
+import streamlit as st
+
+from privcore.knobs import knob
+
+from . import state, uploads
+from .setting import DATASET_LABELS, NEIGHBOURS_NOTE, DataInfo, SidebarSettings, build_data_info, with_value
+from .text import escape_markdown
+
+__all__ = ["draw", "shared", "settings", "data_info", "ACCOUNTING_LABELS"]
+
+ACCOUNTING_LABELS = {"corrected": "corrected (sound; default)", "paper": "paper (as published)",
+                     "tight": "tight (exact/optimal composition)"}
+_THIS_RUN = "_shared_sidebar"  # Session State key holding the choices while app.py runs the page
+
+
+@st.cache_resource(show_spinner="Loading the data set...", max_entries=16)
+def _data_info(name: str, data_file: str | None, mtime: float | None) -> DataInfo:
+    return build_data_info(name, data_file)
+
+
+def data_info(name: str, data_file: str | None = None) -> DataInfo:
+    """Sizes of a data set (loaded once per process). Raises the loader's error on failure."""
+    mtime = os.path.getmtime(data_file) if data_file and os.path.exists(data_file) else None
+    return _data_info(name, data_file, mtime)
+
+
+@contextmanager
+def shared() -> Iterator[SidebarSettings]:
+    """Draw the sidebar and make its choices the ones :func:`settings` returns while the page runs."""
+    st.session_state[_THIS_RUN] = side = draw()
+    try:
+        yield side
+    finally:  # also on st.stop() and reruns: a later run of a page alone must draw its own
+        st.session_state.pop(_THIS_RUN, None)
+
+
+def settings(*, require_data: bool = False) -> SidebarSettings:
+    """The sidebar's choices in this run. With ``require_data`` the page stops when the data set
+    failed to load (the message is already shown)."""
+    side = st.session_state.get(_THIS_RUN)
+    if side is None:  # the page runs without app.py
+        side = draw()
+    if require_data and side.error:
+        st.stop()
+    return side
+
+
+def draw() -> SidebarSettings:
+    """Draw the shared sidebar and return its choices (app.py, once per run, through :func:`shared`).
+
+    Every URL value is read first, so a bad one in any field is reported here (as text: the message
+    quotes it). Data set (mnist-5k default, digits, synthetic, full mnist, or an uploaded CSV/NPZ
+    saved under ``cache/uploads``), repetitions, accounting mode and device. A data set that fails to
+    load is reported inline (sidebar and page) and ``info`` is None.
+    """
+    state.current_values()
+    for msg in state.url_errors():
+        st.warning(escape_markdown(msg))
+    sb = st.sidebar
+    sb.markdown("### Data and accounting")
+    names = list(DATASET_LABELS)
+    k = knob("dataset")
+    dataset = state.commit("dataset", sb.selectbox(
+        k.label, names, key=state.bind("dataset", normalise=lambda v: v if v in names else k.default),
+        format_func=lambda n: DATASET_LABELS[n], help=k.tooltip))
+    data_file = uploads.inside_uploads(state.get("data_file"))
+    if dataset == "file":
+        up = sb.file_uploader("CSV (numeric columns + a 'label' column) or NPZ (arrays x, y)", type=["csv", "npz"],
+                              key=f"upload_file_{st.session_state.get('_upload_gen', 0)}")
+        if up is not None:
+            try:
+                data_file = uploads.save_upload(up)
+                state.put("data_file", os.path.basename(data_file))  # the URL names the upload, not a server path
+            except (OSError, ValueError) as err:
+                sb.error(escape_markdown(f"Could not store the upload: {getattr(err, 'strerror', None) or err}"))
+        if data_file:
+            sb.caption(f"Using {escape_markdown(uploads.display_name(data_file))}")
+            if sb.button("Delete this upload", key="delete_upload",
+                         help="Removes the file from the server; results computed from it stay cached"):
+                uploads.delete_upload(data_file)
+                state.put("data_file", None)
+                st.session_state["_upload_gen"] = st.session_state.get("_upload_gen", 0) + 1  # a fresh, empty uploader
+                st.rerun()
+    k = knob("repeats")
+    repeats = state.commit("repeats", sb.select_slider(
+        k.label, options=with_value(k.grid, state.get("repeats")), key=state.bind("repeats"), help=k.tooltip))
+    k = knob("accounting")
+    modes = [k.default] + [m for m in k.choices if m != k.default]
+    accounting = state.commit("accounting", sb.radio(
+        k.label, modes, key=state.bind("accounting"), format_func=ACCOUNTING_LABELS.get, help=k.tooltip))
+    import torch
+
+    k = knob("device")
+    devices = [d for d in k.choices if d != "cuda" or torch.cuda.is_available()]
+    device = state.commit("device", sb.radio(
+        k.label, devices, key=state.bind("device", normalise=lambda v: v if v in devices else k.default),
+        horizontal=True, help=k.tooltip))
+    sb.caption(NEIGHBOURS_NOTE)
+
+    info, error = None, None
+    if dataset == "file" and not data_file:
+        error = "Upload a CSV or NPZ file in the sidebar to use your own data set."
+    else:
+        try:
+            info = data_info(dataset, data_file if dataset == "file" else None)
+        except Exception as err:  # noqa: BLE001 - DataFileError, DataUnavailableError, ValueError...
+            error = f"Could not load data set {dataset!r}: {err}"
+    if error:  # quotes file names and cell values: shown as text
+        sb.error(escape_markdown(error))
+        st.error(escape_markdown(error))
+    else:
+        sb.caption(f"{info.n_train:,} training / {info.n_test:,} test examples, D = {info.dim}, C = {info.classes}")
+    settings = SidebarSettings(dataset, data_file if dataset == "file" else None, int(repeats), accounting, device,
+                               info, error)
+    return settings
