@@ -29,7 +29,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
-__all__ = ["WorkUnit", "UnitOutcome", "Executor", "LocalExecutor", "DaskExecutor", "EXECUTOR_CHOICES",
+__all__ = ["WorkUnit", "UnitOutcome", "ClusterError", "Executor", "LocalExecutor", "DaskExecutor", "EXECUTOR_CHOICES",
            "add_executor_args", "executor_from_args", "DASK_MISSING"]
 
 EXECUTOR_CHOICES: tuple[str, ...] = ("local", "dask")
@@ -38,6 +38,11 @@ DASK_MISSING = ("the dask executor needs the optional cluster packages: pip inst
 #: Poll = the runner's in-batch callback: called with the fraction done of the current unit (or
 #: None), reports progress and raises :class:`~privcore.engine.runner.SweepCancelled` on cancel.
 Poll = Callable[[Any], None]
+
+
+class ClusterError(OSError):
+    """A unit could not be computed where it was sent: a worker with other data or another privcore
+    version, or a unit lost with its worker too many times (an OSError: the CLI reports it in one line)."""
 
 
 @dataclass(frozen=True)
@@ -226,11 +231,11 @@ class DaskExecutor(Executor):
                 from distributed import KilledWorker
 
                 if isinstance(err, KilledWorker):
-                    raise RuntimeError(f"unit {unit.index} ({unit.method}) was lost with its worker too many times "
+                    raise ClusterError(f"unit {unit.index} ({unit.method}) was lost with its worker too many times "
                                        f"({err}); finished units are cached") from None
                 raise err
             if fut.status == "cancelled":
-                raise RuntimeError(f"unit {unit.index} ({unit.method}) was cancelled by the cluster")
+                raise ClusterError(f"unit {unit.index} ({unit.method}) was cancelled by the cluster")
             yield fut.result()  # the runner checks that it answers for this unit's points
 
 

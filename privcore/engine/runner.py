@@ -27,7 +27,7 @@ from ..certify import SolverCertificationError
 from ..methods import BASELINE, get_method
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from .cache import SCHEMA_VERSION, ResultCache, point_key
-from .executor import Executor, LocalExecutor, UnitOutcome, WorkUnit
+from .executor import ClusterError, Executor, LocalExecutor, UnitOutcome, WorkUnit
 from ..context import TrainContext
 from .rows import RESULT_COLUMNS, ResultRow
 from .specs import SweepSpec
@@ -322,7 +322,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
     for outcome in executor.run(plan(), execute_unit, poll, note):
         job = jobs[outcome.index]
         if [k for k, _ in outcome.results] != [job.keys[i] for i in job.missing]:
-            raise RuntimeError(f"{job.method}: the executor answered for other points than it was given")
+            raise ClusterError(f"{job.method}: the executor answered for other points than it was given")
         result.warnings.extend(outcome.warnings)
         for i, (key, item) in zip(job.missing, outcome.results):
             if item is None:
@@ -384,17 +384,17 @@ def execute_unit(unit: WorkUnit, poll: Callable[[float | None], None] | None = N
     """
     t0 = time.perf_counter()
     if unit.schema != SCHEMA_VERSION:
-        raise RuntimeError(f"this worker's privcore writes cache schema {SCHEMA_VERSION}, the driver's "
+        raise ClusterError(f"this worker's privcore writes cache schema {SCHEMA_VERSION}, the driver's "
                            f"{unit.schema}: install the same privcore version on the driver and the workers")
     vspec = SweepSpec.from_json(unit.spec_json)
     device = resolve_device(vspec.device)
     ds, fixed_lam, base_problem = _variant_data(vspec)
     if ds.fingerprint != unit.fingerprint:
-        raise RuntimeError(f"{unit.label}: the data set loaded here differs from the driver's (fingerprint "
+        raise ClusterError(f"{unit.label}: the data set loaded here differs from the driver's (fingerprint "
                            f"{ds.fingerprint[:12]} vs {unit.fingerprint[:12]}); give the workers the same data")
     points = [_point(unit.method, e, vspec, base_problem) for e in unit.epsilons]
     if points != list(unit.points):
-        raise RuntimeError(f"{unit.label}: this worker's privcore describes the points differently from the "
+        raise ClusterError(f"{unit.label}: this worker's privcore describes the points differently from the "
                            "driver's: install the same privcore version on both")
     keys = [point_key(p, ds.fingerprint) for p in points]
     warnings: list[str] = []

@@ -1,0 +1,54 @@
+"""The executor seam without Dask: a unit is refused where the data or the code differ from the driver's."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from privcore.engine import runner
+from privcore.engine.cache import SCHEMA_VERSION, ResultCache, point_key
+from privcore.engine.executor import ClusterError, Executor, LocalExecutor, WorkUnit
+from privcore.engine.runner import execute_unit, run_sweep
+from privcore.engine.specs import DataSpec, SweepSpec
+
+SPEC = SweepSpec(data=DataSpec(name="digits"), methods=("model_sensitivity",), epsilons=(1.0, 10.0), repeats=2,
+                 device="cpu", baseline=False)
+
+
+class Recording(Executor):
+    """The local executor, keeping the units it was given."""
+
+    def __init__(self) -> None:
+        self.units: list[WorkUnit] = []
+
+    def run(self, units, work, poll, note):  # noqa: ANN001, ANN201
+        for unit in units:
+            self.units.append(unit)
+            yield work(unit, poll)
+
+
+def test_units_are_plain_and_a_worker_with_other_data_or_code_refuses_them(tmp_path):
+    rec = Recording()
+    result = run_sweep(SPEC, cache=ResultCache(tmp_path / "c"), executor=rec)
+    assert len(rec.units) == 1 and rec.units[0].epsilons == (1.0, 10.0)  # one batch: both epsilons
+    unit = rec.units[0]
+    outcome = execute_unit(unit)
+    assert [k for k, _ in outcome.results] == [point_key(p, unit.fingerprint) for p in unit.points]
+    stored = ResultCache(tmp_path / "c")
+    assert result.computed == 2
+    assert [v["accuracies"] for _, v in outcome.results] == [stored.get(k)["accuracies"] for k, _ in outcome.results]
+    for bad, why in ((dataclasses.replace(unit, fingerprint="0" * 64), "data set loaded here differs"),
+                     (dataclasses.replace(unit, schema=SCHEMA_VERSION + 1), "cache schema"),
+                     (dataclasses.replace(unit, points=({**unit.points[0], "repeats": 3}, unit.points[1])),
+                      "describes the points differently")):
+        with pytest.raises(ClusterError, match=why):
+            execute_unit(bad)
+
+
+def test_the_default_executor_is_the_local_one(tmp_path):
+    a = run_sweep(SPEC, cache=ResultCache(tmp_path / "a"))
+    runner._CONTEXTS.clear()
+    b = run_sweep(SPEC, cache=ResultCache(tmp_path / "b"), executor=LocalExecutor())
+    strip = lambda res: [{k: v for k, v in r.items() if k != "seconds"} for r in res.rows]  # noqa: E731
+    assert strip(a) == strip(b) and a.device == b.device == "cpu"
