@@ -88,6 +88,8 @@ class Executor:
     name = "local"
     #: Whether the driver resolves the sweep's device itself (False: the workers do).
     local_device = True
+    #: Whether units run elsewhere while the driver waits (progress is then reported as they come back).
+    concurrent = False
 
     def run(self, units: Iterable[WorkUnit], work: Work, poll: Poll, note: Callable[[str], None]) -> Iterator[UnitOutcome]:
         """Run every unit of ``units`` (a lazy iterable: the driver plans while it is consumed).
@@ -133,6 +135,7 @@ class DaskExecutor(Executor):
 
     name = "dask"
     local_device = False
+    concurrent = True
 
     def __init__(self, scheduler: str | None = None, workers: int = 2, *, threads: int = 1, processes: bool = True,
                  client: Any = None, retries: int = 2) -> None:

@@ -336,7 +336,8 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
             for other, i in inflight.pop(key, []):
                 other.hits[i] = None if item is None else job.hits[job.keys.index(key)]
         done[0] += 1
-        poll(None)  # progress (at most 4 times a second) and cancel, as units come back
+        if executor.concurrent:
+            poll(None)  # progress (at most 4 times a second) and cancel, as units come back
 
     for job in jobs:
         for i, (e, stored) in enumerate(zip(job.epsilons, job.hits)):
