@@ -133,14 +133,15 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
        grid=(100, 200, 300, 500, 1000, 1500, 2000, 3000, 4000, 6000, 8000, 10000, 20000, 40000, 60000)),
     _K("dim", "int", 784, "input dimension D", low=1, log=True, url="dim", ui_default=None, url_low=1,
        url_high=100_000, label="Input dimension D (PCA)",
-       ui_help="Project the inputs on their first D principal components (fitted on the training split).", grid=(5, 10, 20, 30, 50, 100, 200, 300, 500)),
+       ui_help="Project the inputs on their first D principal components, fitted on the training split: a "
+               "data-dependent step that the privacy guarantee does not cover.", grid=(5, 10, 20, 30, 50, 100, 200, 300, 500)),
     _K("classes", "int", 10, "number of classes C", low=2, url="classes", ui_default=None, url_low=2, url_high=10,
        label="Classes C", ui_help="Keep only the first C classes (labels 0..C-1)."),
     _K("lam", "float_or_auto", 1e-3, "L2 weight lambda of the average-form objective, same for every method",
        low=0.0, low_open=True, log=True, url="lam", url_low=1e-8, url_high=10.0, label="L2 weight λ (average form)",
-       ui_help="Weight of 0.5||θ||² in the average-form objective, same meaning for every method. Larger λ "
-               "shrinks the sensitivity 2K/(Nλ) but biases the model. 'auto' tunes λ per method and ε on a "
-               "validation split (slower; that tuning itself is not accounted for).",
+       ui_help="Weight of 0.5||θ||² in the average-form objective, for every method that has one (DP-SGD has "
+               "none). Larger λ shrinks the sensitivity 2K/(Nλ) but biases the model. 'auto' chooses λ per method "
+               "and ε by a private selection paid from ε (10 % of ε and δ; slower).",
        grid=("auto", 1e-6, 1e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.5, 1.0)),
     _K("teachers", "int", 16, "subsample models T (subsample-and-aggregate and the teacher-vote methods)",
        low=1, log=True, url="teachers", url_low=1, url_high=100_000, label="Teachers T (subsample-and-aggregate)",

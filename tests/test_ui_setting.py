@@ -83,3 +83,15 @@ def test_checked_n_snaps_like_the_n_slider():
     assert n == 1000 and note
 
 
+
+
+def test_pca_is_labelled_as_not_covered_by_the_guarantee():
+    from types import SimpleNamespace
+
+    from ui.setting import DataInfo, Setting, setting_problems
+
+    side = SimpleNamespace(info=DataInfo("digits", 1438, 359, 64, 10))
+    _, warnings = setting_problems(side, Setting(dim=10))
+    assert any("PCA" in w and "does not cover" in w for w in warnings)
+    _, plain = setting_problems(side, Setting(dim=None))
+    assert not any("PCA" in w for w in plain)

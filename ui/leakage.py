@@ -41,7 +41,7 @@ def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple
     notes: list[str] = []
     lam = fixed_lam(s.lam)
     if s.lam == "auto":
-        notes.append(f"λ = auto is not used here (tuning would leak too): the attacks run at λ = {LAM_AUTO_STANDIN:g}.")
+        notes.append(f"λ = auto is not used here (its private selection would split the budget): the attacks run at λ = {LAM_AUTO_STANDIN:g}.")
     methods = [m for m in s.methods if get_method(m).supports(s.delta)]
     for m in s.methods:
         if m not in methods:

@@ -168,6 +168,9 @@ def setting_problems(side: SidebarSettings, s: Setting) -> tuple[list[str], list
                         "about 6× slower.")
     if s.n is not None and side.info is not None and s.n > side.info.n_train:
         warnings.append(augmentation_caveat(side.info.n_train, s.n, s.eps))
+    if s.dim is not None and side.info is not None and s.dim < side.info.dim:
+        warnings.append(f"D = {s.dim} uses PCA fitted on the training split: a data-dependent step that the privacy "
+                        "guarantee does not cover (fit it on public data to include it).")
     return errors, warnings
 
 

@@ -85,9 +85,9 @@ class LossPerturbation(Method):
     uses = ("lam",)
     family = "training"
     trains_per_release = True
-    summary = "Add a random linear term (and extra L2 weight rho) to the objective, then solve it exactly."
+    summary = "Add a random linear term (and extra L2 weight rho) to the objective, solve it to a certified tolerance."
     wins_when = "Small epsilon at delta = 0 and many predictions; gains quickly as N grows."
-    assumptions = "Convex, twice-differentiable loss with Hessian <= L = 1/2, ||x|| <= 1, exact minimiser."
+    assumptions = "Convex, twice-differentiable loss with Hessian <= L = 1/2, ||x|| <= 1; solver gradient norm certified (approximate minima perturbation)."
 
     def win_reason(self, s: WinContext) -> str:
         if s.pure and s.epsilon is not None and float(s.epsilon) <= 3:
@@ -108,7 +108,7 @@ class LossPerturbation(Method):
         if accounting == "paper":
             if budget.is_pure:
                 return NoiseScale(self.name, eps, 0.0, accounting, "laplace_like", beta=eps / (2.0 * K_LIPSCHITZ), rho=rho,
-                                  sensitivity=K_LIPSCHITZ, notes=(_PAPER_NOTE,),
+                                  sensitivity=K_LIPSCHITZ, notes=(_PAPER_NOTE, EXACT_MINIMISER_NOTE),
                                   formula="beta = eps / (2K), rho = 2 L C / eps (as published)")
             sigma = (K_LIPSCHITZ / eps) * math.sqrt(8.0 * math.log(2.0 / budget.delta) + 4.0 * eps)
             return NoiseScale(self.name, eps, budget.delta, accounting, "gaussian", sigma=sigma, rho=rho,

@@ -38,7 +38,7 @@ class ModelSensitivity(Method):
     colour = "#0072B2"  # blue
     uses = ("lam",)
     family = "training"
-    summary = "Train the regularised model exactly, then add noise to its weights once."
+    summary = "Train the regularised model (to a certified gradient norm), then add noise to its weights once."
     wins_when = "N lam is large (noise shrinks as 1/(N lam eps)), D*C small, many predictions needed, delta > 0."
     assumptions = "Convex loss, K-Lipschitz (K = sqrt 2), lam > 0, ||x|| <= 1, solver gradient norm certified."
 
