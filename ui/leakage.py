@@ -5,7 +5,6 @@ that reads them, the specs of a setting and a progress/cancel runner (Streamlit 
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Sequence
 
 import numpy as np
@@ -209,40 +208,24 @@ def run_with_progress(specs: Sequence, *, key: str, label: str = "Measuring leak
     from privcore.types import CalibrationError
 
     from .display import show_error
-    from .progress import device_text as _device_text, fmt_seconds as _fmt_seconds
+    from .progress import cancellable_bar, device_text as _device_text
 
     sig = _signature(specs)
     memo = st.session_state.setdefault("_leakage_memo", {})
     if sig in memo:
         return memo[sig]
-    cancelled = st.session_state.setdefault("_cancelled", {})
-    if cancelled.get(key) == sig:
-        box = st.container(border=True)
-        box.info(f"{label}: cancelled. Finished methods are cached; resume to compute the rest.")
-        if box.button("Resume", key=f"{key}_resume"):
-            cancelled.pop(key, None)
-            st.rerun()
+    device = _device_text(specs[0].device) if specs else "CPU"
+    box = cancellable_bar(key, sig, label, device, what="methods")
+    if box is None:
         return None
-    holder = st.empty()
-    with holder.container(border=True):
-        device = _device_text(specs[0].device) if specs else "CPU"
-        bar = st.progress(0.0, text=f"{label} on {device}: starting...")
-        if st.button("Cancel", key=f"{key}_cancel", help="Stop now; finished methods stay cached"):
-            cancelled[key] = sig
-            holder.empty()
-            st.rerun()
-    t0 = time.perf_counter()
+    holder, bar_progress = box
     results = []
     try:
         for i, spec in enumerate(specs):
             name = method_label(spec.method)
 
             def progress(fraction: float, message: str, i: int = i, name: str = name) -> None:
-                done = (i + min(max(fraction, 0.0), 1.0)) / len(specs)
-                elapsed = time.perf_counter() - t0
-                eta = "estimating..." if done <= 0 else f"ETA {_fmt_seconds(elapsed * (1 - done) / done)}"
-                bar.progress(min(done, 1.0), text=f"{label} on {device}: {name}, {message} · {done:.0%} · "
-                                                  f"{_fmt_seconds(elapsed)} elapsed · {eta}")
+                bar_progress((i + min(max(fraction, 0.0), 1.0)) / len(specs), f"{name}, {message}")
 
             results.append(run_leakage(spec, progress=progress))
     except LeakageCancelled:

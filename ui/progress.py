@@ -75,6 +75,38 @@ def was_cancelled(spec, key: str) -> bool:  # noqa: ANN001
     return st.session_state.get("_cancelled", {}).get(key) == spec.key
 
 
+def cancellable_bar(key: str, sig: str, label: str, device: str, *, what: str = "points"):  # noqa: ANN201
+    """A progress bar with a Cancel button for the run ``sig`` under ``key``, or None when the user
+    cancelled that run (a "Resume" box is shown instead). Returns (holder, progress) where
+    ``progress(fraction, message)`` updates the bar with elapsed time and ETA and ``holder.empty()``
+    removes it. Shared by every long computation of the dashboard."""
+    cancelled = st.session_state.setdefault("_cancelled", {})
+    if cancelled.get(key) == sig:
+        box = st.container(border=True)
+        box.info(f"{label}: cancelled. Finished {what} are cached; resume to compute the rest.")
+        if box.button("Resume", key=f"{key}_resume"):
+            cancelled.pop(key, None)
+            st.rerun()
+        return None
+    holder = st.empty()
+    with holder.container(border=True):
+        bar = st.progress(0.0, text=f"{label} on {device}: starting...")
+        if st.button("Cancel", key=f"{key}_cancel", help=f"Stop now; finished {what} stay cached"):
+            cancelled[key] = sig
+            holder.empty()
+            st.rerun()
+    t0 = time.perf_counter()
+
+    def progress(fraction: float, message: str) -> None:
+        fraction = min(max(fraction, 0.0), 1.0)
+        elapsed = time.perf_counter() - t0
+        eta = "estimating..." if fraction <= 0 else f"ETA {fmt_seconds(elapsed * (1 - fraction) / fraction)}"
+        bar.progress(fraction,
+                     text=f"{label} on {device}: {message} · {fraction:.0%} · {fmt_seconds(elapsed)} elapsed · {eta}")
+
+    return holder, progress
+
+
 def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bool = False):  # noqa: ANN001, ANN201
     """Run (or fetch) a sweep with a progress bar showing device, progress and ETA, and a Cancel button.
 
@@ -91,29 +123,11 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
     if sig in memo:
         memo.move_to_end(sig)
         return memo[sig]
-    cancelled = st.session_state.setdefault("_cancelled", {})
-    if cancelled.get(key) == sig:
-        box = st.container(border=True)
-        box.info(f"{label}: cancelled. Finished parts are cached; resume to compute the rest.")
-        if box.button("Resume", key=f"{key}_resume"):
-            cancelled.pop(key, None)
-            st.rerun()
+    device = device_text(spec.device)
+    box = cancellable_bar(key, sig, label, device, what="points")
+    if box is None:
         return None
-    holder = st.empty()
-    with holder.container(border=True):
-        device = device_text(spec.device)
-        bar = st.progress(0.0, text=f"{label} on {device}: starting...")
-        if st.button("Cancel", key=f"{key}_cancel", help="Stop now; finished points stay cached"):
-            cancelled[key] = sig
-            holder.empty()
-            st.rerun()
-    t0 = time.perf_counter()
-
-    def progress(fraction: float, message: str) -> None:
-        elapsed = time.perf_counter() - t0
-        eta = "estimating..." if fraction <= 0 else f"ETA {fmt_seconds(elapsed * (1 - fraction) / fraction)}"
-        bar.progress(min(max(fraction, 0.0), 1.0),
-                     text=f"{label} on {device}: {message} · {fraction:.0%} · {fmt_seconds(elapsed)} elapsed · {eta}")
+    holder, progress = box
 
     try:
         result = run_sweep(spec, progress=progress)
