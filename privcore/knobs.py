@@ -138,7 +138,7 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
     _K("classes", "int", 10, "number of classes C", low=2, url="classes", ui_default=None, url_low=2, url_high=10,
        label="Classes C", ui_help="Keep only the first C classes (labels 0..C-1)."),
     _K("lam", "float_or_auto", 1e-3, "L2 weight lambda of the average-form objective, same for every method",
-       low=0.0, low_open=True, log=True, url="lam", url_low=1e-8, url_high=10.0, label="L2 weight λ (average form)",
+       low=1e-12, log=True, url="lam", url_low=1e-8, url_high=10.0, label="L2 weight λ (average form)",
        ui_help="Weight of 0.5||θ||² in the average-form objective, for every method that has one (DP-SGD has "
                "none). Larger λ shrinks the sensitivity 2K/(Nλ) but biases the model. 'auto' chooses λ per method "
                "and ε by a private selection paid from ε (10 % of ε and δ; slower).",

@@ -25,8 +25,10 @@ def test_check_names_the_knob_the_range_and_the_value():
         knobs.check("budget", 0)
     with pytest.raises(TypeError, match="teachers must be an integer"):
         knobs.check("teachers", 3.0)
-    with pytest.raises(ValueError, match=r"lam must be in \(0, inf\)"):
+    with pytest.raises(ValueError, match=r"lam must be in \[1e-12, inf\)"):
         knobs.check("lam", 0.0)
+    with pytest.raises(ValueError, match="lam must be"):  # below 1e-12 the sensitivity overflows to inf
+        knobs.check("lam", 1e-320)
     assert knobs.check("lam", "auto") == "auto"
     with pytest.raises(TypeError, match="lam"):
         knobs.check("lam", "auto", allow_auto=False)
