@@ -64,12 +64,17 @@ def show_point(rows: list[dict]) -> None:
             box.warning("No private method produced a result at this setting.")
             return
         acc, std = rec.accuracies[rec.winner]
-        head = f"**Recommended: {method_label(rec.winner)}** · accuracy {acc:.3f} ± {std:.3f}"
-        if rec.runner_up is not None:
-            verdict = ("beyond the repetition noise" if rec.significant else "within the repetition noise: too close to call")
-            head += (f" · margin over {method_label(rec.runner_up)}: {rec.margin:+.3f} ({verdict}, "
-                     f"threshold ±{rec.threshold:.3f} = 2 standard errors over R = {side.repeats})")
-        (box.success if rec.significant or rec.runner_up is None else box.info)(head)
+        if not rec.useful:  # an honest verdict: no green box for a method at chance
+            box.warning(f"**No method is useful at this setting** · best: {method_label(rec.winner)}, accuracy "
+                        f"{acc:.3f} ± {std:.3f}")
+        else:
+            head = f"**Recommended: {method_label(rec.winner)}** · accuracy {acc:.3f} ± {std:.3f}"
+            if rec.runner_up is not None:
+                verdict = ("beyond the repetition noise" if rec.significant
+                           else "within the repetition noise: too close to call")
+                head += (f" · margin over {method_label(rec.runner_up)}: {rec.margin:+.3f} ({verdict}, "
+                         f"threshold ±{rec.threshold:.3f} = 2 standard errors over R = {side.repeats})")
+            (box.success if rec.significant or rec.runner_up is None else box.info)(head)
         box.markdown(rec.reason)
     with table_area:
         st.subheader(f"Noise at the current setting (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, "

@@ -26,7 +26,7 @@ from .methods import ENTRIES, methods_of_family
 from .methods.base import WinContext
 from .validation import format_value as _fmt
 
-__all__ = ["Recommendation", "recommend", "significance_threshold", "TRAINING_METHODS", "PREDICTION_METHODS"]
+__all__ = ["Recommendation", "recommend", "significance_threshold", "near_chance", "TRAINING_METHODS", "PREDICTION_METHODS"]
 
 TRAINING_METHODS = methods_of_family("training")
 PREDICTION_METHODS = methods_of_family("prediction")
@@ -47,6 +47,7 @@ class Recommendation:
     significant: margin > threshold (False with R < 2 or no runner-up).
     reason: one plain-English sentence explaining the result from the setting.
     accuracies: {method: (mean, std)} of the private rows considered.
+    useful: whether the winner is clearly above chance (see :func:`near_chance`).
     """
 
     winner: str | None
@@ -56,6 +57,9 @@ class Recommendation:
     reason: str
     threshold: float = 0.0
     accuracies: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: False when even the best method is close to chance (within a tenth of the way from chance to
+    #: perfect): then no method is useful here, and the reason says what would change that.
+    useful: bool = True
 
     @property
     def summary(self) -> str:
@@ -113,9 +117,10 @@ def recommend(rows: Sequence[Mapping[str, Any]], *, chance: float | None = None)
     accs = {m: (float(private[m]["accuracy_mean"]), float(private[m].get("accuracy_std") or 0.0)) for m in ranked}
     winner = ranked[0]
     runner = ranked[1] if len(ranked) > 1 else None
+    useful = not near_chance(accs[winner][0], _chance(setting, chance))
     if runner is None:
         reason = _reason(winner, None, setting, accs, chance, True)
-        return Recommendation(winner, None, 0.0, False, reason, 0.0, accs)
+        return Recommendation(winner, None, 0.0, False, reason, 0.0, accs, useful)
     margin = accs[winner][0] - accs[runner][0]
     reps = min(int(private[winner].get("repeats") or 0), int(private[runner].get("repeats") or 0))
     if reps >= 2:
@@ -124,20 +129,32 @@ def recommend(rows: Sequence[Mapping[str, Any]], *, chance: float | None = None)
     else:
         threshold, significant = 0.0, False
     reason = _reason(winner, runner, setting, accs, chance, significant)
-    return Recommendation(winner, runner, margin, significant, reason, threshold, accs)
+    return Recommendation(winner, runner, margin, significant, reason, threshold, accs, useful)
+
+
+def _chance(setting: Mapping[str, Any], chance: float | None) -> float | None:
+    if chance is None and setting.get("classes"):
+        return 1.0 / float(setting["classes"])
+    return chance
+
+
+def near_chance(accuracy: float, chance: float | None) -> bool:
+    """Whether ``accuracy`` is within a tenth of the way from chance to 1 (no method is useful)."""
+    return chance is not None and accuracy < chance + 0.1 * (1.0 - chance)
 
 
 def _reason(winner: str, runner: str | None, s: Mapping[str, Any], accs: Mapping[str, tuple[float, float]],
             chance: float | None, significant: bool) -> str:
     """One sentence tying the winner to the setting (the paper's findings, Sections 5-6)."""
     eps, delta, b, n, lam, t = (s.get(k) for k in ("epsilon", "delta", "budget", "n", "lam", "teachers"))
-    if chance is None and s.get("classes"):
-        chance = 1.0 / float(s["classes"])
+    chance = _chance(s, chance)
     best = accs[winner][0]
     label = _label(winner)
-    if chance is not None and best < chance + 0.1 * (1.0 - chance):
-        return (f"At ε = {_fmt(eps)} every method is close to chance ({chance:.2f}): the noise needed for this "
-                f"privacy level swamps what N = {_fmt(n)} examples can teach; raise ε or N.")
+    if near_chance(best, chance):
+        fewer = f", or answer fewer predictions than B = {_fmt(b)}" if b is not None and int(b) > 1 else ""
+        return (f"No method is useful here: at ε = {_fmt(eps)} every method is close to chance ({chance:.2f}); the "
+                f"noise needed for this privacy level swamps what N = {_fmt(n)} examples can teach. Raise ε or N"
+                f"{fewer}.")
     entry = ENTRIES.get(winner)
     win = WinContext(eps, delta, b, n, lam, t)
     core = entry.win_reason(win) if entry is not None else f"{label} has the best accuracy at this setting"

@@ -98,3 +98,29 @@ def test_works_on_real_runner_rows():
     base = {k: None for k in RESULT_COLUMNS}
     rows = [dict(base, **row("prediction_sensitivity", 0.5)), dict(base, **row("subsample_aggregate", 0.6))]
     assert recommend(rows).winner == "subsample_aggregate"
+
+
+def test_no_method_is_useful_near_chance():
+    from privcore.recommend import near_chance, recommend
+
+    rows = [{"method": "model_sensitivity", "accuracy_mean": 0.174, "accuracy_std": 0.02, "repeats": 20,
+             "classes": 10, "epsilon": 3.0, "delta": 0.0, "budget": 10000, "n": 4000},
+            {"method": "subsample_aggregate", "accuracy_mean": 0.11, "accuracy_std": 0.01, "repeats": 20,
+             "classes": 10, "epsilon": 3.0, "delta": 0.0, "budget": 10000, "n": 4000}]
+    rec = recommend(rows)
+    assert not rec.useful and rec.reason.startswith("No method is useful here")
+    assert "fewer predictions than B = 10,000" in rec.reason
+    assert near_chance(0.18, 0.1) and not near_chance(0.2, 0.1)
+    rows[0]["accuracy_mean"] = 0.6
+    assert recommend(rows).useful
+
+
+def test_winner_map_marks_chance_cells():
+    from ui.figures import winner_map_figure
+
+    rows = [{"method": m, "epsilon": e, "budget": 10, "accuracy_mean": a, "accuracy_std": 0.0, "repeats": 5,
+             "classes": 10} for m, e, a in (("model_sensitivity", 1.0, 0.12), ("subsample_aggregate", 1.0, 0.11),
+                                            ("model_sensitivity", 10.0, 0.8), ("subsample_aggregate", 10.0, 0.5))]
+    fig = winner_map_figure(rows, "epsilon", "budget")
+    texts = [t for row in fig.data[0].text for t in row]
+    assert any(t.startswith("≈ chance") for t in texts) and any(t.startswith("Model sens.") for t in texts)

@@ -280,19 +280,25 @@ def winner_map_figure(rows_grid: Sequence[Mapping[str, Any]], x: str, y: str, *,
                 trow.append("")
                 hrow.append("no private result")
                 continue
-            if rec.winner not in winners_present:
-                winners_present.append(rec.winner)
-            zrow.append(rec.winner)
             acc = cell[rec.winner]["accuracy_mean"]
-            entry = ENTRIES.get(rec.winner)
-            short = (entry.short_label or entry.label) if entry is not None else rec.winner
-            trow.append(f"{short}<br>{acc:.2f}{'' if rec.significant else ' ≈'}")
+            if not rec.useful:  # every method near chance: no winner's colour, said in the cell
+                zrow.append(None)
+                trow.append(f"≈ chance<br>{acc:.2f}")
+            else:
+                if rec.winner not in winners_present:
+                    winners_present.append(rec.winner)
+                zrow.append(rec.winner)
+                entry = ENTRIES.get(rec.winner)
+                short = (entry.short_label or entry.label) if entry is not None else rec.winner
+                trow.append(f"{short}<br>{acc:.2f}{'' if rec.significant else ' ≈'}")
             lines = [f"{x} = {format_number(xv)}, {y} = {format_number(yv)}"]
             for m in _ordered_methods(cell):
                 r = cell[m]
                 mark = " ◀ winner" if m == rec.winner else ""
                 lines.append(f"{method_label(m)}: {r['accuracy_mean']:.3f} ± {float(r.get('accuracy_std') or 0):.3f}{mark}")
-            if not rec.significant:
+            if not rec.useful:
+                lines.append("no method is useful here: all near chance")
+            elif not rec.significant:
                 lines.append("margin within repetition noise (≈)")
             hrow.append("<br>".join(lines))
         z.append(zrow)
