@@ -1,5 +1,8 @@
 """Privacy accounting for compositions of bounded-range (BR) mechanisms.
 
+(Over 400 lines: the optimal-composition bound and its rigorous tail bounds and rounding margins
+are one numerical argument; they are kept together so the proof can be read in one place.)
+
 Context: subsample-and-aggregate answers each of ``B`` queries with the exponential mechanism
 ``P[y] ~ exp(beta * votes_y)`` over the votes of ``T`` teachers trained on disjoint data. Changing
 one training example moves one teacher's vote from a class ``a`` to a class ``b``, so the log

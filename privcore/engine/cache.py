@@ -1,5 +1,8 @@
 """On-disk result cache: plain numbers keyed by a hash of the point, the data and a schema version.
 
+(Over 400 lines: the JSON-only disk, validation of every stored value and recovery from a
+corrupt or read-only database are one safety boundary, kept in one module on purpose.)
+
 The device is deliberately not part of the key: a result computed on a GPU is reused on a CPU.
 Bump :data:`SCHEMA_VERSION` whenever a change alters what a stored number means.
 

@@ -1,5 +1,8 @@
 """Run a sweep: look every point up in the cache, batch the misses per method, store plain numbers.
 
+(Over 400 lines: planning, the in-flight sharing of identical sweeps, progress/cancel and the
+executor seam belong to one loop; splitting them would scatter its invariants.)
+
 For each variant of the spec (one value of the varied axis) the data set is loaded once, and for
 each method all missing epsilons x repetitions are evaluated in one batched call. Progress is
 reported through a callback; a cancel callable is polled between batches and inside them, at every
