@@ -40,13 +40,7 @@ st.caption(f"{len(REGISTRY)} ways to make a linear classifier's predictions diff
            f"({_names('prediction')}) spends ε over B answers.")
 
 side = sidebar.settings(require_data=True)
-s = controls.setting_panel(side)
-errors, warns = setting.setting_problems(side, s)
-for e in errors:
-    st.error(e)
-if errors:
-    st.stop()
-display.show_warnings(warns)
+s = controls.checked_setting_panel(side)
 
 rec_area = st.container()
 tab_key = state.bind("tab", normalise=lambda v: TABS.get(v, v) if v in TABS else (v if v in LABEL_TO_AXIS else TABS["epsilon"]))

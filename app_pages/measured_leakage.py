@@ -16,7 +16,7 @@ if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run a
 
 import streamlit as st
 
-from ui import controls, display, setting, sidebar
+from ui import controls, display, sidebar
 from ui import leakage as lk
 from ui.export import export_buttons
 from ui.figures import format_number
@@ -28,13 +28,7 @@ st.caption("What an attacker actually learns about membership, next to what diff
            "B noisy answers about the target for private prediction.")
 
 side = sidebar.settings(require_data=True)
-s = controls.setting_panel(side)
-errors, warns = setting.setting_problems(side, s)
-for e in errors:
-    st.error(e)
-if errors:
-    st.stop()
-display.show_warnings(warns)
+s = controls.checked_setting_panel(side)
 
 
 def _url_choice(name: str, options: tuple, default):  # noqa: ANN001, ANN202

@@ -19,7 +19,7 @@ from .setting import DataInfo, Setting, SidebarSettings, nearest, setting_from_v
 
 __all__ = ["log_select", "epsilon_slider", "delta_slider", "budget_slider", "n_slider", "teachers_slider",
            "lam_slider", "dim_slider", "classes_slider", "dpsgd_controls", "methods_select", "current_setting",
-           "setting_panel", "EPS_GRID"]
+           "setting_panel", "checked_setting_panel", "EPS_GRID"]
 
 EPS_GRID = knob("epsilon").grid
 
@@ -145,3 +145,19 @@ def setting_panel(side: SidebarSettings, *, expanded: bool = False, show_n: bool
     return Setting(eps=float(eps), delta=float(delta), budget=int(budget), n=n, teachers=int(teachers), lam=lam,
                    dim=dim, classes=classes, clip=float(clip), epochs=int(epochs), batch_size=int(batch),
                    methods=tuple(methods), augment=bool(state.get("augment")))
+
+
+def checked_setting_panel(side: SidebarSettings) -> Setting:
+    """The setting panel, with its problems shown: errors stop the page, warnings are listed."""
+    from .display import show_warnings
+    from .setting import setting_problems
+
+    s = setting_panel(side)
+    errors, warns = setting_problems(side, s)
+    for e in errors:
+        st.error(e)
+    if errors:
+        st.stop()
+    show_warnings(warns)
+    return s
+
