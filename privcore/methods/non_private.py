@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
-from .base import Method
+from .base import CostPart, Method, nonprivate_part
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import TrainContext
@@ -32,6 +32,10 @@ class NonPrivate(Method):
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         raise CalibrationError("non_private is the epsilon = inf baseline; it has no finite-epsilon calibration")
+
+    def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
+        """A fixed overhead and the non-private solve it perturbs (shared)."""
+        return [CostPart("fixed", 1.0), nonprivate_part(problem)]
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
