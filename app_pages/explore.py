@@ -40,7 +40,7 @@ st.caption(f"{len(REGISTRY)} ways to make a linear classifier's predictions diff
            f"({_names('prediction')}) spends ε over B answers.")
 
 side = sidebar.settings(require_data=True)
-s = controls.checked_setting_panel(side)
+s = controls.checked_setting_panel(side, allow_augment=True)
 
 rec_area = st.container()
 tab_key = state.bind("tab", normalise=lambda v: TABS.get(v, v) if v in TABS else (v if v in LABEL_TO_AXIS else TABS["epsilon"]))
