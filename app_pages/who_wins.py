@@ -57,6 +57,8 @@ n_eff = s.effective_n(side.info)
 st.subheader("ε × number of predictions B")
 spec_b = display.spec_or_error(side, s, epsilons=eps_list, vary="budget", values=B_VALUES)
 res_b = progress.run_with_progress(spec_b, key="map_b", label="Map ε × B") if spec_b is not None else None
+if res_b is None and spec_b is not None:
+    progress.show_previous("fig_map_b")  # cancelled or waiting for its Compute click
 if res_b is not None:
     fig_b = winner_map_figure(res_b.rows, "epsilon", "budget",
                               title=f"Best method over ε and B (δ = {format_number(delta)}, N = {n_eff:,})")
@@ -83,6 +85,8 @@ spec_n = display.spec_or_error(side, s_n, epsilons=eps_list, vary="n", values=tu
 if not n_values:
     st.error(f"No N value is at least T = {s.teachers} and the DP-SGD batch size {s.batch_size}.")
 res_n = progress.run_with_progress(spec_n, key="map_n", label="Map ε × N") if spec_n is not None else None
+if res_n is None and spec_n is not None:
+    progress.show_previous("fig_map_n")
 if res_n is not None:
     fig_n = winner_map_figure(res_n.rows, "epsilon", "n",
                               title=f"Best method over ε and N (δ = {format_number(delta)}, B = {s.budget:,})")
