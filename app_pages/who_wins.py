@@ -50,7 +50,8 @@ for e in errors:
     st.error(e)
 if errors:
     st.stop()
-display.show_warnings(w for w in warns if "ε =" not in w)
+_, warns_at_n = setting.setting_problems(side, s)  # the ε × B map runs at this N: who is left out there, and why
+display.show_warnings(w for w in warns + warns_at_n if "ε =" not in w)
 
 # ---------------------------------------------------------------- map 1: epsilon x B
 n_eff = s.effective_n(side.info)

@@ -135,3 +135,21 @@ def test_explore_draws_the_quick_methods_first_unless_all_is_cached(tmp_path, mo
     ran = [json.loads(k)["methods"] for k in again.session_state["_sweep_memo"].keys()]
     assert ["model_sensitivity", "subsample_aggregate"] not in ran      # all cached: no quick pass
     assert len(again.get("plotly_chart")) == 1
+
+
+def test_n_below_the_dpsgd_batch_leaves_out_only_dpsgd():
+    # N = 100 with DP-SGD's default batch 256 (issue 14): DP-SGD is shown as unavailable, the others compute
+    at = app(n="100", methods='["dpsgd","model_sensitivity","subsample_aggregate"]').run()
+    assert not at.exception, at.exception
+    assert not at.error, texts(at.error)
+    assert any("DP-SGD is left out" in w and "256" in w for w in texts(at.warning)), texts(at.warning)
+    shown = set(at.dataframe[0].value["Method"])
+    assert {"Model sensitivity", "Subsample-and-aggregate"} <= shown and "DP-SGD" not in shown
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_chance_level_gets_an_honest_verdict():
+    at = app(eps="0.01", delta="0", budget="10000", methods='["model_sensitivity","subsample_aggregate"]').run()
+    assert not at.exception, at.exception
+    assert any("No method is useful at this setting" in t for t in texts(at.warning)), texts(at.warning)
+    assert not [t for t in texts(at.success) if "Recommended" in t]
