@@ -45,7 +45,9 @@ def show_figure(fig, *, key: str | None = None) -> None:  # noqa: ANN001
     """``st.plotly_chart`` with the figure's own (print) styling, not Streamlit's theme. The figure
     is remembered under ``key`` (:func:`ui.progress.show_previous` draws it again after a Cancel)."""
     if key is not None and not key.endswith("_previous"):
-        st.session_state.setdefault("_last_figures", {})[key] = fig
+        shown = st.session_state.setdefault("_last_figures", {})
+        shown.pop(key, None)  # most recent last
+        shown[key] = fig
     st.plotly_chart(fig, theme=None, key=key, width="stretch",
                     config={"displaylogo": False,
                             "toImageButtonOptions": {"format": "png", "scale": 2, "filename": key or "chart"}})

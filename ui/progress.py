@@ -154,12 +154,14 @@ def compute_approved(key: str, sig: str, label: str, predicted: float | None, de
 
 
 def show_previous(key: str) -> bool:
-    """Draw the last chart remembered under ``key`` when the new one was cancelled or waits for a
-    click, so Cancel keeps the previous chart (its title still names its own setting). Returns
-    whether there was one."""
+    """Draw the last chart remembered under ``key`` (or ``key + "_quick"``, whichever was drawn
+    last) when the new one was cancelled or waits for a click, so Cancel keeps the previous chart
+    (its title still names its own setting). Returns whether there was one."""
     from .display import show_figure
 
-    fig = st.session_state.get("_last_figures", {}).get(key)
+    shown = st.session_state.get("_last_figures", {})
+    latest = [k for k in shown if k in (key, f"{key}_quick")]  # the full chart, or the quick one drawn first
+    fig = shown[latest[-1]] if latest else None
     if fig is None:
         return False
     st.caption("Previous chart, kept while the new setting is not computed (its title names its setting).")
