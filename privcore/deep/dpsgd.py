@@ -30,7 +30,7 @@ from torch.nn import functional as F
 
 from ..device import make_generator
 from .images import ImageData, augment_batch, to_float
-from .loop import (Poller, generator_states, load_checkpoint, lr_at, momentum_step, restore_generators,
+from .loop import (generator_states, load_checkpoint, lr_at, momentum_step, restore_generators,
                    save_checkpoint)
 
 __all__ = ["SGDConfig", "per_sample_grads", "clip_and_sum", "add_noise", "scale", "dpsgd_step", "train_dpsgd",
