@@ -36,8 +36,11 @@ def _list(kind: Callable[[str], Any], what: str) -> Callable[[str], tuple]:
     return parse
 
 
-def _size(text: str) -> int | None:
-    return None if text.strip().lower() == "all" else int(text)
+_ALL = -1  # "--n-train all": the whole data set (None in the spec; None here means "not given")
+
+
+def _size(text: str) -> int:
+    return _ALL if text.strip().lower() == "all" else int(text)
 
 
 def add_deep_parser(sub, number: Callable, epsilon: Callable) -> None:  # noqa: ANN001
@@ -104,6 +107,7 @@ def run_deep_command(args: argparse.Namespace) -> int:
     from .run import TrainingCancelled, run_deep
 
     given = {k: getattr(args, k) for k in _OVERRIDES if getattr(args, k) is not None}
+    given = {k: (None if k in ("n_train", "n_test") and v == _ALL else v) for k, v in given.items()}
     extra: dict[str, Any] = {"dataset": args.dataset, **given}
     if args.methods is not None:
         extra["methods"] = args.methods
