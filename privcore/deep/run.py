@@ -34,7 +34,8 @@ from .spec import DeepRow, DeepSpec, check_row
 from .teachers import teacher_predictions, train_teachers, votes_from_predictions
 from .votes import dpsgd_methods, private_vote_accuracy, vote_methods, vote_problem
 
-__all__ = ["run_deep", "DeepResult", "missing_units", "deep_dir", "TrainingCancelled", "estimate_seconds"]
+__all__ = ["run_deep", "DeepResult", "missing_units", "deep_dir", "TrainingCancelled", "estimate_seconds",
+           "cached_rows"]
 
 ProgressFn = Callable[[float, str], None]
 
@@ -81,6 +82,30 @@ def missing_units(spec: DeepSpec, cache: ResultCache | None = None, data: ImageD
                 if store.get(point_key(spec.dpsgd_point(m, e), data.fingerprint), validate=check_row) is None:
                     out.append(("dpsgd", m, e))
     return out
+
+
+def cached_rows(spec: DeepSpec, cache: ResultCache | None = None) -> tuple[list[DeepRow], int]:
+    """(the rows of ``spec`` the cache holds, how many are missing): reads only, trains nothing."""
+    data = load_images(spec.dataset, spec.n_train, spec.n_test)
+    store = cache if cache is not None else ResultCache()
+    rows, missing = [], 0
+    for m in spec.methods:
+        for e in spec.epsilons:
+            if m in dpsgd_methods():
+                hit = store.get(point_key(spec.dpsgd_point(m, e), data.fingerprint), validate=check_row)
+                if hit is None:
+                    missing += len(spec.budgets)
+                else:
+                    base = DeepRow.from_dict(hit, cached=True)
+                    rows.extend(replace(base, budget=b) for b in spec.budgets)
+                continue
+            for b in spec.budgets:
+                hit = store.get(point_key(spec.vote_point(m, e, b), data.fingerprint), validate=check_row)
+                if hit is None:
+                    missing += 1
+                else:
+                    rows.append(DeepRow.from_dict(hit, cached=True))
+    return rows, missing
 
 
 def estimate_seconds(spec: DeepSpec, units: list[tuple], data: ImageData, throughput: dict[str, float]) -> float:
