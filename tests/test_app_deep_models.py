@@ -1,4 +1,4 @@
-"""app_pages/deep_models.py through app.py's navigation (AppTest), on a small generated Fashion-MNIST folder."""
+"""app_pages/deep_models.py (AppTest, the page on its own), on a small generated Fashion-MNIST folder."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest import APP, run, texts  # noqa: E402
+from apptest import APP, PAGES, run, texts  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("app_env")
-FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0", "eps_max": "10.0"}  # Explore first
+PAGE = str(PAGES / "deep_models.py")  # the page alone: it reads nothing from the shared sidebar
 
 
 @pytest.fixture()
@@ -33,8 +33,7 @@ def tiny_preset(tmp_path, monkeypatch):
 
 
 def test_deep_page_computes_missing_points_and_draws_figure_7(tiny_preset):
-    at = run(APP, FAST).run()
-    at.switch_page("app_pages/deep_models.py").run()
+    at = run(PAGE, {}).run()
     assert not at.exception
     assert any("No GPU here" in t and "GPU job" in t for t in texts(at.info))
     button = [b for b in at.button if b.key == "deep_compute"]
@@ -47,11 +46,18 @@ def test_deep_page_computes_missing_points_and_draws_figure_7(tiny_preset):
     assert len(at.get("plotly_chart")) == 2
 
 
+def test_page_is_in_the_navigation():
+    import ast
+
+    tree = ast.parse(open(APP).read())
+    pages = [n for n in ast.walk(tree) if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "_PAGES"]
+    assert ("deep_models.py", "Deep models") in [tuple(ast.literal_eval(e))[:2] for e in pages[0].value.elts]
+
+
 def test_deep_page_without_the_data_says_which_package(tmp_path, monkeypatch):
     from privcore.deep import fashion
 
     monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))
-    at = run(APP, FAST).run()
-    at.switch_page("app_pages/deep_models.py").run()
+    at = run(PAGE, {}).run()
     assert not at.exception
     assert any("dataset-fashion-mnist" in t for t in texts(at.error))

@@ -74,7 +74,7 @@ def missing_units(spec: DeepSpec, cache: ResultCache | None = None, data: ImageD
     if any(m in vote_methods() for m in spec.methods):
         need = [(m, e, b) for m in spec.methods if m in vote_methods() for e in spec.epsilons for b in spec.budgets]
         if any(store.get(point_key(spec.vote_point(*p), data.fingerprint), validate=check_row) is None for p in need):
-            if not _predictions_path(spec, data).is_file():
+            if not (store.enabled and _predictions_path(spec, data).is_file()):  # no cache: retrain
                 out.append(("teachers",))
     for m in spec.methods:
         if m in dpsgd_methods():
