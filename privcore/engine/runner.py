@@ -189,8 +189,7 @@ def check_features(dim: int) -> None:
 def _variant_data(vspec: SweepSpec) -> tuple[Dataset, float, Problem]:
     """The data set of one variant (memoised by the loader), its fixed lam and its base problem."""
     d = vspec.data
-    ds = load_dataset(d.name, data_file=d.data_file, n=d.n, dim=d.dim, classes=d.classes, seed=vspec.seed,
-                      augment=d.augment)
+    ds = load_dataset(d.name, seed=vspec.seed, **d.load_kwargs())
     check_features(ds.dim)
     fixed_lam = knobs.fixed_lam(vspec.lam)
     return ds, fixed_lam, _problem(ds, vspec, fixed_lam)
