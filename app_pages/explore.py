@@ -20,7 +20,7 @@ import streamlit as st
 from privcore.methods import REGISTRY, methods_of_family
 
 from privcore.recommend import recommend
-from ui import controls, display, progress, setting, sidebar, state
+from ui import controls, display, progress, setting, sidebar, state, userdata
 from ui.export import export_buttons
 from ui.figures import curve_figure, format_number, is_baseline, method_label, noise_table
 
@@ -88,6 +88,8 @@ if point is None:
     st.stop()
 display.show_warnings(point.warnings)
 show_point(point.rows)
+with rec_area:
+    userdata.baseline_check(side, point.rows)  # own data: far below a plain logistic regression?
 
 
 # ---------------------------------------------------------------- 2. the active tab's curve

@@ -49,11 +49,13 @@ class DataInfo:
     image: bool = False
 
 
-def build_data_info(name: str, data_file: str | None = None) -> DataInfo:
+def build_data_info(name: str, data_file: str | None = None, preprocess: str = "none",
+                    label_column: str | None = None) -> DataInfo:
     """Sizes of a data set, uncached (the sidebar caches it per process)."""
     from privcore.data import load_dataset
 
-    ds = load_dataset(name, data_file=data_file)
+    extra = dict(preprocess=preprocess, label_column=label_column) if name == "file" else {}
+    ds = load_dataset(name, data_file=data_file, **extra)
     return DataInfo(name, int(ds.n), int(ds.x_test.shape[0]), int(ds.dim), int(ds.classes), tuple(ds.notes),
                     name in ("mnist-5k", "mnist", "digits"))
 
@@ -69,14 +71,19 @@ class SidebarSettings:
     device: str
     info: DataInfo | None
     error: str | None = None
+    #: A user file's declared preprocessing (privcore.data.preprocess text form) and label column.
+    preprocess: str = "none"
+    label_column: str | None = None
 
     def data_spec(self, *, n: int | None = None, dim: int | None = None, classes: int | None = None,
                   augment: bool = False):  # noqa: ANN201 - privcore DataSpec
         """A :class:`privcore.engine.specs.DataSpec` for this data set with optional transforms."""
         from privcore.engine.specs import DataSpec
 
-        return DataSpec(name=self.dataset, data_file=self.data_file if self.dataset == "file" else None,
-                        n=n, dim=dim, classes=classes, augment=augment)
+        own = self.dataset == "file"
+        return DataSpec(name=self.dataset, data_file=self.data_file if own else None,
+                        n=n, dim=dim, classes=classes, augment=augment, preprocess=self.preprocess if own else "none",
+                        label_column=self.label_column if own else None)
 
 
 def _first(name: str) -> Any:

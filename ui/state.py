@@ -49,6 +49,8 @@ class Field:
     choices: tuple[Any, ...] | None = None
     allow_zero: bool = False
     help: str = ""
+    #: Extra check of a ``str`` value: returns the normalised value or raises ``ValueError``.
+    validator: Callable[[Any], Any] | None = None
 
     def check(self, value: Any) -> Any:
         """The normalised value, or ``ValueError`` naming the parameter."""
@@ -72,7 +74,7 @@ class Field:
                 raise ValueError(f"{self.name} must be a string, got {value!r}")
             if self.choices is not None and value not in self.choices:
                 raise ValueError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, got {value!r}")
-            return value
+            return self.validator(value) if self.validator is not None else value
         if k in ("floats", "strs"):
             if not isinstance(value, (list, tuple)):
                 raise ValueError(f"{self.name} must be a JSON list, got {value!r}")
@@ -120,12 +122,38 @@ def _from_knob(k: Any) -> Field:
     return Field(k.url, k.first_view, kind, k.url_low, k.url_high, allow_zero=k.url_zero, help=k.tooltip)
 
 
+def _upload_name(value: str) -> str:
+    """Uploads are named ``<sha256>.csv|.npz``: anything else (a server path, ``../``) is refused."""
+    stem, dot, ext = value.rpartition(".")
+    if not dot or ext not in ("csv", "npz") or len(stem) != 64 or any(c not in "0123456789abcdef" for c in stem):
+        raise ValueError("data_file must name an upload of this server (a 64-hex-digit name ending .csv or .npz, "
+                         "set by the uploader); paths are never read")
+    return value
+
+
+def _preprocess_text(value: str) -> str:
+    from privcore.data.preprocess import parse_preprocess
+
+    try:
+        return parse_preprocess(value).text
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"prep: {err}") from None
+
+
+def _column_name(value: str) -> str:
+    if not value.strip() or len(value) > 200:
+        raise ValueError(f"label_col must be a column name of 1 to 200 characters, got {len(value)} characters")
+    return value.strip()
+
+
 def _fields() -> dict[str, Field]:
     from privcore.knobs import KNOBS
 
     knob_fields = [_from_knob(k) for k in KNOBS.values() if k.url]
     page_fields = [  # controls of one page only (not knobs of privcore)
-        Field("data_file", None, "str"),  # name of an uploaded file under cache/uploads (set by the uploader)
+        Field("data_file", None, "str", validator=_upload_name),  # an upload's name under cache/uploads
+        Field("prep", "none", "str", validator=_preprocess_text),  # a user file's declared feature map
+        Field("label_col", None, "str", validator=_column_name),  # a user CSV's label column
         Field("tab", "epsilon", "str", choices=("epsilon", "budget", "delta", "n")),  # Explore
         Field("eps_max", 100.0, "float", 0.01, 1e4),
         Field("eps_min", 0.1, "float", 1e-3, 1e3),
