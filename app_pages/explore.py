@@ -21,6 +21,7 @@ from privcore.methods import REGISTRY, methods_of_family
 
 from privcore.recommend import recommend
 from ui import controls, display, progress, setting, sidebar, state, userdata
+from ui.caption import add_caption, rows_n, settings_of
 from ui.export import export_buttons
 from ui.figures import curve_figure, format_number, is_baseline, method_label, noise_table
 
@@ -125,7 +126,7 @@ def curve_tab(axis: str) -> None:
         eps = setting.curve_epsilons(lo, hi, current=s.eps)
         spec = display.spec_or_error(side, s, epsilons=eps)
         x, log_x, current, xname = "epsilon", True, s.eps, "ε"
-        title = f"Test accuracy vs ε (δ = {format_number(s.delta)}, B = {s.budget:,}, N = {n_eff:,})"
+        title = f"Test accuracy vs ε (δ = {format_number(s.delta)}, B = {s.budget:,}, N = {{N}})"
         note = ("Try this: set δ = 0. DP-SGD drops out and subsample-and-aggregate wins at B = 10 from ε ≈ 1 on; "
                 "then raise B to 100 and loss perturbation leads up to ε ≈ 30 (bundled 4,000 digits, λ = 0.001).")
     elif axis == "budget":
@@ -153,6 +154,12 @@ def curve_tab(axis: str) -> None:
         return
     # The methods that only draw noise answer in a fraction of a second: draw them first, then
     # replace the chart when loss perturbation and DP-SGD (one training run per release) are done.
+    def chart(rows: list[dict]):  # noqa: ANN202 - the figure, its title with the N the rows used, its settings
+        n_used = rows_n(rows)
+        fig = curve_figure(rows, x, title=title.replace("{N}", f"{n_used:,}" if n_used else "-"), log_x=log_x,
+                           current=current)
+        return add_caption(fig, settings_of(spec, rows, dataset=userdata.dataset_label(side)))
+
     early, pending = st.empty(), st.empty()
     quick = progress.quick_part(spec)
     quick_key = f"curve_{axis}_quick"
@@ -161,15 +168,14 @@ def curve_tab(axis: str) -> None:
         return  # one Cancel stops the whole curve; its Resume box is shown
     if first is not None:
         with early.container():
-            display.show_figure(curve_figure(first.rows, x, title=title, log_x=log_x, current=current),
-                                key=f"fig_{axis}_quick")
+            display.show_figure(chart(first.rows), key=f"fig_{axis}_quick")
         pending.caption("Loss perturbation and DP-SGD train once per release and follow in a few seconds.")
     res = progress.run_with_progress(spec, key=f"curve_{axis}", label=f"Curve {TABS[axis]}")
     pending.empty()
     if res is None:
         return  # cancelled or failed (said inline): the quick chart, if any, stays
     early.empty()
-    fig = curve_figure(res.rows, x, title=title, log_x=log_x, current=current)
+    fig = chart(res.rows)
     display.show_figure(fig, key=f"fig_{axis}")
     st.markdown(describe(res.rows, x, xname))
     if note:

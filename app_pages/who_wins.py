@@ -13,7 +13,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from ui import controls, display, progress, setting, sidebar, state
+from ui import controls, display, progress, setting, sidebar, state, userdata
+from ui.caption import add_caption, rows_n, settings_of
 from ui.export import export_buttons
 from ui.figures import format_number, winner_map_figure
 
@@ -59,7 +60,9 @@ spec_b = display.spec_or_error(side, s, epsilons=eps_list, vary="budget", values
 res_b = progress.run_with_progress(spec_b, key="map_b", label="Map ε × B") if spec_b is not None else None
 if res_b is not None:
     fig_b = winner_map_figure(res_b.rows, "epsilon", "budget",
-                              title=f"Best method over ε and B (δ = {format_number(delta)}, N = {n_eff:,})")
+                              title=f"Best method over ε and B (δ = {format_number(delta)}, N = "
+                                    f"{rows_n(res_b.rows) or n_eff:,})")
+    add_caption(fig_b, settings_of(spec_b, res_b.rows, dataset=userdata.dataset_label(side)))
     display.show_figure(fig_b, key="fig_map_b")
     st.caption("Private-prediction methods pay for every answer, so they win at small B and fade as B grows; "
                "private-training methods do not depend on B.")
@@ -86,6 +89,7 @@ res_n = progress.run_with_progress(spec_n, key="map_n", label="Map ε × N") if 
 if res_n is not None:
     fig_n = winner_map_figure(res_n.rows, "epsilon", "n",
                               title=f"Best method over ε and N (δ = {format_number(delta)}, B = {s.budget:,})")
+    add_caption(fig_n, settings_of(spec_n, res_n.rows, dataset=userdata.dataset_label(side)))
     display.show_figure(fig_n, key="fig_map_n")
     st.caption("Subsample-and-aggregate suits small N; the sensitivity methods' noise 2K/(Nλ) shrinks as N grows.")
     display.show_warnings(res_n.warnings)

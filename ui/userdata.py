@@ -155,3 +155,12 @@ def baseline_check(side, rows) -> None:  # noqa: ANN001 - SidebarSettings, resul
     else:
         st.caption(f"Plain (non-private) logistic regression on the same split: {plain:.3f}; the non-private model "
                    f"here: {max(ours):.3f}.")
+
+
+def dataset_label(side) -> str:  # noqa: ANN001 - SidebarSettings
+    """The data set as a chart caption names it: the user's own file name for an upload, never a server path."""
+    from . import uploads
+
+    if side.dataset == "file" and side.data_file:
+        return f"own file {uploads.display_name(side.data_file)}"
+    return side.dataset
