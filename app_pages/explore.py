@@ -182,6 +182,7 @@ def curve_tab(axis: str) -> None:
         st.caption(note)
     display.show_warnings(res.warnings)
     export_buttons(fig, res.rows, key=f"export_{axis}")
+    display.copy_as_code(spec, side, key=f"code_{axis}")
 
 
 for axis, tab in zip(TABS, tabs):

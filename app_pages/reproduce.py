@@ -167,6 +167,7 @@ if results:
     for acc, fig, res in drawn:
         st.caption(f"Download Figure {key}, {ACCOUNTING_TITLES[acc]}:")
         export_buttons(fig, res.rows, key=f"repro_export_{key}_{acc}", filename=f"figure-{key}-{acc}")
+        display.copy_as_code(specs[acc], side, key=f"repro_code_{key}_{acc}")
     gaps = paper.accounting_gaps({a: r.rows for a, r in results.items()}, fig_def.x,
                                     reference="paper" if "paper" in results else next(iter(results)))
     if gaps:

@@ -68,6 +68,7 @@ if res_b is not None:
                "private-training methods do not depend on B.")
     display.show_warnings(res_b.warnings)
     export_buttons(fig_b, res_b.rows, key="export_map_b")
+    display.copy_as_code(spec_b, side, key="code_map_b")
 
 # ---------------------------------------------------------------- map 2: epsilon x N
 st.subheader("ε × training-set size N")
@@ -94,3 +95,4 @@ if res_n is not None:
     st.caption("Subsample-and-aggregate suits small N; the sensitivity methods' noise 2K/(Nλ) shrinks as N grows.")
     display.show_warnings(res_n.warnings)
     export_buttons(fig_n, res_n.rows, key="export_map_n")
+    display.copy_as_code(spec_n, side, key="code_map_n")

@@ -164,3 +164,12 @@ def dataset_label(side) -> str:  # noqa: ANN001 - SidebarSettings
     if side.dataset == "file" and side.data_file:
         return f"own file {uploads.display_name(side.data_file)}"
     return side.dataset
+
+
+def upload_name(side) -> str | None:  # noqa: ANN001 - SidebarSettings
+    """The user's own name for the uploaded file (for generated code and captions), None without one."""
+    from . import uploads
+
+    if side.dataset == "file" and side.data_file:
+        return uploads.display_name(side.data_file)
+    return None
