@@ -23,7 +23,7 @@ from privcore.recommend import recommend
 from ui import controls, display, progress, setting, sidebar, state, userdata
 from ui.caption import add_caption, rows_n, settings_of
 from ui.export import export_buttons
-from ui.figures import curve_figure, format_number, is_baseline, method_label, noise_table
+from ui.figures import BANDS, curve_figure, format_number, is_baseline, method_label, noise_table
 
 TABS = {"epsilon": "Accuracy vs ε", "budget": "vs B (predictions)", "delta": "vs δ", "n": "vs N (training size)"}
 LABEL_TO_AXIS = {v: k for k, v in TABS.items()}
@@ -74,10 +74,13 @@ def show_point(rows: list[dict]) -> None:
     with table_area:
         st.subheader(f"Noise at the current setting (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, "
                      f"B = {s.budget:,})")
-        st.dataframe(noise_table(rows), hide_index=True, width="stretch")
+        table = noise_table(rows)  # formulas and notes are long: typeset below, where text wraps
+        st.dataframe(table, hide_index=True, width="stretch",
+                     column_order=[c for c in table.columns if c not in ("Formula", "Note")])
         st.caption("σ: std of Gaussian noise; β: inverse scale of Laplace-like noise (density ∝ exp(−β‖b‖)) or "
                    "inverse temperature of the vote; ρ: extra L2 weight of loss perturbation; noise multiplier: "
                    "DP-SGD's σ/ν; per-query ε: what each of the B answers may spend.")
+        display.show_formulas(rows)
 
 
 point_spec = display.spec_or_error(side, s, epsilons=(s.eps,))
@@ -113,7 +116,7 @@ def describe(rows: list[dict], x: str, xname: str) -> str:
              else f"; at {xname} = {format_number(xs[-1])} it is {m_hi} ({a_hi:.2f})")
     if base:
         text += f"; the dashed line is the non-private model ({max(base):.2f})"
-    return text + ". Shaded bands are ±1 standard deviation over the repetitions."
+    return text + f". Shaded bands: {BANDS[band]} over the R = {side.repeats} repetitions."
 
 
 def curve_tab(axis: str) -> None:
@@ -157,7 +160,7 @@ def curve_tab(axis: str) -> None:
     def chart(rows: list[dict]):  # noqa: ANN202 - the figure, its title with the N the rows used, its settings
         n_used = rows_n(rows)
         fig = curve_figure(rows, x, title=title.replace("{N}", f"{n_used:,}" if n_used else "-"), log_x=log_x,
-                           current=current)
+                           current=current, band=band)
         return add_caption(fig, settings_of(spec, rows, dataset=userdata.dataset_label(side)))
 
     early, pending = st.empty(), st.empty()
@@ -188,4 +191,8 @@ def curve_tab(axis: str) -> None:
 for axis, tab in zip(TABS, tabs):
     if axis == active:
         with tab:
+            band = state.commit("band", st.radio(
+                "Bands around each curve", list(BANDS), key=state.bind("band"), format_func=BANDS.get, horizontal=True,
+                help="±1 sd: the spread of single runs. 95 % CI: where the mean of the R runs lies (1.96 sd/√R), "
+                     "to judge whether two curves really differ."))
             curve_tab(axis)

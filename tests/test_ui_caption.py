@@ -100,3 +100,49 @@ def test_paper_and_corrected_image_exports_differ(fmt):
         assert b'"accounting": "paper"' in a and b'"accounting": "corrected"' in b
         offsets = [int(o) for o in re.findall(rb"(\d{10}) \d{5} n", a[int(re.search(rb"startxref\s+(\d+)", a).group(1)):])]
         assert offsets and all(re.match(rb"\d+ 0 obj", a[o:o + 12]) for o in offsets)  # xref still points at objects
+
+
+# ---------------------------------------------------------------- readable by everyone (ui/figures.py, registry)
+
+def test_every_method_has_its_own_marker_and_dash():
+    from privcore.methods import BASELINE, REGISTRY
+
+    markers = [m.marker for m in REGISTRY.values()]
+    dashes = [m.dash for m in REGISTRY.values()]
+    assert len(set(markers)) == len(markers) and len(set(dashes)) == len(dashes)
+    assert BASELINE.dash not in dashes  # the reference alone is drawn "dash"
+    lp, sa = REGISTRY["loss_perturbation"], REGISTRY["subsample_aggregate"]
+    assert (lp.marker, lp.dash) != (sa.marker, sa.dash) and lp.marker != sa.marker and lp.dash != sa.dash
+    fig = curve_figure(_rows("corrected"), "epsilon", title="t", log_x=True)
+    drawn = {t.name: (t.marker.symbol, t.line.dash) for t in fig.data if t.mode == "lines+markers"}
+    assert drawn["Subsample-and-aggregate"] == (sa.marker, sa.dash)
+
+
+def test_log_ticks_are_plain_numbers():
+    from ui.figures import log_tickvals
+
+    vals, text = log_tickvals([1e-10, 1e-5, 1e-3])
+    assert text == ["1e-10", "1e-9", "1e-8", "1e-7", "1e-6", "1e-5", "1e-4", "1e-3"]
+    assert log_tickvals([0.1, 100])[1] == ["0.1", "1", "10", "100"]
+    fig = curve_figure(_rows("paper"), "epsilon", title="t", log_x=True)
+    assert list(fig.layout.xaxis.ticktext) == ["1", "10"]
+
+
+def test_bands_sd_or_confidence_interval_of_the_mean():
+    from ui.figures import band_halfwidth
+
+    assert band_halfwidth(0.04, 4, "sd") == 0.04
+    assert band_halfwidth(0.04, 4, "ci95") == pytest.approx(1.96 * 0.02)
+    sd = curve_figure(_rows("paper"), "epsilon", title="t", log_x=True, band="sd")
+    ci = curve_figure(_rows("paper"), "epsilon", title="t", log_x=True, band="ci95")
+    top = lambda f: [t for t in f.data if t.name.endswith("band top")][0].y[0]  # noqa: E731
+    assert top(sd) == pytest.approx(0.71) and top(ci) == pytest.approx(0.7 + 1.96 * 0.01 / 3 ** 0.5)
+
+
+def test_formulas_typeset_or_fall_back_to_text():
+    from ui.formula import to_latex
+
+    assert to_latex("sigma = (K/eps) sqrt(8 ln(2/delta) + 4 eps)") == (
+        r"\sigma =\left(K /\varepsilon \right)\sqrt{8\ln \left(2/\delta \right)+4\varepsilon }")
+    assert to_latex("beta = eps / (2K") is None  # unbalanced: shown as text
+    assert to_latex("x {y}") is None

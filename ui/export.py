@@ -267,22 +267,21 @@ def export_buttons(fig: go.Figure, rows: Sequence[Mapping[str, Any]] | None, key
     base = _slug(filename or title)
     frozen = go.Figure(fig)
     frozen_rows = [dict(r) for r in rows] if rows is not None else None
-    cols = st.columns([1, 1, 1, 1, 1, 3])
+    # One horizontal row of buttons sized to their labels (wrapping on narrow screens), so "PNG" never
+    # shrinks to "P…" in a fifth of an 800 px column.
+    row = st.container(horizontal=True, gap="small", key=f"{key}_row")
     if browser_available():
-        for i, fmt in enumerate(IMAGE_FORMATS):
-            with cols[i]:
-                st.download_button(fmt.upper(), data=lambda f=fmt: figure_bytes(frozen, f), file_name=f"{base}.{fmt}",
-                                   mime=MIME_TYPES[fmt], key=f"{key}_{fmt}", on_click="ignore",
-                                   help=f"Print-ready {fmt.upper()} (white background, fixed method colours)")
-    else:
-        with cols[5]:
-            st.caption("PNG/SVG/PDF export needs Chromium, which was not found here: use the camera icon "
-                       "in the chart's toolbar for a PNG.")
-    with cols[3]:
-        st.download_button("HTML", data=lambda: figure_html(frozen), file_name=f"{base}.html", mime=MIME_TYPES["html"],
-                           key=f"{key}_html", on_click="ignore", help="Interactive chart, works offline")
+        for fmt in IMAGE_FORMATS:
+            row.download_button(fmt.upper(), data=lambda f=fmt: figure_bytes(frozen, f), file_name=f"{base}.{fmt}",
+                                mime=MIME_TYPES[fmt], key=f"{key}_{fmt}", on_click="ignore", width="content",
+                                help=f"Print-ready {fmt.upper()} (white background, fixed method colours and "
+                                     "markers, the settings in a caption row and the file's metadata)")
+    row.download_button("HTML", data=lambda: figure_html(frozen), file_name=f"{base}.html", mime=MIME_TYPES["html"],
+                        key=f"{key}_html", on_click="ignore", width="content", help="Interactive chart, works offline")
     if frozen_rows is not None:
-        with cols[4]:
-            st.download_button("CSV", data=lambda: rows_csv(frozen_rows), file_name=f"{base}.csv",
-                               mime=MIME_TYPES["csv"], key=f"{key}_csv", on_click="ignore",
-                               help="The numbers behind the chart")
+        row.download_button("CSV", data=lambda: rows_csv(frozen_rows), file_name=f"{base}.csv",
+                            mime=MIME_TYPES["csv"], key=f"{key}_csv", on_click="ignore", width="content",
+                            help="The numbers behind the chart")
+    if not browser_available():
+        st.caption("PNG/SVG/PDF export needs Chromium, which was not found here: use the camera icon "
+                   "in the chart's toolbar for a PNG.")

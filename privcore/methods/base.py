@@ -71,6 +71,10 @@ class Method(ABC):
     sentence_label: ClassVar[str] = ""
     #: Fixed chart colour (Okabe-Ito palette, colour-blind safe), the same in every view.
     colour: ClassVar[str] = "#888888"
+    #: Plotly marker symbol and line dash, distinct per method, so charts read without colour
+    #: (greyscale print, colour-blind readers); the non-private reference alone is dashed "dash".
+    marker: ClassVar[str] = "circle"
+    dash: ClassVar[str] = "solid"
     #: "training" (the model is private), "prediction" (B answers are) or "baseline" (no privacy).
     family: ClassVar[str]
     uses: ClassVar[tuple[str, ...]]  # Problem fields besides n, dim, classes that change its results

@@ -46,6 +46,8 @@ class ConfidentGNMax(TeacherVoteMethod):
     short_label = "Conf.-GNMax"
     sentence_label = "PATE's Confident-GNMax"
     colour = "#56B4E9"  # sky blue
+    marker = "triangle-down"
+    dash = "longdashdot"
     uses = ("lam", "budget", "teachers")
     family = "prediction"
     supports_pure = False

@@ -51,6 +51,8 @@ class DPSGD(Method):
     sentence_label = "DP-SGD"
     from_paper = True
     colour = "#009E73"  # bluish green
+    marker = "x"
+    dash = "longdash"
     uses = ("batch_size", "epochs", "clip", "learning_rate")
     family = "training"
     trains_per_release = True

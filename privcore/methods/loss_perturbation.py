@@ -82,6 +82,8 @@ class LossPerturbation(Method):
     paper_figure6_axis = "lam"
     from_paper = True
     colour = "#E69F00"  # orange
+    marker = "diamond"
+    dash = "dot"
     uses = ("lam",)
     family = "training"
     trains_per_release = True

@@ -36,6 +36,8 @@ class ModelSensitivity(Method):
     sentence_label = "model sensitivity"
     from_paper = True
     colour = "#0072B2"  # blue
+    marker = "circle"
+    dash = "solid"
     uses = ("lam",)
     family = "training"
     summary = "Train the regularised model (to a certified gradient norm), then add noise to its weights once."

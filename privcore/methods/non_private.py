@@ -25,6 +25,8 @@ class NonPrivate(Method):
     short_label = "Non-private"
     sentence_label = "the non-private model"
     colour = "#333333"  # near black, dashed
+    marker = "line-ew"
+    dash = "dash"
     family = "baseline"
     uses = ("lam",)
     summary = "The same regularised model trained without any privacy: the accuracy every method is compared with."

@@ -54,6 +54,8 @@ class PateStudent(TeacherVoteMethod):
     short_label = "Student"
     sentence_label = "the PATE student"
     colour = "#999999"  # grey
+    marker = "cross"
+    dash = "1px,5px"
     uses = ("lam", "teachers")
     family = "training"
     supports_pure = False

@@ -33,6 +33,8 @@ class PredictionSensitivity(Method):
     sentence_label = "prediction sensitivity"
     from_paper = True
     colour = "#CC79A7"  # reddish purple
+    marker = "square"
+    dash = "dashdot"
     uses = ("lam", "budget")
     family = "prediction"
     uses_budget = True
