@@ -30,7 +30,8 @@ st.caption("Each cell is one setting; its colour is the method with the best mea
 side = sidebar.settings(require_data=True)
 c1, c2 = st.columns(2)
 delta = controls.delta_slider(c1)
-eps_key = state.bind("map_eps", normalise=lambda v: [e for e in v if e in EPS_CHOICES] or [1.0, 10.0])
+eps_key = state.bind("map_eps", normalise=lambda v: [e for e in v if e in EPS_CHOICES] or [1.0, 10.0],
+                     explain="the map's ε columns are among " + ", ".join(format_number(e) for e in EPS_CHOICES))
 with c2:
     eps_list = sorted(st.multiselect("ε values (columns)", list(EPS_CHOICES), key=eps_key, format_func=format_number))
 eps_list = state.commit("map_eps", eps_list)

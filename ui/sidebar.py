@@ -117,7 +117,8 @@ def draw() -> SidebarSettings:
     k = knob("device")
     devices = [d for d in k.choices if d != "cuda" or torch.cuda.is_available()]
     device = state.commit("device", sb.radio(
-        k.label, devices, key=state.bind("device", normalise=lambda v: v if v in devices else k.default),
+        k.label, devices, key=state.bind("device", normalise=lambda v: v if v in devices else k.default,
+                                         explain="no CUDA GPU is available on this server"),
         horizontal=True, help=k.tooltip))
     sb.caption(NEIGHBOURS_NOTE)
 

@@ -287,12 +287,27 @@ def _apply_url(name: str) -> None:
     st.session_state.pop(widget_key(name), None)  # re-seeded from the store by bind()
 
 
-def bind(name: str, *, normalise: Callable[[Any], Any] | None = None) -> str:
+def _say_adjusted(name: str, given: Any, used: Any, why: str) -> None:
+    """One warning per session and value: a stored (usually pasted) value this control cannot show."""
+    import streamlit as st
+
+    from .text import clip, escape_markdown
+
+    seen = st.session_state.setdefault("_adjusted_seen", set())
+    mark = (name, encode(given))
+    if mark in seen:
+        return
+    seen.add(mark)
+    st.warning(escape_markdown(f"URL parameter {name}={clip(encode(given))} adjusted to {clip(encode(used))}: {why}"))
+
+
+def bind(name: str, *, normalise: Callable[[Any], Any] | None = None, explain: str | None = None) -> str:
     """Prepare the widget key of ``name`` for this run and return it.
 
     Call right before creating the widget with ``key=bind(name)`` and no ``value``/``index``;
     then pass the widget's return value to :func:`commit`. ``normalise`` maps the stored value to
-    one the widget accepts (e.g. snap to the slider's options).
+    one the widget accepts (e.g. snap to the slider's options); with ``explain`` a value it changes
+    is reported once ("URL parameter ... adjusted to ...: <explain>"), never silently.
     """
     import streamlit as st
 
@@ -300,7 +315,10 @@ def bind(name: str, *, normalise: Callable[[Any], Any] | None = None) -> str:
     wkey = widget_key(name)
     value = st.session_state.get(store_key(name), FIELDS[name].default)
     if normalise is not None:
-        value = normalise(value)
+        fixed = normalise(value)
+        if explain is not None and encode(fixed) != encode(value):
+            _say_adjusted(name, value, fixed, explain)
+        value = fixed
     if wkey not in st.session_state:
         st.session_state[wkey] = value
     else:
