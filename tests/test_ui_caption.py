@@ -44,7 +44,8 @@ def test_caption_lists_every_setting_with_the_true_n():
         assert part in text, (part, text)
     fig = _fig("paper")
     assert fig.layout.title.text == "acc (N = 800)"
-    assert any(a.text == text for a in fig.layout.annotations)  # the caption row inside the figure
+    shown = [a.text for a in fig.layout.annotations if a.name == "privcore-settings"]
+    assert shown and shown[0].replace("<br>", " · ") == text  # the caption rows inside the figure
 
 
 def test_a_varied_axis_shows_its_range():

@@ -77,14 +77,13 @@ def chart_settings(rows: Sequence[Mapping[str, Any]], *, dataset: str, seed: int
 def settings_of(spec: Any, rows: Sequence[Mapping[str, Any]], *, dataset: str | None = None) -> dict[str, Any]:
     """:func:`chart_settings` of a privcore SweepSpec's result rows (data set name, seed and accounting from it)."""
     d = spec.data
-    name = dataset or d.name
-    if d.name == "file" and d.preprocess != "none":
-        name += f" (preprocess {d.preprocess})"
-    return chart_settings(rows, dataset=name, seed=spec.seed, accounting=spec.accounting, repeats=spec.repeats)
+    extra = {"preprocess": d.preprocess} if d.name == "file" else None
+    return chart_settings(rows, dataset=dataset or d.name, seed=spec.seed, accounting=spec.accounting,
+                          repeats=spec.repeats, extra=extra)
 
 
 def caption_text(meta: Mapping[str, Any]) -> str:
-    """'data: digits · N = 1,437 · C = 10 · ...' in a fixed order, extra keys last."""
+    """'data: digits · N = 1,437 · C = 10 · ...' in a fixed order, extra keys last (one line)."""
     parts = []
     for key, sym in _ORDER:
         if key in meta:
@@ -92,7 +91,7 @@ def caption_text(meta: Mapping[str, Any]) -> str:
             parts.append(f"{sym}: {v}" if key in ("dataset", "accounting") else f"{sym} = {_fmt(v)}")
     for key, v in meta.items():
         if key not in dict(_ORDER):
-            parts.append(f"{key} = {_fmt(v)}")
+            parts.append(f"{key}: {_fmt(v)}")
     return " · ".join(parts)
 
 
@@ -100,12 +99,20 @@ def add_caption(fig: go.Figure, meta: Mapping[str, Any]) -> go.Figure:
     """Write the settings under the title (a caption row inside every export) and into layout.meta."""
     text = caption_text(meta)
     top = (fig.layout.margin.t or 60) if fig.layout.margin else 60
-    fig.add_annotation(text=text, xref="paper", yref="paper", x=0.0, y=1.0, xanchor="left", yanchor="bottom",
+    # Rows of at most ~64 characters, so the caption fits a chart on an 800 px screen.
+    lines: list[str] = []
+    for part in text.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= 64:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    shown = "<br>".join(lines)
+    fig.add_annotation(text=shown, xref="paper", yref="paper", x=0.0, y=1.0, xanchor="left", yanchor="bottom",
                        yshift=6, showarrow=False, align="left", font=dict(size=11, color="#444444"),
                        name="privcore-settings")
     meta_all = dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
     meta_all["privcore"] = {**{k: v for k, v in meta.items()}, "caption": text}
-    fig.update_layout(meta=meta_all, margin=dict(t=max(top, 60) + 24))
+    fig.update_layout(meta=meta_all, margin=dict(t=max(top, 60) + 14 * len(lines) + 10))
     return fig
 
 

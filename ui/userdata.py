@@ -8,6 +8,8 @@ scaling computed from the private data would leak (:data:`privcore.data.preproce
 
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 
 from privcore.data.preprocess import LEAK_EXPLANATION, Preprocess, parse_preprocess
@@ -162,7 +164,10 @@ def dataset_label(side) -> str:  # noqa: ANN001 - SidebarSettings
     from . import uploads
 
     if side.dataset == "file" and side.data_file:
-        return f"own file {uploads.display_name(side.data_file)}"
+        name = uploads.display_name(side.data_file)
+        if name == os.path.basename(side.data_file):  # uploaded in another session: its content hash
+            name = f"upload {name[:10]}…{os.path.splitext(name)[1]}"
+        return f"own file {name}"
     return side.dataset
 
 
