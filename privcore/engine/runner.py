@@ -107,6 +107,7 @@ def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary: str |
         seconds=0.0 if cached else stored["seconds"], device=stored["device"], cached=cached,
         note=stored.get("note") or None, solver_grad_norm=stored.get("solver_grad_norm"),
         answered_fraction=stored.get("answered_fraction"), accuracy_answered=stored.get("accuracy_answered"),
+        accuracy_answered_std=stored.get("accuracy_answered_std"),
         **{key: stored.get(key) for key in EXTRA_RESULT_KEYS},
         **{key: scale.get(key) for key in _NOISE_FIELDS})
 
@@ -445,6 +446,7 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
             scale = scales[j] if scales[j].noise != "none" else None  # the baseline stores no noise scale
             out[i] = _stored(acc[j], scale, 0.0, dev, lam, LAM_AUTO_NOTE if auto else "", grad)
             if answered is not None:
-                out[i].update(answered_fraction=float(answered[j].mean()), accuracy_answered=float(among[j].mean()))
+                out[i].update(answered_fraction=float(answered[j].mean()), accuracy_answered=float(among[j].mean()),
+                              accuracy_answered_std=float(among[j].std(ddof=1)) if among[j].size > 1 else 0.0)
             out[i].update({k: float(v) for k, v in extras[j].items() if k in EXTRA_RESULT_KEYS})
     return out
