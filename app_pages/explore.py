@@ -19,8 +19,9 @@ import streamlit as st
 
 from privcore.methods import REGISTRY, methods_of_family
 
+from privcore.inverse import score_rows
 from privcore.recommend import recommend
-from ui import controls, display, progress, setting, sidebar, state, userdata
+from ui import controls, display, inverse, progress, setting, sidebar, state, userdata
 from ui.caption import add_caption, rows_n, settings_of
 from ui.export import export_buttons
 from ui.figures import BANDS, curve_figure, format_number, is_baseline, method_label, noise_table
@@ -42,12 +43,14 @@ st.caption(f"{len(REGISTRY)} ways to make a linear classifier's predictions diff
 
 side = sidebar.settings(require_data=True)
 s = controls.checked_setting_panel(side)
+answered_only = inverse.answered_only_toggle()  # default off: abstentions count as wrong
 
 rec_area = st.container()
 tab_key = state.bind("tab", normalise=lambda v: TABS.get(v, v) if v in TABS else (v if v in LABEL_TO_AXIS else TABS["epsilon"]))
 tabs = st.tabs(list(TABS.values()), key=tab_key, on_change="rerun")
 active = state.commit("tab", LABEL_TO_AXIS.get(st.session_state.get(tab_key), "epsilon"))
 table_area = st.container()
+target_area = st.container()  # the inverse view (filled from the ε curve), below the noise table
 
 
 # ---------------------------------------------------------------- 1. the current setting (fast)
@@ -71,6 +74,7 @@ def show_point(rows: list[dict]) -> None:
                          f"threshold ±{rec.threshold:.3f} = 2 standard errors over R = {side.repeats})")
             (box.success if rec.significant or rec.runner_up is None else box.info)(head)
         box.markdown(rec.reason)
+        box.caption(inverse.risk_caption(s.eps, s.delta))
     with table_area:
         st.subheader(f"Noise at the current setting (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, "
                      f"B = {s.budget:,})")
@@ -79,7 +83,8 @@ def show_point(rows: list[dict]) -> None:
                      column_order=[c for c in table.columns if c not in ("Formula", "Note")])
         st.caption("σ: std of Gaussian noise; β: inverse scale of Laplace-like noise (density ∝ exp(−β‖b‖)) or "
                    "inverse temperature of the vote; ρ: extra L2 weight of loss perturbation; noise multiplier: "
-                   "DP-SGD's σ/ν; per-query ε: what each of the B answers may spend.")
+                   "DP-SGD's σ/ν; per-query ε: what each of the B answers may spend. ε data-dependent: PATE's "
+                   "accounting at these votes, a function of the private data, so not the guarantee (the ε above is).")
         display.show_formulas(rows)
 
 
@@ -91,7 +96,7 @@ with rec_area:  # progress (and a cancelled notice) where the recommendation wil
 if point is None:
     st.stop()
 display.show_warnings(point.warnings)
-show_point(point.rows)
+show_point(score_rows(point.rows, answered_only))
 with rec_area:
     userdata.baseline_check(side, point.rows)  # own data: far below a plain logistic regression?
 
@@ -171,21 +176,25 @@ def curve_tab(axis: str) -> None:
         return  # one Cancel stops the whole curve; its Resume box is shown
     if first is not None:
         with early.container():
-            display.show_figure(chart(first.rows), key=f"fig_{axis}_quick")
+            display.show_figure(chart(score_rows(first.rows, answered_only)), key=f"fig_{axis}_quick")
         pending.caption("Loss perturbation and DP-SGD train once per release and follow in a few seconds.")
     res = progress.run_with_progress(spec, key=f"curve_{axis}", label=f"Curve {TABS[axis]}")
     pending.empty()
     if res is None:
         return  # cancelled or failed (said inline): the quick chart, if any, stays
     early.empty()
-    fig = chart(res.rows)
+    rows = score_rows(res.rows, answered_only)
+    fig = chart(rows)
     display.show_figure(fig, key=f"fig_{axis}")
-    st.markdown(describe(res.rows, x, xname))
+    st.markdown(describe(rows, x, xname))
     if note:
         st.caption(note)
     display.show_warnings(res.warnings)
     export_buttons(fig, res.rows, key=f"export_{axis}")
     display.copy_as_code(spec, side, key=f"code_{axis}")
+    if axis == "epsilon":
+        with target_area:
+            inverse.target_section(rows, s.budget, n_eff, answered_only)
 
 
 for axis, tab in zip(TABS, tabs):

@@ -387,6 +387,16 @@ def winner_map_figure(rows_grid: Sequence[Mapping[str, Any]], x: str, y: str, *,
 _TABLE_FIELDS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon")
 
 
+def _dd_text(r: Mapping[str, Any]) -> str:
+    """PATE's data-dependent epsilon and what publishing it costs, or '' where the row has none."""
+    if r.get("epsilon_data_dependent") is None:
+        return ""
+    text = format_number(r.get("epsilon_data_dependent"))
+    if r.get("epsilon_dd_published") is not None:
+        text += f" ({format_number(r.get('epsilon_dd_published'))} to publish)"
+    return text
+
+
 def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas DataFrame
     """One line per method at the current setting: noise kind and scales, formula, accuracy.
 
@@ -411,6 +421,8 @@ def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas Dat
             # the accuracy above counts abstentions as wrong).
             "Threshold": format_number(r.get("threshold")),
             "Answered": f"{r['answered_fraction']:.1%}" if r.get("answered_fraction") is not None else "",
+            # PATE's data-dependent epsilon (Confident-GNMax): beside the guarantee, never instead of it.
+            "ε data-dependent (not a guarantee)": _dd_text(r),
             "Sensitivity Δ": format_number(r.get("sensitivity"), 4),
             "Formula": r.get("formula") or ("no noise (ε = ∞)" if is_baseline(method) else ""),
             "Note": r.get("note") or "",

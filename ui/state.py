@@ -158,6 +158,8 @@ def _fields() -> dict[str, Field]:
         Field("eps_max", 100.0, "float", 0.01, 1e4),
         Field("eps_min", 0.1, "float", 1e-3, 1e3),
         Field("band", "sd", "str", choices=("sd", "ci95")),  # Explore: band around each curve
+        Field("answered_only", False, "bool"),  # Explore: score abstaining methods on answered queries
+        Field("target", 0.8, "float", 0.0, 1.0),  # Explore: the target accuracy of the inverse view
         Field("augment", False, "bool"),  # Who wins
         Field("map_eps", [0.3, 1.0, 3.0, 10.0, 30.0, 100.0], "floats", 1e-3, 1e4),
         Field("compare", True, "bool"),  # Calibrate

@@ -21,7 +21,8 @@ _SPEC_EPSILONS = SweepSpec.__dataclass_fields__["epsilons"].default
 _CLI_COLUMNS = ("method", "epsilon", "delta", "budget", "n", "dim", "classes", "lam", "teachers", "accounting",
                 "vary", "value", "accuracy_mean", "accuracy_std", "repeats", "seconds", "device", "cached",
                 "noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "solver_grad_norm",
-                "threshold", "answered_fraction", "accuracy_answered", "solver_tolerance", "sensitivity", "note")
+                "threshold", "answered_fraction", "accuracy_answered", "accuracy_answered_std", "epsilon_data_dependent",
+                "epsilon_dd_published", "solver_tolerance", "sensitivity", "note")
 
 
 def _csv_list(kind: Callable[[str], Any], what: str) -> Callable[[str], tuple]:

@@ -28,7 +28,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..context import TrainContext
 
-__all__ = ["Method", "WinContext"]
+__all__ = ["Method", "WinContext", "EXTRA_RESULT_KEYS"]
+
+#: Extra numbers a method may store per point (:meth:`Method.extra_results`), all finite and >= 0:
+#: PATE's data-dependent epsilon (not a guarantee) and what publishing it privately would cost.
+EXTRA_RESULT_KEYS: tuple[str, ...] = ("epsilon_data_dependent", "epsilon_dd_published")
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,15 @@ class Method(ABC):
         except (ValueError, RuntimeError) as err:  # e.g. a delta too small for any finite sigma
             raise CalibrationError(f"{self.name} cannot be calibrated at epsilon={budget.epsilon:g}, "
                                    f"delta={budget.delta:g}: {err}") from err
+
+    def extra_results(self, ctx: "TrainContext", scales: list[NoiseScale],
+                      released: "torch.Tensor") -> list[dict[str, float]]:
+        """Plain numbers stored beside each scale's accuracy (keys: :data:`EXTRA_RESULT_KEYS`), from its releases.
+
+        ``released`` is what :meth:`release` returned for ``scales`` (only computed for methods that
+        abstain). Confident-GNMax adds PATE's data-dependent epsilon here (not a guarantee).
+        """
+        return [{} for _ in scales]
 
     def supports(self, delta: float) -> bool:
         """Whether the method has a guarantee at this delta (pure DP when delta = 0)."""
