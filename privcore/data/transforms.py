@@ -9,7 +9,6 @@ full-size temporary.
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from ..device import derive_seed
 
@@ -72,6 +71,7 @@ def pca_fit(x: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
     full data), then diagonalised with ``torch.linalg.eigh``. Component signs are fixed
     (largest-magnitude entry positive) so the projection does not flip between platforms.
     """
+    import torch
     m, d = x.shape
     if d > EXACT_PCA_MAX_D and dim < d:
         return _pca_fit_randomized(x, dim)
