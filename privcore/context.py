@@ -25,6 +25,8 @@ from .types import Problem
 __all__ = ["TrainContext", "accuracy", "unit_ball_float32"]
 
 _PRECOND_LOCK = threading.Lock()
+#: Rows (in bytes) of the teachers solved together: one group below about 10^5 rows of D = 784.
+TEACHER_GROUP_BYTES = 256 << 20
 
 
 def accuracy(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -174,11 +176,23 @@ class TrainContext:
             perm = torch.randperm(n, generator=self.generator("sa_partition", teachers), device=self.device)[: teachers * m]
             # The teachers' rows in the full data's eigenbasis: no unrotated copy of the parts
             # (3 GB at N = 1e6) and no second eigendecomposition.
-            parts = self.preconditioner.rows(perm, teachers)
-            ys = self.y_train[perm].view(teachers, m)
-            lam_t = torch.full((teachers,), float(lam), dtype=torch.float64, device=self.device)
-            res = solve_softmax(parts.x, ys, lam_t, classes=self.classes, gtol=self.gtol, precond=parts,
-                                callback=self.checkpoint)
+            # Each teacher's problem is solved on its own (no problem's path depends on its batch), so
+            # they are solved in groups whose rows fit TEACHER_GROUP_BYTES: at N = 1e6 one gathered
+            # copy of all parts would be another 2.8 GB (and the solver's compaction a third).
+            rank = self.preconditioner.x.shape[-1]
+            per_group = max(1, min(teachers, TEACHER_GROUP_BYTES // max(1, m * rank * self.preconditioner.x.element_size())))
+            results = []
+            for first in range(0, teachers, per_group):
+                size = min(per_group, teachers - first)
+                rows = perm[first * m:(first + size) * m]
+                parts = self.preconditioner.rows(rows, size)
+                ys = self.y_train[rows].view(size, m)
+                lam_t = torch.full((size,), float(lam), dtype=torch.float64, device=self.device)
+                results.append(solve_softmax(parts.x, ys, lam_t, classes=self.classes, gtol=self.gtol, precond=parts,
+                                             callback=self.checkpoint))
+                del parts
+            res = results[0] if len(results) == 1 else SolveResult(*(torch.cat(t) for t in zip(
+                *((r.theta, r.grad_norm, r.iterations, r.converged) for r in results))))
             self._note_solve(res)
             self._solves[key] = res
         return self._solves[key].theta
