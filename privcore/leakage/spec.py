@@ -13,7 +13,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ..device import DEVICE_CHOICES
+from ..knobs import DEVICE_CHOICES
 from ..engine.specs import DataSpec, compact_data
 from ..methods import BASELINE, METHOD_NAMES, get_method
 from ..types import ACCOUNTING_MODES, PrivacyBudget, Problem
