@@ -42,7 +42,7 @@ st.caption(f"{len(REGISTRY)} ways to make a linear classifier's predictions diff
            f"({_names('prediction')}) spends ε over B answers.")
 
 side = sidebar.settings(require_data=True)
-s = controls.checked_setting_panel(side)
+s = controls.checked_setting_panel(side, allow_augment=True)
 answered_only = inverse.answered_only_toggle()  # default off: abstentions count as wrong
 
 rec_area = st.container()
