@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from .progress import cancellable_bar, device_text, fmt_seconds
+from .progress import cancellable_bar, device_text
 
 __all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "compute", "gpu_work_text", "panel_rows"]
 
@@ -96,4 +96,4 @@ def gpu_work_text(dataset: str) -> str:
             f"epsilons, {p['teachers']} teachers × {p['teacher_epochs']} epochs) need {dp / 1e6:.0f} million "
             f"per-example gradients and {teach / 1e6:.0f} million ordinary ones: a GPU job (bench/figure7_deep.sh). "
             f"At the ~50 examples/s of one CPU core for ResNet-20 per-example gradients that would take about "
-            f"{fmt_seconds(dp / 50)}; its GPU time has not been measured yet.")
+            f"{dp / 50 / 86400:.0f} days; its GPU time has not been measured yet.")

@@ -246,6 +246,10 @@ def _rows(spec: DeepSpec, data: ImageData, store: ResultCache, device: torch.dev
 def _load_votes(spec: DeepSpec, data: ImageData, device: torch.device) -> torch.Tensor:
     tag = point_key(spec.teacher_point(), data.fingerprint)
     state = load_checkpoint(_predictions_path(spec, data), tag, device)
-    if state is None:
-        raise RuntimeError("the teachers' predictions are missing or unreadable: run again to retrain them")
-    return votes_from_predictions(state["predictions"].to(torch.int64), data.classes)
+    pred = None if state is None else state.get("predictions")
+    if (not isinstance(pred, torch.Tensor) or pred.shape != (spec.teachers, len(data.y_test))
+            or pred.dtype.is_floating_point or int(pred.min()) < 0 or int(pred.max()) >= data.classes):
+        _predictions_path(spec, data).unlink(missing_ok=True)  # not what we wrote: retrained next time
+        raise RuntimeError("the teachers' predictions file was missing or not valid and has been removed: run again "
+                           "to retrain the teachers")
+    return votes_from_predictions(pred.to(torch.int64), data.classes)

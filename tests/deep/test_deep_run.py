@@ -61,6 +61,24 @@ def test_run_rows_cache_and_reuse(fake_fashion):
     assert sum(not r.cached for r in more.rows) == len(vote_methods()) * 2
 
 
+def test_a_tampered_predictions_file_is_refused_then_retrained(fake_fashion):
+    from privcore.deep.loop import save_checkpoint
+    from privcore.deep.run import _predictions_path
+    from privcore.deep.data import load_images
+    from privcore.engine.cache import point_key
+
+    spec = DeepSpec(**{**SMALL, "methods": vote_methods()[:1], "epsilons": (1.0,)})
+    run_deep(spec)
+    data = load_images(spec.dataset, spec.n_train, spec.n_test)
+    path = _predictions_path(spec, data)
+    tag = point_key(spec.teacher_point(), data.fingerprint)
+    save_checkpoint(path, {"tag": tag, "predictions": torch.full((4, 60), 99, dtype=torch.int16)})
+    with pytest.raises(RuntimeError, match="not valid and has been removed"):
+        run_deep(replace(spec, budgets=(7,)))
+    assert not path.exists()
+    assert len(run_deep(replace(spec, budgets=(7,))).rows) == 1
+
+
 def test_cancel_keeps_finished_units(fake_fashion):
     from privcore.deep.loop import TrainingCancelled
 
