@@ -34,8 +34,7 @@ from .spec import DeepRow, DeepSpec, check_row
 from .teachers import teacher_predictions, train_teachers, votes_from_predictions
 from .votes import dpsgd_methods, private_vote_accuracy, vote_methods, vote_problem
 
-__all__ = ["run_deep", "DeepResult", "missing_units", "deep_dir", "TrainingCancelled", "estimate_seconds",
-           "cached_rows"]
+__all__ = ["run_deep", "DeepResult", "missing_units", "deep_dir", "TrainingCancelled", "cached_rows"]
 
 ProgressFn = Callable[[float, str], None]
 
@@ -106,18 +105,6 @@ def cached_rows(spec: DeepSpec, cache: ResultCache | None = None) -> tuple[list[
                 else:
                     rows.append(DeepRow.from_dict(hit, cached=True))
     return rows, missing
-
-
-def estimate_seconds(spec: DeepSpec, units: list[tuple], data: ImageData, throughput: dict[str, float]) -> float:
-    """Rough time of ``units`` from examples/s figures {"dpsgd": ..., "teachers": ...}."""
-    n = len(data.y_train)
-    total = 0.0
-    for u in units:
-        if u[0] == "teachers":
-            total += spec.teacher_epochs * (n // spec.teachers) * spec.teachers / throughput["teachers"]
-        else:
-            total += spec.epochs * n / throughput["dpsgd"]
-    return total
 
 
 def _predictions_path(spec: DeepSpec, data: ImageData) -> Path:

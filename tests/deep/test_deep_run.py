@@ -148,6 +148,17 @@ def test_cli_rows_and_bad_inputs(fake_fashion, capsys):
         assert err.startswith("error:") and what in err and "\n" not in err, bad
 
 
+def test_cli_figure7_writes_both_panels(fake_fashion, tmp_path, capsys):
+    args = ["deep", "--n-train", "all", "--n-test", "all", "--teachers", "4", "--teacher-epochs", "1",
+            "--device", "cpu", "--methods", vote_methods()[0], "--figure7", str(tmp_path / "figs")]
+    assert main(args) == 0
+    a = (tmp_path / "figs" / "fig7a_fashion-mnist_small-cnn.csv").read_text().splitlines()
+    b = (tmp_path / "figs" / "fig7b_fashion-mnist_small-cnn.csv").read_text().splitlines()
+    assert a[0].startswith("dataset,model,method,epsilon") and len(a) == 1 + 5 and len(b) == 1 + 7
+    assert main(args + ["--epsilons", "1"]) == 2
+    assert "leave out --epsilons" in capsys.readouterr().err
+
+
 def test_cli_offline_cifar_is_one_line(tmp_path, monkeypatch, capsys):
     from privcore.deep import cifar
 
