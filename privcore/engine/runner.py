@@ -194,8 +194,7 @@ def check_features(dim: int) -> None:
 def _variant_data(vspec: SweepSpec) -> tuple[Dataset, float, Problem]:
     """The data set of one variant (memoised by the loader), its fixed lam and its base problem."""
     d = vspec.data
-    ds = load_dataset(d.name, data_file=d.data_file, n=d.n, dim=d.dim, classes=d.classes, seed=vspec.seed,
-                      augment=d.augment)
+    ds = load_dataset(d.name, seed=vspec.seed, **d.load_kwargs())
     check_features(ds.dim)
     fixed_lam = knobs.fixed_lam(vspec.lam)
     return ds, fixed_lam, _problem(ds, vspec, fixed_lam)
@@ -250,6 +249,20 @@ class _Job:
     hits: list[dict[str, Any] | None]
     missing: list[int]  # computed by this job's unit
     shared: list[int] = field(default_factory=list)  # computed by an earlier unit still running
+    weight: float = 1.0  # predicted seconds (privcore.engine.cost), for the progress fraction
+
+
+def _job_weights(spec: SweepSpec, store: ResultCache) -> dict[tuple[int, str], float]:
+    """Predicted seconds per job (:mod:`privcore.engine.cost`): the progress fraction is the share
+    of predicted work done, so an ETA drawn from it follows the cost model. Empty when unknown."""
+    from . import cost
+
+    try:
+        est = cost.estimate_spec(spec, store)
+    except (ValueError, TypeError, RuntimeError, OSError):  # the run itself reports the problem
+        return {}
+    floor = 0.02 * max(est.seconds, 1e-9) / max(len(est.jobs), 1)  # cached jobs still take a moment
+    return {k: v + floor for k, v in est.jobs.items()} if est.seconds > 0 else {}
 
 
 def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[], bool] | None,
@@ -260,8 +273,13 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
     where = str(resolve_device(spec.device)) if executor.local_device else executor.describe()
     result = SweepResult(spec=spec, device=where)
     variants = spec.variants()
-    units = len(variants) * (len(spec.methods) + int(spec.baseline))
-    done = [0]  # jobs finished (computed or found in the cache)
+    weights = _job_weights(spec, store) if (compute and progress is not None) else {}
+    units = sum(weights.values()) if weights else len(variants) * (len(spec.methods) + int(spec.baseline))
+    done = [0.0]  # work of the jobs finished (computed or found in the cache), in predicted seconds or jobs
+    under_way = [1.0]  # the work of the unit being computed
+
+    def weight(vi: int, method: str) -> float:
+        return weights.get((vi, method), 0.0) if weights else 1.0
 
     current = [""]  # the message of the batch under way
     last_report = [time.perf_counter()]
@@ -269,7 +287,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
     def tick(message: str) -> None:
         current[0] = message
         if progress is not None:
-            progress(min(done[0] / max(units, 1), 1.0), message)
+            progress(min(done[0] / max(units, 1e-9), 1.0), message)
             last_report[0] = time.perf_counter()
         if cancel is not None and cancel():
             raise SweepCancelled("sweep cancelled; finished points are cached")
@@ -280,7 +298,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
         # bar is also where it can stop us).
         if progress is not None and time.perf_counter() - last_report[0] >= 0.25:
             within = 0.0 if fraction is None else min(max(fraction, 0.0), 1.0)
-            progress(min((done[0] + within) / max(units, 1), 1.0), current[0])
+            progress(min((done[0] + within * under_way[0]) / max(units, 1e-9), 1.0), current[0])
             last_report[0] = time.perf_counter()
         if cancel is not None and cancel():
             raise SweepCancelled("sweep cancelled; finished points are cached")
@@ -297,7 +315,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
     def plan() -> Iterator[WorkUnit]:
         """Look every point up; yield one unit per method and variant with misses (lazily: the
         local executor computes each unit before the next variant's data are loaded)."""
-        for vary_value, vspec in variants:
+        for vi, (vary_value, vspec) in enumerate(variants):
             label = "" if spec.vary is None else f" ({spec.vary} = {vary_value})"
             tick(f"loading {vspec.data.name}{label}")
             ds, _, base_problem = _variant_data(vspec)
@@ -314,13 +332,15 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
                     raise _Miss
                 job = _Job(vary_value, vspec, base_problem, method, epsilons, points, keys, ds.fingerprint, hits,
                            [i for i in missing if keys[i] not in inflight], [i for i in missing if keys[i] in inflight])
+                job.weight = weight(vi, method)
                 jobs.append(job)
                 for i in job.shared:
                     inflight[keys[i]].append((job, i))
                 missing = job.missing
                 if not missing:
-                    done[0] += 1
+                    done[0] += job.weight
                     continue
+                under_way[0] = job.weight
                 for i in missing:
                     inflight[keys[i]] = []
                 yield WorkUnit(index=len(jobs) - 1, spec_json=vspec.to_json(), method=method,
@@ -343,7 +363,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
         for key, item in outcome.results:
             for other, i in inflight.pop(key, []):
                 other.hits[i] = None if item is None else job.hits[job.keys.index(key)]
-        done[0] += 1
+        done[0] += job.weight
         if executor.concurrent:
             poll(None)  # progress (at most 4 times a second) and cancel, as units come back
 

@@ -27,15 +27,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-import torch
-
 from ..accounting.pate import GNMAX_SIGMA_RATIO, GNMAX_THRESHOLD_FRACTION, gnmax_sigmas
 from ..types import NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
 from .teachers import TeacherVoteMethod
 from .base import WinContext
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
+    import torch
+
     from ..context import TrainContext
 
 __all__ = ["ConfidentGNMax", "DATA_INDEPENDENT_NOTE"]
@@ -52,6 +52,8 @@ class ConfidentGNMax(TeacherVoteMethod):
     short_label = "Conf.-GNMax"
     sentence_label = "PATE's Confident-GNMax"
     colour = "#56B4E9"  # sky blue
+    marker = "triangle-down"
+    dash = "longdashdot"
     uses = ("lam", "budget", "teachers")
     family = "prediction"
     supports_pure = False
@@ -103,6 +105,7 @@ class ConfidentGNMax(TeacherVoteMethod):
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
+        import torch
         votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam, queries)  # [M, C]
         m, c = votes.shape
         top = votes.max(dim=1).values
