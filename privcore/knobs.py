@@ -159,7 +159,9 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
        ui_help="Per-example gradient norm bound. Noise std = noise multiplier × ν.",
        grid=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)),
     _K("learning_rate", "float", 10.0, "DP-SGD step size on the mean clipped gradient", low=0.0, low_open=True,
-       log=True, flag="--lr"),
+       log=True, flag="--lr", url="lr", url_low=1e-4, url_high=1e4, label="DP-SGD learning rate",
+       ui_help="Step size on the mean clipped, noised gradient. It changes accuracy, not the privacy guarantee.",
+       grid=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)),
     _K("accounting", "choice", "corrected", "paper (as published), corrected or tight",
        choices_=ACCOUNTING_MODES, url="accounting", label="Accounting",
        ui_help="paper: the published calibrations (some are too optimistic). corrected: fixed proofs. tight: exact "

@@ -18,7 +18,7 @@ from .figures import format_number, method_label
 from .setting import DataInfo, Setting, SidebarSettings, nearest, setting_from_values, with_value
 
 __all__ = ["log_select", "epsilon_slider", "delta_slider", "budget_slider", "n_slider", "teachers_slider",
-           "lam_slider", "dim_slider", "classes_slider", "dpsgd_controls", "methods_select", "current_setting",
+           "lam_slider", "dim_slider", "classes_slider", "dpsgd_controls", "learning_rate_slider", "typed_input", "methods_select", "current_setting",
            "setting_panel", "checked_setting_panel", "EPS_GRID"]
 
 EPS_GRID = knob("epsilon").grid
@@ -26,33 +26,97 @@ EPS_GRID = knob("epsilon").grid
 
 def log_select(name: str, label: str, grid: Sequence[Any], *, container=None, fmt: Callable[[Any], str] = format_number,
                help: str | None = None, to_widget: Callable[[Any], Any] | None = None,
-               from_widget: Callable[[Any], Any] | None = None, keep_value: bool = True, disabled: bool = False) -> Any:
+               from_widget: Callable[[Any], Any] | None = None, keep_value: bool = True, disabled: bool = False,
+               typed: bool = False, to_typed: Callable[[Any], Any] | None = None,
+               from_typed: Callable[[Any], Any] | None = None) -> Any:
     """A select slider over a (log-spaced) grid bound to state field ``name``; returns the value.
 
     ``to_widget``/``from_widget`` map between the stored value and the option shown (e.g. None <->
-    "all"). With ``keep_value`` a stored value off the grid (from a URL) is added to the options;
-    otherwise it snaps to the nearest option.
+    "all"). With ``keep_value`` a stored value off the grid (from a URL or typed) is added to the
+    options; otherwise it snaps to the nearest option. ``typed`` adds a number box under the slider
+    for any value in the field's valid range (:func:`typed_input`).
     """
     where = container if container is not None else st
     to_w = to_widget or (lambda v: v)
     from_w = from_widget or (lambda v: v)
     current = to_w(state.get(name))
     options = with_value(grid, current) if keep_value else list(grid)
-    wkey = state.bind(name, normalise=lambda v: nearest(options, to_w(v) if v not in options else v))
+    wkey = state.bind(name, normalise=lambda v: nearest(options, to_w(v) if v not in options else v),
+                      explain=None if keep_value else f"{label} offers {', '.join(fmt(o) for o in options)}; the "
+                                                      "nearest one is used")
     chosen = where.select_slider(label, options=options, key=wkey, format_func=fmt, help=help, disabled=disabled)
-    return state.commit(name, from_w(chosen))
+    value = state.commit(name, from_w(chosen))
+    if typed:
+        typed_input(name, label, container=where, to_typed=to_typed, from_typed=from_typed, disabled=disabled)
+    return value
+
+
+def _typed_key(name: str) -> str:
+    return "t:" + name
+
+
+def _range_text(f: state.Field) -> str:
+    lo = "" if f.low is None else format_number(f.low)
+    hi = "" if f.high is None else format_number(f.high)
+    zero = "0 or " if f.allow_zero else ""
+    return f"{zero}{lo} to {hi}" if lo and hi else (f"at least {lo}" if lo else f"at most {hi}")
+
+
+def _on_typed(name: str, label: str, from_typed: Callable[[Any], Any]) -> None:
+    """A number was typed: validate it against the field's range and adopt it (store, slider, URL)."""
+    raw = st.session_state.get(_typed_key(name))
+    errors = st.session_state.setdefault("_typed_errors", {})
+    errors.pop(name, None)
+    if raw is None:
+        return
+    f = state.FIELDS[name]
+    try:
+        value = from_typed(raw)
+        if f.kind in ("int", "int_or_none") and value is not None:
+            if float(value) != int(value):
+                raise ValueError(f"{name} must be a whole number, got {raw!r}")
+            value = int(value)
+        value = f.check(value)
+    except ValueError as err:
+        errors[name] = f"{label}: {format_number(raw) if isinstance(raw, (int, float)) else raw} ignored ({err}; " \
+                       f"valid: {_range_text(f)})."
+        return
+    state.put(name, value)
+
+
+def typed_input(name: str, label: str, *, container=None, to_typed: Callable[[Any], Any] | None = None,
+                from_typed: Callable[[Any], Any] | None = None, disabled: bool = False) -> None:
+    """A number box for field ``name`` (any value in its valid range, e.g. ε = 8 or B = 250), kept in
+    sync with the slider through Session State: typing sets the stored value (the slider then shows it);
+    moving the slider rewrites the box. An out-of-range value is refused with the range, never raised."""
+    where = container if container is not None else st
+    f = state.FIELDS[name]
+    to_t = to_typed or (lambda v: v)
+    from_t = from_typed or (lambda v: v)
+    tkey = _typed_key(name)
+    shown = to_t(state.get(name))
+    is_int = f.kind in ("int", "int_or_none")
+    st.session_state[tkey] = None if shown is None or isinstance(shown, str) else (int(shown) if is_int else float(shown))
+    where.number_input(f"{label} (type a value)", key=tkey, value=None, step=1 if is_int else None,
+                       format="%d" if is_int else "%g", on_change=_on_typed, args=(name, label, from_t),
+                       label_visibility="collapsed", placeholder=f"type {label.split(' (')[0]}", disabled=disabled,
+                       help=f"Type any value: {_range_text(f)}.")
+    message = st.session_state.get("_typed_errors", {}).pop(name, None)
+    if message:
+        where.warning(message)
 
 
 def _knob_select(name: str, container=None, **kwargs: Any) -> Any:  # noqa: ANN001
     """:func:`log_select` for privcore knob ``name``: its URL field, label, grid and help."""
     k = knob(name)
+    kwargs.setdefault("typed", True)
     return log_select(k.url, kwargs.pop("label", k.label), kwargs.pop("grid", k.grid), container=container,
                       help=k.tooltip, **kwargs)
 
 
 def epsilon_slider(container=None, *, name: str = "eps", label: str | None = None) -> float:
     k = knob("epsilon")
-    return log_select(name, label or k.label, k.grid, container=container, help=k.tooltip)
+    return log_select(name, label or k.label, k.grid, container=container, help=k.tooltip, typed=True)
 
 
 def delta_slider(container=None) -> float:
@@ -64,14 +128,26 @@ def budget_slider(container=None) -> int:
 
 
 def n_slider(info: DataInfo, container=None, *, allow_augment: bool = False) -> int | None:
-    """Training-set size N (None = the full training split). Beyond it only with ``allow_augment``."""
+    """Training-set size N (None = the full training split). Beyond it only with ``allow_augment``
+    (image data: deformed copies, with the caveat :func:`ui.setting.augmentation_caveat`); a typed
+    N above the data size is refused for other data."""
     full = info.n_train
     grid = [v for v in knob("n").grid if v < full] + [full]
-    if allow_augment and info.image:
+    grow = allow_augment and info.image
+    if grow:
         grid += [v for v in knob("n").grid if v > full]
-    return _knob_select("n", container, grid=grid, keep_value=False,
-                        to_widget=lambda v: full if v is None else v, from_widget=lambda v: None if v == full else int(v),
-                        fmt=lambda v: f"{v:,} (all)" if v == full else f"{v:,}")
+
+    def from_typed(v: Any) -> int | None:
+        n = int(v)
+        if n > full and not grow:
+            raise ValueError(f"N must be at most {full:,} for this data set ({full:,} training examples"
+                             + ("" if info.image else "; only image data can grow by augmentation") + f"), got {n:,}")
+        return None if n == full else n
+
+    return _knob_select("n", container, grid=grid,
+                        to_widget=lambda v: full if v is None or (v > full and not grow) else v, from_widget=lambda v: None if v == full else int(v),
+                        fmt=lambda v: f"{v:,} (all)" if v == full else f"{v:,}",
+                        to_typed=lambda v: full if v is None else v, from_typed=from_typed)
 
 
 def teachers_slider(container=None) -> int:
@@ -79,19 +155,20 @@ def teachers_slider(container=None) -> int:
 
 
 def lam_slider(container=None) -> float | str:
-    return _knob_select("lam", container, fmt=lambda v: "auto (tuned)" if v == "auto" else format_number(v))
+    return _knob_select("lam", container, fmt=lambda v: "auto (tuned)" if v == "auto" else format_number(v),
+                        to_typed=lambda v: None if v == "auto" else v)
 
 
 def dim_slider(info: DataInfo, container=None) -> int | None:
     grid = ["all"] + [d for d in knob("dim").grid if d < info.dim]
-    return _knob_select("dim", container, grid=grid, keep_value=False,
+    return _knob_select("dim", container, grid=grid, keep_value=False, typed=False,
                         to_widget=lambda v: "all" if v is None or v >= info.dim else v,
                         from_widget=lambda v: None if v == "all" else int(v),
                         fmt=lambda v: f"all ({info.dim})" if v == "all" else str(v))
 
 
 def classes_slider(info: DataInfo, container=None) -> int | None:
-    return _knob_select("classes", container, grid=list(range(2, info.classes + 1)), keep_value=False,
+    return _knob_select("classes", container, grid=list(range(2, info.classes + 1)), keep_value=False, typed=False,
                         to_widget=lambda v: info.classes if v is None or v > info.classes else v,
                         from_widget=lambda v: None if v == info.classes else int(v),
                         fmt=lambda v: f"{v} (all)" if v == info.classes else str(v))
@@ -109,12 +186,18 @@ def dpsgd_controls(container=None) -> tuple[float, int, int]:
     return float(clip), int(epochs), int(batch)
 
 
+def learning_rate_slider(container=None) -> float:
+    """DP-SGD's step size (accuracy only: the guarantee does not depend on it)."""
+    return float(_knob_select("learning_rate", container))
+
+
 def methods_select(container=None) -> list[str]:
     k = knob("methods")
     names = list(k.choices)
     where = container if container is not None else st
     chosen = where.multiselect(k.label, names, key=state.bind(
-        "methods", normalise=lambda v: [m for m in v if m in names]), format_func=method_label, help=k.tooltip)
+        "methods", normalise=lambda v: [m for m in v if m in names],
+        explain="methods not offered on this page are left out"), format_func=method_label, help=k.tooltip)
     return state.commit("methods", list(chosen))
 
 
@@ -123,8 +206,10 @@ def current_setting() -> Setting:
     return setting_from_values(state.current_values())
 
 
-def setting_panel(side: SidebarSettings, *, expanded: bool = False, show_n: bool = True) -> Setting:
-    """Explore-style controls: ε, δ, B and methods in view; N, T, λ, D, C and DP-SGD in an expander."""
+def setting_panel(side: SidebarSettings, *, expanded: bool = False, show_n: bool = True,
+                  allow_augment: bool = False) -> Setting:
+    """Explore-style controls: ε, δ, B and methods in view; N, T, λ, D, C and DP-SGD in an expander.
+    ``allow_augment``: N may exceed the real training examples (image data; see :func:`n_slider`)."""
     info = side.info
     c1, c2, c3 = st.columns(3)
     eps = epsilon_slider(c1)
@@ -133,26 +218,26 @@ def setting_panel(side: SidebarSettings, *, expanded: bool = False, show_n: bool
     methods = methods_select()
     with st.expander("More settings: N, T, λ, D, C and DP-SGD", expanded=expanded):
         a, b, c = st.columns(3)
-        n = n_slider(info, a) if (info is not None and show_n) else state.get("n")
+        n = n_slider(info, a, allow_augment=allow_augment) if (info is not None and show_n) else state.get("n")
         teachers = teachers_slider(b)
         lam = lam_slider(c)
         d, e, f = st.columns(3)
         dim = dim_slider(info, d) if info is not None else state.get("dim")
         classes = classes_slider(info, e) if info is not None else state.get("classes")
         with f:
-            st.caption("DP-SGD")
+            lr = learning_rate_slider()
         clip, epochs, batch = dpsgd_controls(st.columns(3))
     return Setting(eps=float(eps), delta=float(delta), budget=int(budget), n=n, teachers=int(teachers), lam=lam,
                    dim=dim, classes=classes, clip=float(clip), epochs=int(epochs), batch_size=int(batch),
-                   methods=tuple(methods), augment=bool(state.get("augment")))
+                   learning_rate=lr, methods=tuple(methods), augment=bool(state.get("augment")))
 
 
-def checked_setting_panel(side: SidebarSettings) -> Setting:
+def checked_setting_panel(side: SidebarSettings, *, allow_augment: bool = False) -> Setting:
     """The setting panel, with its problems shown: errors stop the page, warnings are listed."""
     from .display import show_warnings
     from .setting import setting_problems
 
-    s = setting_panel(side)
+    s = setting_panel(side, allow_augment=allow_augment)
     errors, warns = setting_problems(side, s)
     for e in errors:
         st.error(e)

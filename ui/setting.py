@@ -49,11 +49,13 @@ class DataInfo:
     image: bool = False
 
 
-def build_data_info(name: str, data_file: str | None = None) -> DataInfo:
+def build_data_info(name: str, data_file: str | None = None, preprocess: str = "none",
+                    label_column: str | None = None) -> DataInfo:
     """Sizes of a data set, uncached (the sidebar caches it per process)."""
     from privcore.data import load_dataset
 
-    ds = load_dataset(name, data_file=data_file)
+    extra = dict(preprocess=preprocess, label_column=label_column) if name == "file" else {}
+    ds = load_dataset(name, data_file=data_file, **extra)
     return DataInfo(name, int(ds.n), int(ds.x_test.shape[0]), int(ds.dim), int(ds.classes), tuple(ds.notes),
                     name in ("mnist-5k", "mnist", "digits"))
 
@@ -69,14 +71,19 @@ class SidebarSettings:
     device: str
     info: DataInfo | None
     error: str | None = None
+    #: A user file's declared preprocessing (privcore.data.preprocess text form) and label column.
+    preprocess: str = "none"
+    label_column: str | None = None
 
     def data_spec(self, *, n: int | None = None, dim: int | None = None, classes: int | None = None,
                   augment: bool = False):  # noqa: ANN201 - privcore DataSpec
         """A :class:`privcore.engine.specs.DataSpec` for this data set with optional transforms."""
         from privcore.engine.specs import DataSpec
 
-        return DataSpec(name=self.dataset, data_file=self.data_file if self.dataset == "file" else None,
-                        n=n, dim=dim, classes=classes, augment=augment)
+        own = self.dataset == "file"
+        return DataSpec(name=self.dataset, data_file=self.data_file if own else None,
+                        n=n, dim=dim, classes=classes, augment=augment, preprocess=self.preprocess if own else "none",
+                        label_column=self.label_column if own else None)
 
 
 def _first(name: str) -> Any:
@@ -98,6 +105,7 @@ class Setting:
     clip: float = _first("clip")
     epochs: int = _first("epochs")
     batch_size: int = _first("batch_size")
+    learning_rate: float = _first("learning_rate")
     methods: tuple[str, ...] = ()
     augment: bool = False
 
@@ -111,7 +119,8 @@ def setting_from_values(v: Mapping[str, Any]) -> Setting:
     """The :class:`Setting` of URL-state values (:data:`ui.state.FIELDS` names)."""
     return Setting(eps=float(v["eps"]), delta=float(v["delta"]), budget=int(v["budget"]), n=v["n"],
                    teachers=int(v["teachers"]), lam=v["lam"], dim=v["dim"], classes=v["classes"], clip=float(v["clip"]),
-                   epochs=int(v["epochs"]), batch_size=int(v["batch_size"]), methods=tuple(v["methods"]),
+                   epochs=int(v["epochs"]), batch_size=int(v["batch_size"]), learning_rate=float(v["lr"]),
+                   methods=tuple(v["methods"]),
                    augment=bool(v["augment"]))
 
 
@@ -200,7 +209,7 @@ def make_spec(side: SidebarSettings, s: Setting, *, epsilons: Sequence[float], v
         data=side.data_spec(n=s.n, dim=s.dim, classes=s.classes, augment=augment),
         methods=meths, epsilons=tuple(float(e) for e in epsilons), delta=float(s.delta), budget=int(s.budget),
         lam=s.lam, teachers=int(s.teachers), batch_size=int(s.batch_size), epochs=int(s.epochs), clip=float(s.clip),
-        accounting=side.accounting, repeats=int(side.repeats), seed=seed, device=side.device, vary=vary,
+        learning_rate=float(s.learning_rate), accounting=side.accounting, repeats=int(side.repeats), seed=seed, device=side.device, vary=vary,
         values=tuple(values), baseline=baseline)
 
 
@@ -228,14 +237,18 @@ def setting_problem(info: DataInfo, s: Setting, *, n: int | None = None, fit_n: 
     if fit_n:
         teachers, batch = min(teachers, n), min(batch, n)
     return Problem(n=n, dim=int(s.dim or info.dim), classes=int(s.classes or info.classes), lam=fixed_lam(s.lam),
-                   budget=int(s.budget), teachers=teachers, batch_size=batch, epochs=int(s.epochs), clip=float(s.clip))
+                   budget=int(s.budget), teachers=teachers, batch_size=batch, epochs=int(s.epochs), clip=float(s.clip),
+                   learning_rate=float(s.learning_rate))
 
 
 def curve_epsilons(eps_min: float, eps_max: float, current: float | None = None, per_decade: int = 2) -> tuple[float, ...]:
-    """Log-spaced epsilons 1-3-10 (per_decade=2) between the bounds, plus ``current``."""
+    """Log-spaced epsilons 1-3-10 (per_decade=2) between the bounds, plus ``current`` (the range
+    grows to include it: eps = 0.01 or 1000 extends the curve)."""
     steps = {1: (1.0,), 2: (1.0, 3.0), 3: (1.0, 2.0, 5.0)}.get(per_decade, (1.0, 3.0))
     out = set()
     lo, hi = min(eps_min, eps_max), max(eps_min, eps_max)
+    if current is not None and current > 0 and math.isfinite(current):  # the curve always covers the current ε
+        lo, hi = min(lo, float(current)), max(hi, float(current))
     for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
         for s in steps:
             v = round(s * 10.0 ** k, 10)

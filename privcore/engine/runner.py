@@ -28,6 +28,7 @@ from ..data import Dataset, load_dataset
 from ..device import resolve_device
 from ..certify import SolverCertificationError
 from ..methods import BASELINE, get_method
+from ..methods.base import EXTRA_RESULT_KEYS
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from .cache import SCHEMA_VERSION, ResultCache, point_key
 from .executor import ClusterError, Executor, LocalExecutor, UnitOutcome, WorkUnit
@@ -106,6 +107,8 @@ def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary: str |
         seconds=0.0 if cached else stored["seconds"], device=stored["device"], cached=cached,
         note=stored.get("note") or None, solver_grad_norm=stored.get("solver_grad_norm"),
         answered_fraction=stored.get("answered_fraction"), accuracy_answered=stored.get("accuracy_answered"),
+        accuracy_answered_std=stored.get("accuracy_answered_std"),
+        **{key: stored.get(key) for key in EXTRA_RESULT_KEYS},
         **{key: scale.get(key) for key in _NOISE_FIELDS})
 
 
@@ -118,17 +121,19 @@ def _stored(acc: np.ndarray, scale: NoiseScale | None, seconds: float, device: s
 
 
 def _evaluate(method: str, ctx: TrainContext, budgets: list[PrivacyBudget], accounting: str,
-              repeats: int) -> tuple[list[NoiseScale], np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """Scales, accuracies [E, R] and, for abstaining methods, answered fractions and accuracies among answered."""
+              repeats: int) -> tuple[list[NoiseScale], np.ndarray, np.ndarray | None, np.ndarray | None, list[dict]]:
+    """Scales, accuracies [E, R] and, for abstaining methods, answered fractions, accuracies among answered
+    and the method's extra numbers per scale (:meth:`Method.extra_results`)."""
     m = get_method(method)
     scales = [m.calibrate(b, ctx.problem, accounting) for b in budgets]
     if not m.abstains:
-        return scales, m.evaluate(ctx, scales, repeats).detach().cpu().numpy(), None, None
+        return scales, m.evaluate(ctx, scales, repeats).detach().cpu().numpy(), None, None, [{} for _ in scales]
     out = m.release(ctx, scales, repeats)  # [E, R, M], -1 = abstained (counted wrong)
     answered = (out >= 0).double()
     right = (out == ctx.y_test).double()
     among = right.sum(dim=2) / answered.sum(dim=2).clamp(min=1.0)
-    return (scales, right.mean(dim=2).cpu().numpy(), answered.mean(dim=2).cpu().numpy(), among.cpu().numpy())
+    extras = m.extra_results(ctx, scales, out)
+    return (scales, right.mean(dim=2).cpu().numpy(), answered.mean(dim=2).cpu().numpy(), among.cpu().numpy(), extras)
 
 
 def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
@@ -189,8 +194,7 @@ def check_features(dim: int) -> None:
 def _variant_data(vspec: SweepSpec) -> tuple[Dataset, float, Problem]:
     """The data set of one variant (memoised by the loader), its fixed lam and its base problem."""
     d = vspec.data
-    ds = load_dataset(d.name, data_file=d.data_file, n=d.n, dim=d.dim, classes=d.classes, seed=vspec.seed,
-                      augment=d.augment)
+    ds = load_dataset(d.name, seed=vspec.seed, **d.load_kwargs())
     check_features(ds.dim)
     fixed_lam = knobs.fixed_lam(vspec.lam)
     return ds, fixed_lam, _problem(ds, vspec, fixed_lam)
@@ -245,6 +249,20 @@ class _Job:
     hits: list[dict[str, Any] | None]
     missing: list[int]  # computed by this job's unit
     shared: list[int] = field(default_factory=list)  # computed by an earlier unit still running
+    weight: float = 1.0  # predicted seconds (privcore.engine.cost), for the progress fraction
+
+
+def _job_weights(spec: SweepSpec, store: ResultCache) -> dict[tuple[int, str], float]:
+    """Predicted seconds per job (:mod:`privcore.engine.cost`): the progress fraction is the share
+    of predicted work done, so an ETA drawn from it follows the cost model. Empty when unknown."""
+    from . import cost
+
+    try:
+        est = cost.estimate_spec(spec, store)
+    except (ValueError, TypeError, RuntimeError, OSError):  # the run itself reports the problem
+        return {}
+    floor = 0.02 * max(est.seconds, 1e-9) / max(len(est.jobs), 1)  # cached jobs still take a moment
+    return {k: v + floor for k, v in est.jobs.items()} if est.seconds > 0 else {}
 
 
 def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[], bool] | None,
@@ -255,8 +273,13 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
     where = str(resolve_device(spec.device)) if executor.local_device else executor.describe()
     result = SweepResult(spec=spec, device=where)
     variants = spec.variants()
-    units = len(variants) * (len(spec.methods) + int(spec.baseline))
-    done = [0]  # jobs finished (computed or found in the cache)
+    weights = _job_weights(spec, store) if (compute and progress is not None) else {}
+    units = sum(weights.values()) if weights else len(variants) * (len(spec.methods) + int(spec.baseline))
+    done = [0.0]  # work of the jobs finished (computed or found in the cache), in predicted seconds or jobs
+    under_way = [1.0]  # the work of the unit being computed
+
+    def weight(vi: int, method: str) -> float:
+        return weights.get((vi, method), 0.0) if weights else 1.0
 
     current = [""]  # the message of the batch under way
     last_report = [time.perf_counter()]
@@ -264,7 +287,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
     def tick(message: str) -> None:
         current[0] = message
         if progress is not None:
-            progress(min(done[0] / max(units, 1), 1.0), message)
+            progress(min(done[0] / max(units, 1e-9), 1.0), message)
             last_report[0] = time.perf_counter()
         if cancel is not None and cancel():
             raise SweepCancelled("sweep cancelled; finished points are cached")
@@ -275,7 +298,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
         # bar is also where it can stop us).
         if progress is not None and time.perf_counter() - last_report[0] >= 0.25:
             within = 0.0 if fraction is None else min(max(fraction, 0.0), 1.0)
-            progress(min((done[0] + within) / max(units, 1), 1.0), current[0])
+            progress(min((done[0] + within * under_way[0]) / max(units, 1e-9), 1.0), current[0])
             last_report[0] = time.perf_counter()
         if cancel is not None and cancel():
             raise SweepCancelled("sweep cancelled; finished points are cached")
@@ -292,7 +315,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
     def plan() -> Iterator[WorkUnit]:
         """Look every point up; yield one unit per method and variant with misses (lazily: the
         local executor computes each unit before the next variant's data are loaded)."""
-        for vary_value, vspec in variants:
+        for vi, (vary_value, vspec) in enumerate(variants):
             label = "" if spec.vary is None else f" ({spec.vary} = {vary_value})"
             tick(f"loading {vspec.data.name}{label}")
             ds, _, base_problem = _variant_data(vspec)
@@ -309,13 +332,15 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
                     raise _Miss
                 job = _Job(vary_value, vspec, base_problem, method, epsilons, points, keys, ds.fingerprint, hits,
                            [i for i in missing if keys[i] not in inflight], [i for i in missing if keys[i] in inflight])
+                job.weight = weight(vi, method)
                 jobs.append(job)
                 for i in job.shared:
                     inflight[keys[i]].append((job, i))
                 missing = job.missing
                 if not missing:
-                    done[0] += 1
+                    done[0] += job.weight
                     continue
+                under_way[0] = job.weight
                 for i in missing:
                     inflight[keys[i]] = []
                 yield WorkUnit(index=len(jobs) - 1, spec_json=vspec.to_json(), method=method,
@@ -338,7 +363,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
         for key, item in outcome.results:
             for other, i in inflight.pop(key, []):
                 other.hits[i] = None if item is None else job.hits[job.keys.index(key)]
-        done[0] += 1
+        done[0] += job.weight
         if executor.concurrent:
             poll(None)  # progress (at most 4 times a second) and cancel, as units come back
 
@@ -432,7 +457,8 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
     for lam in sorted(set(lams)):
         idx = [i for i, l in enumerate(lams) if l == lam]
         ctx = context(_problem(ds, spec, lam))
-        scales, acc, answered, among = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting, spec.repeats)
+        scales, acc, answered, among, extras = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting,
+                                                         spec.repeats)
         for j, i in enumerate(idx):
             # The largest certified gradient norm of the solves this release used (theta*, the
             # perturbed problems); None for methods that release no minimiser (DP-SGD, S&A).
@@ -440,5 +466,7 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
             scale = scales[j] if scales[j].noise != "none" else None  # the baseline stores no noise scale
             out[i] = _stored(acc[j], scale, 0.0, dev, lam, LAM_AUTO_NOTE if auto else "", grad)
             if answered is not None:
-                out[i].update(answered_fraction=float(answered[j].mean()), accuracy_answered=float(among[j].mean()))
+                out[i].update(answered_fraction=float(answered[j].mean()), accuracy_answered=float(among[j].mean()),
+                              accuracy_answered_std=float(among[j].std(ddof=1)) if among[j].size > 1 else 0.0)
+            out[i].update({k: float(v) for k, v in extras[j].items() if k in EXTRA_RESULT_KEYS})
     return out

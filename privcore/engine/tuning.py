@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 from typing import Callable
 
 import numpy as np
@@ -43,6 +44,24 @@ SELECTION_FRACTION = 0.1
 LAM_AUTO_NOTE = (f"lambda chosen privately: {SELECTION_FRACTION:g} of (epsilon, delta) pays for a report-noisy-max "
                  f"choice among {len(LAM_AUTO_GRID)} candidates (each a private release on 80 % of the training data, "
                  "scored on the other 20 %); the release uses the rest; epsilon is the total")
+
+
+#: The fitting part's training context of the last data set tuned in this process: every method's
+#: candidates share it, so the non-private solves and the teachers at each candidate lambda are
+#: computed once for all methods (they depend on the data, lambda and T only).
+_SUB_CONTEXT: dict[tuple[str, int, str], TrainContext] = {}
+_SUB_LOCK = threading.Lock()
+
+
+def _sub_context(sub: Dataset, problem: Problem, seed: int, device) -> TrainContext:  # noqa: ANN001
+    key = (sub.fingerprint, int(seed), str(device))
+    with _SUB_LOCK:
+        known = _SUB_CONTEXT.get(key)
+        if known is None:
+            known = TrainContext.from_dataset(sub, problem, seed, device)
+            _SUB_CONTEXT.clear()
+            _SUB_CONTEXT[key] = known
+    return known.with_problem(problem)
 
 
 def release_budget(budget: PrivacyBudget) -> PrivacyBudget:
@@ -75,15 +94,12 @@ def choose_lams(method: str, ds: Dataset, spec: SweepSpec, budgets: list[Privacy
     sub, n_val = _split(ds, spec.seed)
     k = len(LAM_AUTO_GRID)
     scores = np.zeros((len(budgets), k))
-    base_ctx = None
     for j, lam in enumerate(LAM_AUTO_GRID):
         problem = make_problem(sub, lam)
         if m.family == "prediction":  # it answers every validation query
             problem = dataclasses.replace(problem, budget=n_val)
-        ctx = (TrainContext.from_dataset(sub, problem, spec.seed, device) if base_ctx is None
-               else base_ctx.with_problem(problem))
+        ctx = _sub_context(sub, problem, spec.seed, device)
         ctx.poll = poll
-        base_ctx = ctx
         scales = [m.calibrate(selection_budget(b, k), problem, spec.accounting) for b in budgets]
         scores[:, j] = m.evaluate(ctx, scales, 1)[:, 0].cpu().numpy()
     chosen = []

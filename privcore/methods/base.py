@@ -28,7 +28,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..context import TrainContext
 
-__all__ = ["Method", "WinContext"]
+__all__ = ["Method", "WinContext", "EXTRA_RESULT_KEYS", "CostPart", "solver_iterations", "data_work", "nonprivate_part",
+           "teacher_part"]
+
+#: Extra numbers a method may store per point (:meth:`Method.extra_results`), all finite and >= 0:
+#: PATE's data-dependent epsilon (not a guarantee) and what publishing it privately would cost.
+EXTRA_RESULT_KEYS: tuple[str, ...] = ("epsilon_data_dependent", "epsilon_dd_published")
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,42 @@ class WinContext:
         return float(self.n) * float(self.lam) if self.n is not None and isinstance(self.lam, (int, float)) else None
 
 
+@dataclass(frozen=True)
+class CostPart:
+    """One piece of a method's compute, for the time model of :mod:`privcore.engine.cost`.
+
+    ``kind`` names a fitted constant (seconds per unit of work), ``work`` is the size of the piece
+    (1 = the reference piece on mnist-5k: N = 4,000, D = 784, C = 10, lambda = 1e-3, 20 releases),
+    ``shared`` a key other methods of the same run may need too (counted once), None for own work.
+    """
+
+    kind: str
+    work: float
+    shared: tuple | None = None
+
+
+def solver_iterations(lam: float) -> float:
+    """L-BFGS iterations at ``lam`` relative to lambda = 1e-3 (measured on mnist-5k: 15 at 1e-3,
+    34 at 1e-4, 63 at 1e-5, 110 at 1e-6)."""
+    return (2.0 + 13.0 * (1e-3 / max(float(lam), 1e-12)) ** 0.3) / 15.0
+
+
+def data_work(problem: Problem) -> float:
+    """One pass over the training data (N x D x C), relative to mnist-5k's."""
+    return problem.n * problem.dim * problem.classes / (4000 * 784 * 10)
+
+
+def nonprivate_part(problem: Problem) -> CostPart:
+    """The non-private solve at the problem's lambda (shared by every method that perturbs it)."""
+    return CostPart("solve", data_work(problem) * solver_iterations(problem.lam), ("np", float(problem.lam)))
+
+
+def teacher_part(problem: Problem) -> CostPart:
+    """The T teachers' solves (shared by the teacher-vote methods at the same T and lambda)."""
+    return CostPart("teachers", data_work(problem) * solver_iterations(problem.lam) * (problem.teachers + 12) / 28,
+                    ("teachers", int(problem.teachers), float(problem.lam)))
+
+
 class Method(ABC):
     """Base class of the five methods. Subclasses are stateless singletons in the registry."""
 
@@ -71,6 +112,10 @@ class Method(ABC):
     sentence_label: ClassVar[str] = ""
     #: Fixed chart colour (Okabe-Ito palette, colour-blind safe), the same in every view.
     colour: ClassVar[str] = "#888888"
+    #: Plotly marker symbol and line dash, distinct per method, so charts read without colour
+    #: (greyscale print, colour-blind readers); the non-private reference alone is dashed "dash".
+    marker: ClassVar[str] = "circle"
+    dash: ClassVar[str] = "solid"
     #: "training" (the model is private), "prediction" (B answers are) or "baseline" (no privacy).
     family: ClassVar[str]
     uses: ClassVar[tuple[str, ...]]  # Problem fields besides n, dim, classes that change its results
@@ -113,6 +158,20 @@ class Method(ABC):
         except (ValueError, RuntimeError) as err:  # e.g. a delta too small for any finite sigma
             raise CalibrationError(f"{self.name} cannot be calibrated at epsilon={budget.epsilon:g}, "
                                    f"delta={budget.delta:g}: {err}") from err
+
+    def extra_results(self, ctx: "TrainContext", scales: list[NoiseScale],
+                      released: "torch.Tensor") -> list[dict[str, float]]:
+        """Plain numbers stored beside each scale's accuracy (keys: :data:`EXTRA_RESULT_KEYS`), from its releases.
+
+        ``released`` is what :meth:`release` returned for ``scales`` (only computed for methods that
+        abstain). Confident-GNMax adds PATE's data-dependent epsilon here (not a guarantee).
+        """
+        return [{} for _ in scales]
+
+    def cost_parts(self, problem: Problem, points: int, repeats: int) -> list[CostPart]:
+        """The pieces of compute of ``points`` epsilons x ``repeats`` releases at ``problem``
+        (:mod:`privcore.engine.cost` turns them into seconds). Default: a fixed overhead."""
+        return [CostPart("fixed", 1.0)]
 
     def supports(self, delta: float) -> bool:
         """Whether the method has a guarantee at this delta (pure DP when delta = 0)."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ..accounting.dpsgd import dpsgd_epsilon_replace_one, dpsgd_noise_multiplier
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
-from .base import Method, WinContext
+from .base import CostPart, Method, WinContext, data_work
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -52,6 +52,8 @@ class DPSGD(Method):
     sentence_label = "DP-SGD"
     from_paper = True
     colour = "#009E73"  # bluish green
+    marker = "x"
+    dash = "longdash"
     uses = ("batch_size", "epochs", "clip", "learning_rate")
     family = "training"
     trains_per_release = True
@@ -105,6 +107,13 @@ class DPSGD(Method):
         sens = problem.clip if accounting == "paper" else 2.0 * problem.clip
         return NoiseScale(self.name, eps, dlt, accounting, "gaussian", sigma=z * problem.clip,
                           noise_multiplier=z, sensitivity=sens, notes=notes, formula=formula)
+
+    def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
+        """Every repetition trains for epochs x N examples (the epsilons of a repetition share its
+        batches and noise draws, so they add little; measured), plus a per-step overhead."""
+        per_rep = repeats * (1.0 + 0.05 * (points - 1))
+        return [CostPart("fixed", 1.0), CostPart("sgd", problem.epochs * data_work(problem) * per_rep / 100),
+                CostPart("sgd_steps", problem.steps * per_rep / 1580)]
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:

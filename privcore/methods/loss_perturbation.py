@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from ..accounting.gaussian import analytic_gaussian_sigma
 from ..validation import format_value as _fmt
 from ..types import K_LIPSCHITZ, L_HESSIAN, NoiseScale, PrivacyBudget, Problem
-from .base import EXACT_MINIMISER_NOTE, Method, scaled_noise, unit_noise, WinContext
+from .base import EXACT_MINIMISER_NOTE, CostPart, Method, data_work, nonprivate_part, solver_iterations, scaled_noise, unit_noise, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -82,6 +82,8 @@ class LossPerturbation(Method):
     paper_figure6_axis = "lam"
     from_paper = True
     colour = "#E69F00"  # orange
+    marker = "diamond"
+    dash = "dot"
     uses = ("lam",)
     family = "training"
     trains_per_release = True
@@ -132,6 +134,12 @@ class LossPerturbation(Method):
                           output_scale=analytic_gaussian_sigma(eps2, dlt2, out_sens),
                           formula="sigma = 2K (sqrt(r^2 + eps1) + r) / eps1, r = chi_{2C} quantile at 1 - delta1; "
                                   f"rho = 2 L C / eps1, (eps1, delta1) = {1 - AMP_FRACTION:g} (eps, delta)" + amp)
+
+    def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
+        """The non-private solve (its warm start, shared) and one perturbed solve per release, batched."""
+        batch = points * repeats
+        return [CostPart("fixed", 1.0), nonprivate_part(problem),
+                CostPart("perturbed", data_work(problem) * solver_iterations(problem.lam) * (batch + 12) / 32)]
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..accounting.gaussian import analytic_gaussian_sigma
 from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
-from .base import Method, scaled_noise, sensitivity_of, WinContext
+from .base import CostPart, Method, nonprivate_part, scaled_noise, sensitivity_of, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -36,6 +36,8 @@ class ModelSensitivity(Method):
     sentence_label = "model sensitivity"
     from_paper = True
     colour = "#0072B2"  # blue
+    marker = "circle"
+    dash = "solid"
     uses = ("lam",)
     family = "training"
     summary = "Train the regularised model (to a certified gradient norm), then add noise to its weights once."
@@ -58,6 +60,10 @@ class ModelSensitivity(Method):
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=sigma,
                           sensitivity=delta_s, solver_tolerance=tol, notes=notes,
                           formula=f"sigma = analytic Gaussian(eps, delta, Delta = {what})")
+
+    def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
+        """A fixed overhead and the non-private solve it perturbs (shared)."""
+        return [CostPart("fixed", 1.0), nonprivate_part(problem)]
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
-from .base import Method
+from .base import CostPart, Method, nonprivate_part
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -25,6 +25,8 @@ class NonPrivate(Method):
     short_label = "Non-private"
     sentence_label = "the non-private model"
     colour = "#333333"  # near black, dashed
+    marker = "line-ew"
+    dash = "dash"
     family = "baseline"
     uses = ("lam",)
     summary = "The same regularised model trained without any privacy: the accuracy every method is compared with."
@@ -32,6 +34,10 @@ class NonPrivate(Method):
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         raise CalibrationError("non_private is the epsilon = inf baseline; it has no finite-epsilon calibration")
+
+    def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
+        """A fixed overhead and the non-private solve it perturbs (shared)."""
+        return [CostPart("fixed", 1.0), nonprivate_part(problem)]
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:

@@ -27,7 +27,7 @@ from ..accounting.pate import gnmax_sigmas
 from ..types import NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
 from .teachers import TeacherVoteMethod
-from .base import WinContext
+from .base import CostPart, WinContext, solver_iterations
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -54,6 +54,8 @@ class PateStudent(TeacherVoteMethod):
     short_label = "Student"
     sentence_label = "the PATE student"
     colour = "#999999"  # grey
+    marker = "cross"
+    dash = "1px,5px"
     uses = ("lam", "teachers")
     family = "training"
     supports_pure = False
@@ -82,6 +84,13 @@ class PateStudent(TeacherVoteMethod):
                           formula=f"P = {PUBLIC_LABELS} GNMax labels, whatever B; {g.formula.replace('B', 'P')}",
                           notes=("data-independent GNMax accounting for the P labels (PATE's data-dependent "
                                  "analysis is not implemented)",))
+
+    def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
+        """The teachers (shared), then per fold an eigenbasis of the public rows and E x R students."""
+        batch = points * repeats
+        per_fold = problem.dim * problem.classes / 7840 * solver_iterations(problem.lam) * (batch + 12) / 32
+        return super().cost_parts(problem, points, repeats) + [
+            CostPart("student", 2 * per_fold), CostPart("eig", 2 * (problem.dim / 784) ** 3)]
 
     def _students(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int, rows: torch.Tensor,
                   fold: int) -> torch.Tensor:

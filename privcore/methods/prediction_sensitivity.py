@@ -16,7 +16,7 @@ from ..accounting.composition import advanced_gaussian_sigma, exact_gaussian_sig
 from ..accounting.gaussian import analytic_gaussian_epsilon
 from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
-from .base import Method, scaled_noise, sensitivity_of, WinContext
+from .base import CostPart, Method, nonprivate_part, scaled_noise, sensitivity_of, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -33,6 +33,8 @@ class PredictionSensitivity(Method):
     sentence_label = "prediction sensitivity"
     from_paper = True
     colour = "#CC79A7"  # reddish purple
+    marker = "square"
+    dash = "dashdot"
     uses = ("lam", "budget")
     family = "prediction"
     uses_budget = True
@@ -68,6 +70,11 @@ class PredictionSensitivity(Method):
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=adv.sigma,
                           per_query_epsilon=adv.per_query_epsilon, per_query_delta=adv.per_query_delta,
                           sensitivity=delta_s, solver_tolerance=tol, notes=notes, formula=formula)
+
+    def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
+        """A fixed overhead, the non-private solve (shared) and noisy logits for every answer."""
+        return [CostPart("fixed", 1.0), nonprivate_part(problem),
+                CostPart("answers", points * repeats / 20 * (problem.dim / 784) ** 0.5)]
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:

@@ -89,6 +89,8 @@ class SparseVectorAggregate(TeacherVoteMethod):
     short_label = "Sparse vec."
     sentence_label = "sparse-vector aggregation"
     colour = "#B8860B"  # dark goldenrod (a readable yellow)
+    marker = "star"
+    dash = "12px,4px,2px,4px,2px,4px"
     uses = ("lam", "budget", "teachers")
     family = "prediction"
     supports_pure = False

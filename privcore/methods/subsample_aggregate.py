@@ -58,6 +58,8 @@ class SubsampleAggregate(TeacherVoteMethod):
     paper_figure6_axis = "teachers"
     from_paper = True
     colour = "#D55E00"  # vermillion
+    marker = "triangle-up"
+    dash = "8px,3px,2px,3px"
     uses = ("lam", "budget", "teachers")
     family = "prediction"
     uses_budget = True

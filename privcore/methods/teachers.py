@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..types import CalibrationError, Problem
-from .base import Method
+from .base import CostPart, Method, teacher_part
 
 __all__ = ["TeacherVoteMethod"]
 
@@ -27,6 +27,10 @@ class TeacherVoteMethod(Method):
             return [f"Each of the T = {t} teachers sees only ⌊N/T⌋ = {n // t} examples: its votes will be close "
                     "to random."]
         return []
+
+    def cost_parts(self, problem: Problem, points: int, repeats: int) -> list[CostPart]:
+        """A fixed overhead, the T teachers' solves (shared by the teacher-vote methods), noisy votes."""
+        return [CostPart("fixed", 1.0), teacher_part(problem), CostPart("answers", points * repeats / 20)]
 
     def check_teachers(self, problem: Problem) -> None:
         """T <= N, or a :class:`CalibrationError` naming the method, the limit and the value."""

@@ -1,0 +1,105 @@
+"""Cold updates of the dashboard's expensive settings: predicted vs actual seconds (prints figures).
+
+    OMP_NUM_THREADS=1 python bench/bench_cold_updates.py [--only lam_1e-6,lam_auto] [--repo PATH]
+
+Each scenario runs in a fresh Python process on an empty result cache and computes what the page
+computes, one spec after the other, with the engine (no browser):
+
+* ``first_visit``: Explore at its defaults (the current setting, then the accuracy-vs-epsilon curve);
+* ``lam_1e-6``, ``lam_auto``, ``epochs_50``: Explore with that one knob changed;
+* ``who_wins``: the Who wins page's two maps (epsilon x B, epsilon x N) at its defaults.
+
+For each spec it prints the cost model's prediction (:func:`privcore.engine.cost.estimate_spec`,
+made just before the run, so it sees what the earlier specs left cached) and the measured seconds,
+and the ETA the dashboard's progress bar would show (:func:`privcore.engine.cost.eta` over the
+runner's progress fraction) against the true time left, as the worst ratio over the run (at points
+with at least 2 s left). ``--repo`` runs another checkout (e.g. one before a speed-up, made with
+``git worktree add``): without the cost model it prints the actual seconds only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SCENARIOS = ("first_visit", "lam_1e-6", "lam_auto", "epochs_50", "who_wins")
+
+CHILD = r"""
+import json, sys, time, warnings
+warnings.filterwarnings("ignore")
+from dataclasses import replace
+from ui.setting import SidebarSettings, build_data_info, explore_specs, make_spec, setting_from_values
+from ui.state import DEFAULTS
+from privcore.engine.runner import run_sweep
+try:
+    from privcore.engine import cost
+except ImportError:
+    cost = None
+name = sys.argv[1]
+info = build_data_info("mnist-5k")
+changes = {"first_visit": {}, "lam_1e-6": {"lam": 1e-6}, "lam_auto": {"lam": "auto"}, "epochs_50": {"epochs": 50}}
+if name in changes:
+    specs = list(zip(("point", "curve"), explore_specs(info, changes[name])))
+else:  # Who wins: its two maps at the page's defaults
+    v = dict(DEFAULTS)
+    side = SidebarSettings(v["dataset"], None, int(v["repeats"]), v["accounting"], v["device"], info)
+    s = setting_from_values(v)
+    eps = sorted(v["map_eps"])
+    n_values = sorted({x for x in (500, 1000, 2000, 4000) if x <= info.n_train} | {info.n_train})
+    specs = [("map_b", make_spec(side, s, epsilons=eps, vary="budget", values=(1, 10, 100, 1000, 10000))),
+             ("map_n", make_spec(side, replace(s, n=None), epsilons=eps, vary="n", values=tuple(n_values)))]
+out = []
+for label, spec in specs:
+    predicted = cost.estimate_spec(spec).seconds if cost is not None else None
+    trace = []
+    t0 = time.perf_counter()
+    run_sweep(spec, progress=lambda f, m: trace.append((time.perf_counter() - t0, f)))
+    actual = time.perf_counter() - t0
+    worst = None
+    if predicted is not None:
+        for elapsed, f in trace:
+            left = actual - elapsed
+            if left >= 2.0:
+                r = max(cost.eta(predicted, f, elapsed), 0.1) / left
+                r = max(r, 1 / r)
+                worst = r if worst is None else max(worst, r)
+    out.append({"spec": label, "predicted_s": predicted, "actual_s": actual, "worst_eta_factor": worst})
+print(json.dumps(out))
+"""
+
+
+def run(name: str, repo: Path) -> list[dict]:
+    env = {**os.environ, "PYTHONPATH": str(repo), "PRIVCORE_CACHE": tempfile.mkdtemp()}
+    calib = os.environ.get("PRIVCORE_COST_MODEL")  # a bench_cost.py file to use in the fresh caches
+    if calib:
+        Path(env["PRIVCORE_CACHE"], "cost_model.json").write_text(Path(calib).read_text())
+    res = subprocess.run([sys.executable, "-c", CHILD, name], cwd=repo, capture_output=True, text=True, env=env)
+    if res.returncode != 0:
+        raise SystemExit(f"{name} failed:\n{res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
+    ap.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
+    args = ap.parse_args()
+    print(f"# cold updates of {args.repo} (fresh process and empty cache per scenario; load {os.getloadavg()[0]:.2f})")
+    print(f"{'scenario':12s} {'spec':6s} {'predicted s':>11s} {'actual s':>9s} {'ratio':>6s} {'worst ETA factor':>17s}")
+    for name in args.only.split(","):
+        for r in run(name.strip(), args.repo):
+            p, a = r["predicted_s"], r["actual_s"]
+            ratio = f"{p / a:6.2f}" if p else "     -"
+            eta = f"{r['worst_eta_factor']:17.2f}" if r["worst_eta_factor"] else " " * 16 + "-"
+            print(f"{name:12s} {r['spec']:6s} {p if p is not None else float('nan'):11.1f} {a:9.1f} {ratio} {eta}",
+                  flush=True)
+    print(f"# load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

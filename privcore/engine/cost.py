@@ -1,0 +1,214 @@
+"""How long a sweep will take, before it runs: the engine's own time model.
+
+Each method declares the pieces of compute a batch of its releases needs
+(:meth:`privcore.methods.base.Method.cost_parts`: the non-private solve, the T teachers, a batch of
+perturbed solves, DP-SGD's epochs, ...), sized relative to a reference piece on mnist-5k and
+scaled by N, D, C, lambda (smaller lambda = more solver iterations), T, epochs and the number of
+releases (epsilons x repetitions). Every variant adds its context (data to the device, the
+eigenbasis of X^T X / N); ``lam = "auto"`` adds the private selection's six candidates on 80 % of
+the data. Pieces another method (or an earlier sweep of this process) already paid for are
+counted once. Seconds = sum of work x a constant per kind of piece.
+
+The constants are fitted by ``bench/bench_cost.py`` (least squares on relative error over a
+design of settings) on the machine that runs the engine: it writes them to
+``$PRIVCORE_CACHE/cost_model.json``, which :func:`coefficients` reads; :data:`DEFAULT_COEFFS` are
+the ones fitted on the development machine (2 CPU cores). The dashboard shows the estimate before
+a run, asks for an explicit click above :data:`THRESHOLD_SECONDS`, and the runner weights its
+progress fraction by it so the ETA follows the same model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from .. import knobs
+from ..methods import BASELINE, get_method
+from ..methods.base import CostPart, data_work
+from ..types import Problem
+from .specs import LAM_AUTO_GRID, SweepSpec
+
+__all__ = ["DEFAULT_COEFFS", "THRESHOLD_SECONDS", "DataSizes", "Estimate", "estimate", "coefficients",
+           "coefficients_path", "save_coefficients", "data_sizes", "plan_state", "estimate_spec", "eta"]
+
+#: Seconds per unit of work of each kind of piece: bench/bench_cost.py on the 2-core development machine
+#: (OMP_NUM_THREADS=1, load average 3.4; "augment" is a guess, not fitted).
+DEFAULT_COEFFS: dict[str, float] = {
+    "fixed": 0.0, "data": 0.21, "eig": 0.27, "solve": 0.93, "perturbed": 2.58, "teachers": 0.81,
+    "sgd": 1.99, "sgd_steps": 0.22, "student": 0.04, "answers": 0.06, "augment": 1.0,
+}
+#: Above this estimate the dashboard waits for an explicit "Compute" click.
+THRESHOLD_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class DataSizes:
+    """The full training split of a data set: N, D, C (what ``n``/``dim``/``classes`` = None mean)."""
+
+    n: int
+    dim: int
+    classes: int
+
+
+@dataclass
+class Estimate:
+    """Predicted seconds in all, and per job (variant index, method) in the runner's order."""
+
+    seconds: float
+    jobs: dict[tuple[int, str], float] = field(default_factory=dict)
+
+
+def coefficients_path() -> Path:
+    from .cache import default_results_dir
+
+    return default_results_dir().parent / "cost_model.json"
+
+
+def coefficients() -> dict[str, float]:
+    """The constants: :data:`DEFAULT_COEFFS`, updated by this machine's calibration file if any."""
+    out = dict(DEFAULT_COEFFS)
+    try:
+        data = json.loads(coefficients_path().read_text())
+        out.update({k: float(v) for k, v in data.get("coefficients", {}).items()
+                    if k in out and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0})
+    except (OSError, ValueError, AttributeError):
+        pass
+    return out
+
+
+def save_coefficients(coeffs: Mapping[str, float], note: str = "") -> Path:
+    """Write this machine's constants (bench/bench_cost.py) where :func:`coefficients` reads them."""
+    path = coefficients_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"coefficients": dict(coeffs), "note": note}, indent=1))
+    return path
+
+
+def _variant_sizes(spec: SweepSpec, sizes: DataSizes) -> tuple[int, int, int, int]:
+    """(N, D, C, real N) of one variant's data: classes keep ~C/C_full of the rows; N above the
+    real rows is augmentation."""
+    d = spec.data
+    c = int(d.classes or sizes.classes)
+    available = int(round(sizes.n * c / sizes.classes))
+    n = int(d.n) if d.n is not None else available
+    if not d.augment:
+        n = min(n, available)
+    dim = int(min(d.dim or sizes.dim, sizes.dim))
+    return n, dim, c, available
+
+
+def _problem(spec: SweepSpec, n: int, dim: int, c: int, lam: float) -> Problem:
+    return Problem(n=max(n, 1), dim=dim, classes=c, lam=lam, budget=spec.budget, teachers=min(spec.teachers, max(n, 1)),
+                   batch_size=min(spec.batch_size, max(n, 1)), epochs=spec.epochs, clip=spec.clip,
+                   learning_rate=spec.learning_rate)
+
+
+def _parts(method: str, spec: SweepSpec, problem: Problem, points: int) -> list[tuple[tuple | None, CostPart]]:
+    """(dedupe key or None, piece) of one method's batch, lambda = auto's selection included."""
+    m = get_method(method)
+    if not (spec.lam == "auto" and "lam" in m.uses and m.family != "baseline"):
+        return [(p.shared, p) for p in m.cost_parts(problem, points, spec.repeats)]
+    sub_n = max(int(round(0.8 * problem.n)), 1)
+    n_val = max(problem.n - sub_n, 1)
+    out: list[tuple[tuple | None, CostPart]] = [
+        (("auto", "data"), CostPart("data", data_work(replace(problem, n=sub_n)))),
+        (("auto", "eig"), CostPart("eig", (problem.dim / 784) ** 3))]
+    for lam in LAM_AUTO_GRID:  # one private release per candidate, R = 1, on the fitting part
+        cand = replace(problem, n=sub_n, lam=lam, teachers=min(problem.teachers, sub_n),
+                       batch_size=min(problem.batch_size, sub_n),
+                       budget=n_val if m.family == "prediction" else problem.budget)
+        out += [(None if p.shared is None else ("auto",) + p.shared, p) for p in m.cost_parts(cand, points, 1)]
+    return out + [(p.shared, p) for p in m.cost_parts(problem, points, spec.repeats)]
+
+
+def estimate(spec: SweepSpec, sizes: DataSizes, *, missing: Mapping[tuple[int, str], int] | None = None,
+             warm: Mapping[int, set] | None = None, coeffs: Mapping[str, float] | None = None) -> Estimate:
+    """Predicted seconds of ``run_sweep(spec)``.
+
+    ``missing``: (variant index, method) -> epsilons not cached (default: none cached); ``warm``:
+    variant index -> shared pieces this process already holds (see :func:`plan_state`).
+    """
+    k = dict(coeffs or coefficients())
+    fixed_lam = knobs.fixed_lam(spec.lam)
+    out = Estimate(0.0)
+    for vi, (_, vspec) in enumerate(spec.variants()):
+        n, dim, c, real = _variant_sizes(vspec, sizes)
+        problem = _problem(vspec, n, dim, c, fixed_lam)
+        seen: set = set((warm or {}).get(vi, set()))
+        context = [(("ctx", "data"), CostPart("data", data_work(problem))),
+                   (("ctx", "eig"), CostPart("eig", (dim / 784) ** 3))]
+        if n > real:  # deformed copies built once per N
+            context.append((("ctx", "augment"), CostPart("augment", (n - real) * dim / (1000 * 784))))
+        jobs = [(m, len(vspec.epsilons)) for m in vspec.methods] + ([(BASELINE.name, 1)] if vspec.baseline else [])
+        for method, points in jobs:
+            todo = points if missing is None else int(missing.get((vi, method), 0))
+            if todo <= 0 or not get_method(method).supports(vspec.delta):
+                out.jobs[(vi, method)] = 0.0
+                continue
+            seconds = 0.0
+            for key, part in context + _parts(method, vspec, problem, todo):
+                if key is not None:
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                seconds += k.get(part.kind, 0.0) * part.work
+            context = []
+            out.jobs[(vi, method)] = seconds
+            out.seconds += seconds
+    return out
+
+
+def data_sizes(spec: SweepSpec) -> DataSizes:
+    """N, D, C of the spec's data set before any transform (loads it, memoised by the loader)."""
+    from ..data import load_dataset
+
+    ds = load_dataset(spec.data.name, data_file=spec.data.data_file, seed=spec.seed)
+    return DataSizes(int(ds.n), int(ds.dim), int(ds.classes))
+
+
+def plan_state(spec: SweepSpec, cache: Any = None) -> tuple[dict[tuple[int, str], int], dict[int, set]]:
+    """(missing, warm) for :func:`estimate`: the epsilons each job would compute (cache lookups,
+    the data of every variant loaded, memoised) and the shared pieces this process's live
+    training context already holds. Trains nothing."""
+    from . import runner
+    from .cache import ResultCache, point_key
+
+    store = cache if cache is not None else ResultCache()
+    missing: dict[tuple[int, str], int] = {}
+    warm: dict[int, set] = {}
+    for vi, (_, vspec) in enumerate(spec.variants()):
+        ds, _, base = runner._variant_data(vspec)
+        for method, epsilons in runner._jobs(vspec):
+            keys = [point_key(runner._point(method, e, vspec, base), ds.fingerprint) for e in epsilons]
+            missing[(vi, method)] = (sum(store.get(key) is None for key in keys) if store.enabled else len(keys))
+        live = runner._CONTEXTS.get((ds.fingerprint, vspec.seed, str(runner.resolve_device(vspec.device))))
+        if live is not None:
+            held = {("ctx", "data")} | ({("ctx", "eig")} if live._precond else set())
+            for key in live._solves:
+                if key[0] in ("np", "teachers"):
+                    held.add(tuple(float(v) if isinstance(v, float) else v for v in key))
+            warm[vi] = held
+    return missing, warm
+
+
+def estimate_spec(spec: SweepSpec, cache: Any = None, *, sizes: DataSizes | None = None) -> Estimate:
+    """:func:`estimate` of what ``run_sweep(spec)`` would compute now (cache and live context)."""
+    missing, warm = plan_state(spec, cache)
+    return estimate(spec, sizes or data_sizes(spec), missing=missing, warm=warm)
+
+
+def eta(predicted: float, fraction: float, elapsed: float) -> float:
+    """Seconds left of a run predicted to take ``predicted`` seconds, ``fraction`` of its predicted
+    work done after ``elapsed`` seconds: the model's remaining time, scaled by the speed observed so
+    far (trusted more as the run advances)."""
+    fraction = min(max(float(fraction), 0.0), 1.0)
+    if fraction >= 1.0:
+        return 0.0
+    if fraction <= 0.0 or predicted <= 0.0:
+        return max(predicted - elapsed, 0.0)
+    speed = elapsed / (predicted * fraction)  # > 1: slower than predicted
+    trust = min(1.0, 2.0 * fraction)
+    return predicted * (1.0 - fraction) * ((1.0 - trust) + trust * speed)
