@@ -153,8 +153,9 @@ def curve_tab(axis: str) -> None:
         note = "δ = 0 (pure DP, no DP-SGD) cannot sit on a log axis: set δ = 0 above to see it in the table."
     else:
         lowest = setting.min_train_size(s)
-        top = max(n_eff, info.n_train)
-        values = tuple(sorted({v for v in N_VALUES if lowest <= v <= info.n_train} | {n_eff}))
+        avail = info.train_rows(s.classes)  # a class filter keeps fewer rows
+        top = max(n_eff, avail)
+        values = tuple(sorted({v for v in N_VALUES if lowest <= v <= avail} | {n_eff}))
         spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="n", values=values)
         x, log_x, current, xname = "n", True, n_eff, "N"
         title = f"Test accuracy vs training-set size N (ε = {format_number(s.eps)}, δ = {format_number(s.delta)})"
