@@ -147,3 +147,15 @@ def test_formulas_typeset_or_fall_back_to_text():
         r"\sigma =\left(K /\varepsilon \right)\sqrt{8\ln \left(2/\delta \right)+4\varepsilon }")
     assert to_latex("beta = eps / (2K") is None  # unbalanced: shown as text
     assert to_latex("x {y}") is None
+
+
+def test_n_under_a_class_filter_is_the_true_one():
+    from ui.setting import Setting, build_data_info, setting_problem
+
+    info = build_data_info("digits")
+    assert sum(info.class_counts) == info.n_train and len(info.class_counts) == 10
+    s = Setting(classes=2, n=None)
+    from privcore.data import load_dataset
+
+    assert s.effective_n(info) == load_dataset("digits", classes=2).n  # what the runner trains on
+    assert setting_problem(info, s).n == s.effective_n(info) < info.n_train

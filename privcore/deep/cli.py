@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .data import DEEP_DATASETS
-from .models import MODEL_NAMES
-from .spec import PRESETS, DeepRow, DeepSpec, figure7_specs
+from .spec import MODEL_NAMES, PRESETS, DeepRow, DeepSpec, figure7_specs
 
 __all__ = ["add_deep_parser", "run_deep_command", "write_rows"]
 

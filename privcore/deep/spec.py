@@ -17,7 +17,9 @@ from .. import knobs
 from ..types import PrivacyBudget
 from ..validation import check_choice, check_int, check_real
 from .data import DEEP_DATASETS
-from .models import MODEL_NAMES
+
+#: Names accepted by :func:`privcore.deep.models.build_model` (and the CLI's ``--model``).
+MODEL_NAMES: tuple[str, ...] = ("small-cnn", "resnet20")
 
 __all__ = ["DeepSpec", "DeepRow", "PRESETS", "FIG7_EPSILONS", "FIG7_BUDGETS", "DEEP_SCHEMA", "figure7_specs"]
 
