@@ -19,10 +19,12 @@ import streamlit as st
 
 from privcore.methods import REGISTRY, methods_of_family
 
+from privcore.inverse import score_rows
 from privcore.recommend import recommend
-from ui import controls, display, progress, setting, sidebar, state
+from ui import controls, display, inverse, progress, setting, sidebar, state, userdata
+from ui.caption import add_caption, rows_n, settings_of
 from ui.export import export_buttons
-from ui.figures import curve_figure, format_number, is_baseline, method_label, noise_table
+from ui.figures import BANDS, curve_figure, format_number, is_baseline, method_label, noise_table
 
 TABS = {"epsilon": "Accuracy vs ε", "budget": "vs B (predictions)", "delta": "vs δ", "n": "vs N (training size)"}
 LABEL_TO_AXIS = {v: k for k, v in TABS.items()}
@@ -41,12 +43,14 @@ st.caption(f"{len(REGISTRY)} ways to make a linear classifier's predictions diff
 
 side = sidebar.settings(require_data=True)
 s = controls.checked_setting_panel(side, allow_augment=True)
+answered_only = inverse.answered_only_toggle()  # default off: abstentions count as wrong
 
 rec_area = st.container()
 tab_key = state.bind("tab", normalise=lambda v: TABS.get(v, v) if v in TABS else (v if v in LABEL_TO_AXIS else TABS["epsilon"]))
 tabs = st.tabs(list(TABS.values()), key=tab_key, on_change="rerun")
 active = state.commit("tab", LABEL_TO_AXIS.get(st.session_state.get(tab_key), "epsilon"))
 table_area = st.container()
+target_area = st.container()  # the inverse view (filled from the ε curve), below the noise table
 
 
 # ---------------------------------------------------------------- 1. the current setting (fast)
@@ -70,13 +74,18 @@ def show_point(rows: list[dict]) -> None:
                          f"threshold ±{rec.threshold:.3f} = 2 standard errors over R = {side.repeats})")
             (box.success if rec.significant or rec.runner_up is None else box.info)(head)
         box.markdown(rec.reason)
+        box.caption(inverse.risk_caption(s.eps, s.delta))
     with table_area:
         st.subheader(f"Noise at the current setting (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, "
                      f"B = {s.budget:,})")
-        st.dataframe(noise_table(rows), hide_index=True, width="stretch")
+        table = noise_table(rows)  # formulas and notes are long: typeset below, where text wraps
+        st.dataframe(table, hide_index=True, width="stretch",
+                     column_order=[c for c in table.columns if c not in ("Formula", "Note")])
         st.caption("σ: std of Gaussian noise; β: inverse scale of Laplace-like noise (density ∝ exp(−β‖b‖)) or "
                    "inverse temperature of the vote; ρ: extra L2 weight of loss perturbation; noise multiplier: "
-                   "DP-SGD's σ/ν; per-query ε: what each of the B answers may spend.")
+                   "DP-SGD's σ/ν; per-query ε: what each of the B answers may spend. ε data-dependent: PATE's "
+                   "accounting at these votes, a function of the private data, so not the guarantee (the ε above is).")
+        display.show_formulas(rows)
 
 
 point_spec = display.spec_or_error(side, s, epsilons=(s.eps,))
@@ -89,7 +98,9 @@ if point is None:  # failed, cancelled or waiting for its Compute click: the pre
         progress.show_previous(f"fig_{active}")
     st.stop()
 display.show_warnings(point.warnings)
-show_point(point.rows)
+show_point(score_rows(point.rows, answered_only))
+with rec_area:
+    userdata.baseline_check(side, point.rows)  # own data: far below a plain logistic regression?
 
 
 # ---------------------------------------------------------------- 2. the active tab's curve
@@ -112,7 +123,7 @@ def describe(rows: list[dict], x: str, xname: str) -> str:
              else f"; at {xname} = {format_number(xs[-1])} it is {m_hi} ({a_hi:.2f})")
     if base:
         text += f"; the dashed line is the non-private model ({max(base):.2f})"
-    return text + ". Shaded bands are ±1 standard deviation over the repetitions."
+    return text + f". Shaded bands: {BANDS[band]} over the R = {side.repeats} repetitions."
 
 
 def curve_tab(axis: str) -> None:
@@ -125,7 +136,7 @@ def curve_tab(axis: str) -> None:
         eps = setting.curve_epsilons(lo, hi, current=s.eps)
         spec = display.spec_or_error(side, s, epsilons=eps)
         x, log_x, current, xname = "epsilon", True, s.eps, "ε"
-        title = f"Test accuracy vs ε (δ = {format_number(s.delta)}, B = {s.budget:,}, N = {n_eff:,})"
+        title = f"Test accuracy vs ε (δ = {format_number(s.delta)}, B = {s.budget:,}, N = {{N}})"
         note = ("Try this: set δ = 0. DP-SGD drops out and subsample-and-aggregate wins at B = 10 from ε ≈ 1 on; "
                 "then raise B to 100 and loss perturbation leads up to ε ≈ 30 (bundled 4,000 digits, λ = 0.001).")
     elif axis == "budget":
@@ -142,8 +153,9 @@ def curve_tab(axis: str) -> None:
         note = "δ = 0 (pure DP, no DP-SGD) cannot sit on a log axis: set δ = 0 above to see it in the table."
     else:
         lowest = setting.min_train_size(s)
-        top = max(n_eff, info.n_train)
-        values = tuple(sorted({v for v in N_VALUES if lowest <= v <= info.n_train} | {n_eff}))
+        avail = info.train_rows(s.classes)  # a class filter keeps fewer rows
+        top = max(n_eff, avail)
+        values = tuple(sorted({v for v in N_VALUES if lowest <= v <= avail} | {n_eff}))
         spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="n", values=values)
         x, log_x, current, xname = "n", True, n_eff, "N"
         title = f"Test accuracy vs training-set size N (ε = {format_number(s.eps)}, δ = {format_number(s.delta)})"
@@ -153,6 +165,12 @@ def curve_tab(axis: str) -> None:
         return
     # The methods that only draw noise answer in a fraction of a second: draw them first, then
     # replace the chart when loss perturbation and DP-SGD (one training run per release) are done.
+    def chart(rows: list[dict]):  # noqa: ANN202 - the figure, its title with the N the rows used, its settings
+        n_used = rows_n(rows)
+        fig = curve_figure(rows, x, title=title.replace("{N}", f"{n_used:,}" if n_used else "-"), log_x=log_x,
+                           current=current, band=band)
+        return add_caption(fig, settings_of(spec, rows, dataset=userdata.dataset_label(side)))
+
     early, pending = st.empty(), st.empty()
     quick = progress.quick_part(spec)
     quick_key = f"curve_{axis}_quick"
@@ -162,8 +180,7 @@ def curve_tab(axis: str) -> None:
         return  # one Cancel stops the whole curve; its Resume box is shown
     if first is not None:
         with early.container():
-            display.show_figure(curve_figure(first.rows, x, title=title, log_x=log_x, current=current),
-                                key=f"fig_{axis}_quick")
+            display.show_figure(chart(score_rows(first.rows, answered_only)), key=f"fig_{axis}_quick")
         pending.caption("Loss perturbation and DP-SGD train once per release and follow in a few seconds.")
     res = progress.run_with_progress(spec, key=f"curve_{axis}", label=f"Curve {TABS[axis]}")
     pending.empty()
@@ -172,16 +189,25 @@ def curve_tab(axis: str) -> None:
             progress.show_previous(f"fig_{axis}")
         return
     early.empty()
-    fig = curve_figure(res.rows, x, title=title, log_x=log_x, current=current)
+    rows = score_rows(res.rows, answered_only)
+    fig = chart(rows)
     display.show_figure(fig, key=f"fig_{axis}")
-    st.markdown(describe(res.rows, x, xname))
+    st.markdown(describe(rows, x, xname))
     if note:
         st.caption(note)
     display.show_warnings(res.warnings)
     export_buttons(fig, res.rows, key=f"export_{axis}")
+    display.copy_as_code(spec, side, key=f"code_{axis}")
+    if axis == "epsilon":
+        with target_area:
+            inverse.target_section(rows, s.budget, n_eff, answered_only)
 
 
 for axis, tab in zip(TABS, tabs):
     if axis == active:
         with tab:
+            band = state.commit("band", st.radio(
+                "Bands around each curve", list(BANDS), key=state.bind("band"), format_func=BANDS.get, horizontal=True,
+                help="±1 sd: the spread of single runs. 95 % CI: where the mean of the R runs lies (1.96 sd/√R), "
+                     "to judge whether two curves really differ."))
             curve_tab(axis)

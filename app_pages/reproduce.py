@@ -19,7 +19,9 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from ui import controls, display, paper, progress, setting, sidebar
+from privcore.methods import get_method
+from ui import controls, display, paper, progress, setting, sidebar, userdata
+from ui.caption import add_caption, settings_of
 from ui.export import export_buttons
 from ui.figures import curve_figure, format_number, method_label
 
@@ -46,13 +48,12 @@ cur = controls.current_setting()
 
 c1, c2, c3 = st.columns([4, 3, 2])
 t_options = [t for t in TEACHER_OPTIONS if t <= max(1, info.n_train // 4)] or [1]
-with c3:
-    teachers = st.select_slider(
-        "Teachers T (subsample-and-aggregate)", options=t_options, value=min(64, t_options[-1]), key="repro_teachers",
-        help="The paper used T = 256 on 60,000 examples (234 per teacher). Training time grows with T.")
+teachers = int(st.session_state.get("repro_teachers", min(64, t_options[-1])))
+if teachers not in t_options:
+    teachers = min(64, t_options[-1])
 augment = False
 figures = paper.paper_figures(info.n_train, info.dim, info.classes, image=info.image, augment=False,
-                                 min_n=int(teachers))
+                              min_n=int(teachers))
 keys = [f.key for f in figures]
 with c1:
     key = st.selectbox("Figure", keys, format_func=lambda k: next(f.label for f in figures if f.key == k),
@@ -62,13 +63,24 @@ with c2:
                                  key="repro_accounting", format_func=lambda a: a,
                                  help="paper: the published calibrations. corrected: sound ones. tight: exact Gaussian "
                                       "and optimal bounded-range composition, finer replace-one PLD grid for DP-SGD.") or ["corrected"]
-if key == "4" and info.image:
+fig_def = next(f for f in figures if f.key == key)
+# Only the controls that apply to this figure: T when one of its methods uses teachers (and the figure
+# does not vary T itself), growing N only for the figure that varies N on image data.
+uses = {u for m in fig_def.methods for u in get_method(m).uses}
+if "teachers" in uses and fig_def.vary != "teachers":
+    with c3:
+        teachers = st.select_slider(
+            "Teachers T (subsample-and-aggregate)", options=t_options, value=teachers, key="repro_teachers",
+            help="The paper used T = 256 on 60,000 examples (234 per teacher). Training time grows with T.")
+    figures = paper.paper_figures(info.n_train, info.dim, info.classes, image=info.image, augment=False,
+                                  min_n=int(teachers))
+if fig_def.vary == "n" and info.image:
     augment = st.checkbox("Grow N beyond the data set with deformed copies of its images (slow)", value=False,
                           key="repro_augment", help="The paper used InfiMNIST (1M deformed digits) for this figure.")
     if augment:
         figures = paper.paper_figures(info.n_train, info.dim, info.classes, image=True, augment=True,
-                                         min_n=int(teachers))
-        fig4 = next(f for f in figures if f.key == "4")
+                                      min_n=int(teachers))
+        fig4 = next(f for f in figures if f.key == key)
         st.warning(setting.augmentation_caveat(info.n_train, int(max(fig4.values)), float(fig4.epsilons[0])))
 fig_def = next(f for f in figures if f.key == key)
 
@@ -88,11 +100,16 @@ for acc in accountings:
 
 variants = len(fig_def.values) if fig_def.vary else 1
 points = variants * len(fig_def.methods) * len(fig_def.epsilons) * len(specs)
-st.caption(
-    f"Data: {info.name} ({info.n_train:,} training examples, D = {info.dim}, C = {info.classes}) · "
-    f"R = {side.repeats} repetitions (sidebar) · λ = {format_number(cur.lam)} · T = {teachers} · DP-SGD: clip "
-    f"{format_number(cur.clip)}, {cur.epochs} epochs, batch {paper_setting.batch_size} · {points} points in all. "
-    "The paper used N = 60,000, R = 100 and cross-validated λ. " + setting.NEIGHBOURS_NOTE)
+fixed = [f"Data: {info.name} ({info.n_train:,} training examples, D = {info.dim}, C = {info.classes})",
+         f"R = {side.repeats} repetitions (sidebar)"]
+if "lam" in uses:
+    fixed.append(f"λ = {format_number(cur.lam)}")
+if "teachers" in uses:
+    fixed.append(f"T = {teachers}")
+if "epochs" in uses:
+    fixed.append(f"DP-SGD: clip {format_number(cur.clip)}, {cur.epochs} epochs, batch {paper_setting.batch_size}")
+st.caption(" · ".join(fixed + [f"{points} points in all"]) + ". The paper used N = 60,000, R = 100 and "
+           "cross-validated λ. " + setting.NEIGHBOURS_NOTE)
 
 store = st.session_state.setdefault("repro_results", {})
 results = {}
@@ -141,6 +158,7 @@ if results:
                 fig = paper.epsilon_curves_figure(res.rows, fig_def.x, title=title, log_x=fig_def.log_x)
             else:
                 fig = curve_figure(res.rows, fig_def.x, title=title, log_x=fig_def.log_x)
+            add_caption(fig, settings_of(specs[acc], res.rows, dataset=userdata.dataset_label(side)))
             display.show_figure(fig, key=f"repro_chart_{key}_{acc}")
             display.show_warnings(res.warnings)
             drawn.append((acc, fig, res))
@@ -151,6 +169,7 @@ if results:
     for acc, fig, res in drawn:
         st.caption(f"Download Figure {key}, {ACCOUNTING_TITLES[acc]}:")
         export_buttons(fig, res.rows, key=f"repro_export_{key}_{acc}", filename=f"figure-{key}-{acc}")
+        display.copy_as_code(specs[acc], side, key=f"repro_code_{key}_{acc}")
     gaps = paper.accounting_gaps({a: r.rows for a, r in results.items()}, fig_def.x,
                                     reference="paper" if "paper" in results else next(iter(results)))
     if gaps:

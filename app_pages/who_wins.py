@@ -13,7 +13,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from ui import controls, display, progress, setting, sidebar, state
+from ui import controls, display, progress, setting, sidebar, state, userdata
+from ui.caption import add_caption, rows_n, settings_of
 from ui.export import export_buttons
 from ui.figures import format_number, winner_map_figure
 
@@ -29,7 +30,8 @@ st.caption("Each cell is one setting; its colour is the method with the best mea
 side = sidebar.settings(require_data=True)
 c1, c2 = st.columns(2)
 delta = controls.delta_slider(c1)
-eps_key = state.bind("map_eps", normalise=lambda v: [e for e in v if e in EPS_CHOICES] or [1.0, 10.0])
+eps_key = state.bind("map_eps", normalise=lambda v: [e for e in v if e in EPS_CHOICES] or [1.0, 10.0],
+                     explain="the map's ε columns are among " + ", ".join(format_number(e) for e in EPS_CHOICES))
 with c2:
     eps_list = sorted(st.multiselect("ε values (columns)", list(EPS_CHOICES), key=eps_key, format_func=format_number))
 eps_list = state.commit("map_eps", eps_list)
@@ -62,12 +64,15 @@ if res_b is None and spec_b is not None:
     progress.show_previous("fig_map_b")  # cancelled or waiting for its Compute click
 if res_b is not None:
     fig_b = winner_map_figure(res_b.rows, "epsilon", "budget",
-                              title=f"Best method over ε and B (δ = {format_number(delta)}, N = {n_eff:,})")
+                              title=f"Best method over ε and B (δ = {format_number(delta)}, N = "
+                                    f"{rows_n(res_b.rows) or n_eff:,})")
+    add_caption(fig_b, settings_of(spec_b, res_b.rows, dataset=userdata.dataset_label(side)))
     display.show_figure(fig_b, key="fig_map_b")
     st.caption("Private-prediction methods pay for every answer, so they win at small B and fade as B grows; "
                "private-training methods do not depend on B.")
     display.show_warnings(res_b.warnings)
     export_buttons(fig_b, res_b.rows, key="export_map_b")
+    display.copy_as_code(spec_b, side, key="code_map_b")
 
 # ---------------------------------------------------------------- map 2: epsilon x N
 st.subheader("ε × training-set size N")
@@ -91,7 +96,9 @@ if res_n is None and spec_n is not None:
 if res_n is not None:
     fig_n = winner_map_figure(res_n.rows, "epsilon", "n",
                               title=f"Best method over ε and N (δ = {format_number(delta)}, B = {s.budget:,})")
+    add_caption(fig_n, settings_of(spec_n, res_n.rows, dataset=userdata.dataset_label(side)))
     display.show_figure(fig_n, key="fig_map_n")
     st.caption("Subsample-and-aggregate suits small N; the sensitivity methods' noise 2K/(Nλ) shrinks as N grows.")
     display.show_warnings(res_n.warnings)
     export_buttons(fig_n, res_n.rows, key="export_map_n")
+    display.copy_as_code(spec_n, side, key="code_map_n")

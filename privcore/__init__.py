@@ -5,7 +5,6 @@ types in :mod:`privcore.types` and the method registry in :mod:`privcore.methods
 """
 
 from .calibration import calibrate, calibrate_all
-from .device import resolve_device
 from .methods import METHOD_NAMES, REGISTRY, get_method
 from .types import ACCOUNTING_MODES, CalibrationError, NoiseScale, PrivacyBudget, Problem
 
@@ -14,3 +13,11 @@ __all__ = [
     "ACCOUNTING_MODES", "CalibrationError", "NoiseScale", "PrivacyBudget", "Problem",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):  # resolve_device needs torch: imported on first use, not at start-up
+    if name == "resolve_device":
+        from .device import resolve_device
+
+        return resolve_device
+    raise AttributeError(f"module 'privcore' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Command line: ``python -m privcore calibrate ...`` and ``python -m privcore sweep ...``.
+"""Command line: ``python -m privcore calibrate ...``, ``sweep ...``, ``leakage ...``, ``results ...``, ``deep ...``.
 
 Invalid input exits with code 2 and one line on stderr naming the problem (no traceback).
 """
@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .engine.cli_results import add_results_parser
 
     add_results_parser(sub)
+    from .deep.cli import add_deep_parser
+
+    add_deep_parser(sub, _number, _epsilon)
     return parser
 
 
@@ -131,6 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .leakage.cli import run_leakage_command
 
             code = run_leakage_command(args)
+        elif args.command == "deep":
+            from .deep.cli import run_deep_command
+
+            code = run_deep_command(args)
         elif args.command == "results":
             from .engine.cli_results import run_results_command
 

@@ -8,6 +8,7 @@ costs one solve for any number of repetitions and epsilons.
 from __future__ import annotations
 
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -15,6 +16,7 @@ import numpy as np
 import torch
 
 from .data import Dataset
+from .data.transforms import unit_ball_float32
 from .device import make_generator
 from .certify import certify
 from .solver import Preconditioner, SolveResult, solve_softmax
@@ -23,26 +25,13 @@ from .types import Problem
 __all__ = ["TrainContext", "accuracy", "unit_ball_float32"]
 
 _PRECOND_LOCK = threading.Lock()
+#: Rows (in bytes) of the teachers solved together: one group below about 10^5 rows of D = 784.
+TEACHER_GROUP_BYTES = 256 << 20
 
 
 def accuracy(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Mean accuracy over the last axis: pred [..., n] vs labels y [n] -> [...]."""
     return (pred == y).to(torch.float64).mean(dim=-1)
-
-
-def unit_ball_float32(x: torch.Tensor) -> torch.Tensor:
-    """Rows of float32 ``x`` with exact (float64-evaluated) norm <= 1.
-
-    Rounding a unit-norm row to float32 can leave its norm a few 1e-8 above 1, outside the ball
-    every sensitivity bound assumes; such rows are scaled back inside (in place; a no-op otherwise).
-    """
-    for _ in range(4):
-        norms = x.double().norm(dim=1)
-        over = norms > 1.0
-        if not bool(over.any()):
-            return x
-        x[over] = (x[over].double() / (norms[over] * (1.0 + 2.0 ** -20)).unsqueeze(1)).to(x.dtype)
-    raise ValueError("could not bring the training rows into the unit ball in float32")
 
 
 @dataclass
@@ -80,10 +69,17 @@ class TrainContext:
                              f"the data set (n={ds.n}, dim={ds.dim}, classes={ds.classes})")
 
         def t(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
-            # Copy: datasets hand out read-only arrays, and torch wants writable memory.
+            if device.type == "cpu" and a.dtype == {torch.float32: np.float32, torch.int64: np.int64}.get(dtype):
+                # One copy of the data on the CPU: the tensor shares the data set's (read-only)
+                # memory; nothing here writes to it (unit_ball_float32 copies first if it must).
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+                    return torch.from_numpy(a)
             return torch.from_numpy(np.array(a, copy=True)).to(device=device, dtype=dtype)
 
-        return cls(unit_ball_float32(t(ds.x_train, torch.float32)), t(ds.y_train, torch.int64), t(ds.x_test, torch.float32),
+        x_train = t(ds.x_train, torch.float32)
+        x_train = unit_ball_float32(x_train, shared=x_train.device.type == "cpu")
+        return cls(x_train, t(ds.y_train, torch.int64), t(ds.x_test, torch.float32),
                    t(ds.y_test, torch.int64), ds.classes, problem, seed, device, gtol)
 
     def with_problem(self, problem: Problem) -> "TrainContext":
@@ -180,11 +176,23 @@ class TrainContext:
             perm = torch.randperm(n, generator=self.generator("sa_partition", teachers), device=self.device)[: teachers * m]
             # The teachers' rows in the full data's eigenbasis: no unrotated copy of the parts
             # (3 GB at N = 1e6) and no second eigendecomposition.
-            parts = self.preconditioner.rows(perm, teachers)
-            ys = self.y_train[perm].view(teachers, m)
-            lam_t = torch.full((teachers,), float(lam), dtype=torch.float64, device=self.device)
-            res = solve_softmax(parts.x, ys, lam_t, classes=self.classes, gtol=self.gtol, precond=parts,
-                                callback=self.checkpoint)
+            # Each teacher's problem is solved on its own (no problem's path depends on its batch), so
+            # they are solved in groups whose rows fit TEACHER_GROUP_BYTES: at N = 1e6 one gathered
+            # copy of all parts would be another 2.8 GB (and the solver's compaction a third).
+            rank = self.preconditioner.x.shape[-1]
+            per_group = max(1, min(teachers, TEACHER_GROUP_BYTES // max(1, m * rank * self.preconditioner.x.element_size())))
+            results = []
+            for first in range(0, teachers, per_group):
+                size = min(per_group, teachers - first)
+                rows = perm[first * m:(first + size) * m]
+                parts = self.preconditioner.rows(rows, size)
+                ys = self.y_train[rows].view(size, m)
+                lam_t = torch.full((size,), float(lam), dtype=torch.float64, device=self.device)
+                results.append(solve_softmax(parts.x, ys, lam_t, classes=self.classes, gtol=self.gtol, precond=parts,
+                                             callback=self.checkpoint))
+                del parts
+            res = results[0] if len(results) == 1 else SolveResult(*(torch.cat(t) for t in zip(
+                *((r.theta, r.grad_norm, r.iterations, r.converged) for r in results))))
             self._note_solve(res)
             self._solves[key] = res
         return self._solves[key].theta

@@ -7,8 +7,10 @@ purpose label, on the same device as the tensors it fills. Nothing seeds torch g
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up stays light)
+    import torch
 
 from .validation import check_choice
 
@@ -23,6 +25,7 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     ``auto`` picks CUDA when available, else CPU. Asking for ``cuda`` without a GPU raises
     ``ValueError`` with a clear message instead of failing later inside a kernel.
     """
+    import torch
     if isinstance(device, torch.device):
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ValueError("device must be 'cpu' or 'auto' here: CUDA was requested but no GPU is available")
@@ -51,6 +54,7 @@ def derive_seed(seed: int, *labels: object) -> int:
 
 def make_generator(seed: int, *labels: object, device: torch.device | str = "cpu") -> torch.Generator:
     """A ``torch.Generator`` on ``device`` seeded with ``derive_seed(seed, *labels)``."""
+    import torch
     dev = resolve_device(device) if isinstance(device, str) else device
     gen = torch.Generator(device=dev)
     gen.manual_seed(derive_seed(seed, *labels))

@@ -24,6 +24,17 @@ The cases (C = 2 classes, tiny data so that the batched runs are quick):
   vote histogram is the label count, and D' moves one vote from class 0 to class 1. Score: the
   released label (1 is the minority class in both).
 
+The methods beyond the paper (issue 10), on the same one-example teachers (``vote_data``, C = 2):
+
+* Confident-GNMax: B = 1, many copies of the canary query per release; D has ``ones`` votes for
+  class 1, D' one more. Score per answer: 0 for label 0, 1 for an abstention, 2 for label 1 (both
+  of the latter are likelier on D').
+* sparse vector: streams of B identical queries; the votes put the distance to instability near
+  the threshold w, D' one vote closer to a tie. Score per stream: the number of answered queries
+  (the stream stops after c unstable ones, so it reveals where the test failed).
+* PATE student: the public rows are all the canary, so the student's logit gap at the canary is
+  a function of how many of its P noisy labels are 1. Score: that gap (the student's own solve).
+
 What these canaries reach (an audit cannot exceed it): the label flip moves theta* by K/(N lam),
 half the replace-one bound 2K/(N lam) (for C = 2 both gradients lie on (1, -1) and the model is
 not confidently wrong on a never-lit canary), and moves loss perturbation's noise vector by K,
@@ -86,11 +97,17 @@ def vote_data(teachers: int = 10, ones: int = 3) -> tuple[torch.Tensor, torch.Te
     return x, y, y1
 
 
+def _teacher_vote_method(method: str) -> bool:
+    from privcore.methods.teachers import TeacherVoteMethod
+
+    return isinstance(get_method(method), TeacherVoteMethod)
+
+
 def audit_problem(method: str, **overrides: object) -> Problem:
     """The small problem each audit runs: lam large enough that theta stays near 0 at the canary,
     B = 1 (the claim of one answer is the full epsilon), DP-SGD with q = 1, clip 0.1 and a step
     size small enough that every canary gradient is clipped."""
-    if method == "subsample_aggregate":
+    if _teacher_vote_method(method):
         fields: dict[str, object] = dict(n=10, dim=1, classes=2, lam=1e-2, budget=1, teachers=10, batch_size=10)
     else:
         fields = dict(n=8, dim=2, classes=2, lam=4.0, budget=1, teachers=1, batch_size=8, epochs=2, clip=0.1,
@@ -124,12 +141,35 @@ def _loss_gradient_sum(x: torch.Tensor, y: torch.Tensor, theta: torch.Tensor) ->
     return torch.einsum("nd,snc->sdc", x, probs)
 
 
+def student_scores(scale: NoiseScale, problem: Problem, runs: int, ones: int) -> tuple[np.ndarray, np.ndarray]:
+    """The PATE student's logit gap (class 1 - class 0) at the canary, trained on public rows that all
+    are the canary, for ``runs`` students on D (``ones`` votes for 1) and on D' (one more)."""
+    from privcore.methods.pate_student import PUBLIC_LABELS
+
+    m = get_method("pate_student")
+    x, y0, y1 = vote_data(problem.n, ones)
+    out = []
+    for y, seed in ((y0, SEEDS[0]), (y1, SEEDS[1])):
+        ctx = TrainContext(x, y, x[:1].repeat(2 * PUBLIC_LABELS, 1), torch.zeros(2 * PUBLIC_LABELS, dtype=torch.int64),
+                           problem.classes, problem, seed, torch.device("cpu"))
+        rows = torch.arange(PUBLIC_LABELS)
+        theta = m._students(ctx, [scale], runs, rows, 0)  # [R, D, C]: the method's own batched solve
+        logits = ctx.logits(theta, x[:1])[:, 0, :]
+        out.append((logits[:, 1] - logits[:, 0]).double().numpy())
+    return out[0], out[1]
+
+
 def method_scores(method: str, scale: NoiseScale, problem: Problem, runs: int,
-                  queries_per_run: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Scores of ``runs`` (x ``queries_per_run`` for prediction methods) releases on D and on D'."""
+                  queries_per_run: int = 1, ones: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Scores of ``runs`` (x ``queries_per_run`` for prediction methods) releases on D and on D'.
+
+    ``ones``: for the teacher-vote methods, the votes for class 1 on D (D' has one more).
+    """
     m = get_method(method)
-    if method == "subsample_aggregate":
-        x, y0, y1 = vote_data(problem.n, ones=(problem.n - 4) // 2)  # margin 4 in D, 2 in D'
+    if method == "pate_student":
+        return student_scores(scale, problem, runs, ones if ones is not None else 1)
+    if _teacher_vote_method(method):
+        x, y0, y1 = vote_data(problem.n, ones=ones if ones is not None else (problem.n - 4) // 2)  # S&A: margin 4, 2
     else:
         x, y0, y1 = canary_data(problem.n - 1)
     ctx0, ctx1 = _context(x, y0, problem, SEEDS[0]), _context(x, y1, problem, SEEDS[1])
@@ -158,7 +198,14 @@ def method_scores(method: str, scale: NoiseScale, problem: Problem, runs: int,
     queries = canary.repeat(queries_per_run, 1)
     for ctx in (ctx0, ctx1):
         out = m.release(ctx, [scale], runs, queries)[0]  # [R, M, C] logits or [R, M] labels
-        if m.releases == "labels":
+        if method == "sparse_vector":  # answered queries per stream of B, streams in the method's seeded order
+            b, mq = problem.budget, out.shape[1]
+            order = torch.stack([torch.randperm(mq, generator=ctx.generator(method, "order", r)) for r in range(runs)])
+            streams = torch.gather(out, 1, order)[:, : (mq // b) * b].reshape(-1, b)
+            scores.append((streams >= 0).double().sum(1).numpy())
+        elif m.abstains:  # 0: label 0, 1: abstained, 2: label 1 (the latter two likelier on D')
+            scores.append(torch.where(out == 0, 0.0, torch.where(out < 0, 1.0, 2.0)).reshape(-1).double().numpy())
+        elif m.releases == "labels":
             scores.append(out.reshape(-1).double().numpy())
         else:
             c0 = ctx0.logits(ctx0.nonprivate_theta(problem.lam).unsqueeze(0), canary)[0]
@@ -171,11 +218,11 @@ def method_scores(method: str, scale: NoiseScale, problem: Problem, runs: int,
 
 def audit_method(method: str, budget: PrivacyBudget, accounting: str = "corrected", runs: int = 20000,
                  queries_per_run: int = 1, alpha: float = 0.05, problem: Problem | None = None,
-                 scale: NoiseScale | None = None) -> AuditCase:
+                 scale: NoiseScale | None = None, ones: int | None = None) -> AuditCase:
     """Audit ``method`` at ``budget``: calibrate it (or use ``scale``, e.g. a deliberately broken
     one) on the audit problem, run it on D and D', and bound epsilon from below (see the module)."""
     problem = problem if problem is not None else audit_problem(method)
     m = get_method(method)
     scale = scale if scale is not None else m.calibrate(budget, problem, accounting)
-    s0, s1 = method_scores(method, scale, problem, runs, queries_per_run)
+    s0, s1 = method_scores(method, scale, problem, runs, queries_per_run, ones)
     return AuditCase(method, accounting, scale, audit(s0, s1, delta=budget.delta, alpha=alpha))

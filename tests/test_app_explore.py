@@ -17,7 +17,7 @@ def app(**params):  # noqa: ANN201 - AppTest of app.py (Explore first)
     return run(APP, FAST, **params)
 
 
-def recommendation(at: AppTest) -> str:
+def recommendation(at) -> str:  # noqa: ANN001 - an AppTest
     boxes = [t for t in texts(at.success) + texts(at.info) if "Recommended" in t]
     assert boxes, f"no recommendation box; errors: {texts(at.error)}"
     return boxes[0]
@@ -135,6 +135,29 @@ def test_explore_draws_the_quick_methods_first_unless_all_is_cached(tmp_path, mo
     ran = [json.loads(k)["methods"] for k in again.session_state["_sweep_memo"].keys()]
     assert ["model_sensitivity", "subsample_aggregate"] not in ran      # all cached: no quick pass
     assert len(again.get("plotly_chart")) == 1
+
+
+def test_answered_only_toggle_inverse_view_and_risk_line():
+    at = app(methods='["confident_gnmax","subsample_aggregate"]', budget="10", teachers="40").run()
+    assert not at.exception, at.exception
+    assert any("catches at most" in t for t in texts(at.caption))  # the plain-words risk line
+    table = at.dataframe[0].value
+    row = table[table["Method"].str.contains("Confident")].iloc[0]
+    assert row["Answered"].endswith("%") and row["ε data-dependent (not a guarantee)"] != ""
+    target = at.dataframe[1].value  # the inverse view under the epsilon curve
+    assert list(target.columns) == ["Method", "Smallest ε", "Band (mean ± std crosses)"]
+    assert any("Which ε reaches" in h.value for h in at.subheader)
+    before = row["Accuracy"]
+    at.toggle(key="w:answered_only").set_value(True).run()
+    assert not at.exception
+    after = at.dataframe[0].value
+    row_after = after[after["Method"].str.contains("Confident")].iloc[0]
+    assert at.query_params["answered_only"] == "true"
+    assert float(row["Answered"].rstrip("%")) < 100.0  # it abstains here (eps = 3, T = 40 on synthetic data)
+    assert row_after["Accuracy"] != before  # scored on answered queries only
+    assert row_after["Answered"] == row["Answered"]  # the answered fraction stays beside it
+    at.number_input(key="w:target").set_value(0.3).run()
+    assert at.query_params["target"] == "0.3"
 
 
 def test_n_below_the_dpsgd_batch_leaves_out_only_dpsgd():

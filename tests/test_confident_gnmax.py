@@ -75,3 +75,24 @@ def test_empirical_abstain_probability_matches_the_gaussian_check(ctx):
     got = (out >= 0).double().mean(dim=0)
     assert float((got - expected).abs().mean()) < 0.03
     assert math.isclose(float(got.mean()), float(expected.mean()), abs_tol=0.01)
+
+
+def test_data_dependent_epsilon_beside_the_guarantee(ctx):
+    """PATE's data-dependent epsilon is stored per point, never above the data-independent one; the
+    calibration (the guarantee) does not use it."""
+    from privcore.engine.rows import RESULT_COLUMNS
+    from privcore.engine.runner import _evaluate
+
+    budgets = [PrivacyBudget(e, 1e-5) for e in (1.0, 30.0)]
+    scales, acc, answered, among, extras = _evaluate("confident_gnmax", ctx, budgets, "corrected", 2)
+    assert "epsilon_data_dependent" in RESULT_COLUMNS and "epsilon_dd_published" in RESULT_COLUMNS
+    for b, s, x in zip(budgets, scales, extras):
+        assert 0.0 <= x["epsilon_data_dependent"] <= b.epsilon * 1.02  # grid of orders vs the exact optimum
+        assert x["epsilon_dd_published"] >= x["epsilon_data_dependent"]
+        assert gnmax_epsilon(s.sigma, s.test_noise, ctx.problem.budget, 1e-5, "corrected") <= b.epsilon * (1 + 1e-9)
+    # independent of the batch: the eps = 30 point alone gives the same numbers
+    alone = _evaluate("confident_gnmax", ctx, budgets[1:], "corrected", 2)[4]
+    assert alone[0] == extras[1]
+    # at eps = 30 with B = 10 and T = 40 the teachers often agree beyond the noise: the data-dependent value is lower
+    assert extras[1]["epsilon_data_dependent"] < 30.0
+    assert all(x == {} for x in get_method("subsample_aggregate").extra_results(ctx, scales, torch.zeros(2, 2, 3)))

@@ -250,3 +250,41 @@ def test_svt_threshold_bounds_the_stability_failure():
     rho = s.cap * s.beta ** 2 / 2.0
     assert zcdp_epsilon(rho, s.delta_fallback, "standard") <= s.eps_fallback * (1 + 1e-9) or \
         2 * s.beta * s.cap <= s.eps_fallback * (1 + 1e-9)
+
+
+def _log_transcript_prob(stable_d: float, unstable_d: np.ndarray, length: int, w: float, th_scale: float,
+                         q_scale: float) -> float:
+    """log P(``length`` stable answers at distance ``stable_d``, then one unstable answer per entry of
+    ``unstable_d``), exactly (numerical integral over the one threshold draw, in log space)."""
+    grid = np.linspace(-80 * th_scale, 80 * th_scale, 100_001)
+
+    def log_sf(x: np.ndarray, b: float) -> np.ndarray:  # log P(Lap(b) >= x)
+        return np.where(x >= 0, math.log(0.5) - x / b, np.log1p(-0.5 * np.exp(-np.abs(x) / b)))
+
+    lp = -np.abs(grid) / th_scale - math.log(2 * th_scale) + length * log_sf(w + grid - stable_d, q_scale)
+    for d in unstable_d:
+        lp = lp + log_sf(-(w + grid - d), q_scale)  # d + nu < w + rho
+    top = lp.max()
+    return float(top + math.log(np.exp(lp - top).sum() * (grid[1] - grid[0])))
+
+
+@pytest.mark.parametrize("cap", [1, 3])
+def test_svt_transcript_worst_pair_reaches_the_bound(cap):
+    """The worst neighbours move every stable query's distance down and every unstable one's up: the
+    threshold shift costs eps_1 and each of the c failures 2 / (2c / eps_2), eps_svt in all. Long
+    streams of stable answers reach it (0.36 of the bound was all the short enumerated streams above
+    reached); the sound calibration never exceeds it, a query noise of c/eps_2 (the monotone-query
+    scale, wrong for the distance to instability) does."""
+    s = svt_calibration(2.0, 1e-5, 4 * cap, cap)
+    w = 1.0
+    ups, downs = np.full(cap, 0.0), np.full(cap, 1.0)
+    # 3c stable answers: the longest a stream of B = 4c queries gives them; the transcript's privacy
+    # does not depend on the stream length (only w does, through B), so longer ones are checked too.
+    for length, reach in ((3 * cap, 0.8), (30, 0.999), (300, 0.999)):
+        r = (_log_transcript_prob(1.0, ups, length, w, s.threshold_scale, s.query_scale)
+             - _log_transcript_prob(0.0, downs, length, w, s.threshold_scale, s.query_scale))
+        assert reach * s.eps_svt <= r <= s.eps_svt * (1 + 1e-6), (length, r, s.eps_svt)
+    half = s.query_scale / 2.0  # the known-bad variant
+    r = (_log_transcript_prob(1.0, ups, 300, w, s.threshold_scale, half)
+         - _log_transcript_prob(0.0, downs, 300, w, s.threshold_scale, half))
+    assert r > 1.2 * s.eps_svt

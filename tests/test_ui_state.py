@@ -154,3 +154,31 @@ def test_random_query_strings_never_raise(params):
         state.encode(value)                                                # and always encodable
     for message in errors:
         assert len(message) < 400                                          # values are clipped in messages
+
+
+_ADJUST = """
+import sys
+sys.path.insert(0, {root!r})
+import streamlit as st
+from ui import state
+key = state.bind("map_eps", normalise=lambda v: [e for e in v if e in (1.0, 10.0)] or [1.0],
+                 explain="the columns are among 1, 10")
+st.write("VALUE", state.commit("map_eps", st.session_state[key]))
+"""
+
+
+def test_a_value_a_control_cannot_show_is_reported_once_not_silently():
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_string(_ADJUST.format(root=str(Path(__file__).resolve().parents[1])), default_timeout=60)
+    at.query_params["map_eps"] = "[1,0.5]"
+    at.run()
+    assert not at.exception
+    from apptest import texts
+
+    warnings = texts(at.warning)
+    assert warnings == ["URL parameter map_eps=[1.0,0.5] adjusted to [1.0]: the columns are among 1, 10"], warnings
+    at.run()
+    assert not at.warning  # once

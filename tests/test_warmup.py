@@ -1,4 +1,4 @@
-"""privcore.engine.warmup: the background warm-up imports the accountants and memoises the data."""
+"""privcore.engine.warmup: the background warm-up imports the accountant in use and memoises the data."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 
-def test_warm_up_imports_opacus_and_memoises_the_data() -> None:
+def test_warm_up_imports_the_accountant_and_memoises_the_data() -> None:
     # A fresh interpreter: in this one other tests may already have imported Opacus.
     code = textwrap.dedent("""
         import sys
@@ -16,9 +16,11 @@ def test_warm_up_imports_opacus_and_memoises_the_data() -> None:
         assert "opacus" not in sys.modules
         before = len(loader._MEMO._items)
         warm_up("digits")
-        assert "opacus.accountants" in sys.modules
+        assert "opacus" not in sys.modules  # corrected accounting: dp_accounting's PLD only
         assert "dp_accounting.pld.privacy_loss_distribution" in sys.modules
         assert len(loader._MEMO._items) == before + 1
+        warm_up("digits", "paper")
+        assert "opacus.accountants" in sys.modules
         print("ok")
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

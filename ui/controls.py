@@ -41,7 +41,9 @@ def log_select(name: str, label: str, grid: Sequence[Any], *, container=None, fm
     from_w = from_widget or (lambda v: v)
     current = to_w(state.get(name))
     options = with_value(grid, current) if keep_value else list(grid)
-    wkey = state.bind(name, normalise=lambda v: nearest(options, to_w(v) if v not in options else v))
+    wkey = state.bind(name, normalise=lambda v: nearest(options, to_w(v) if v not in options else v),
+                      explain=None if keep_value else f"{label} offers {', '.join(fmt(o) for o in options)}; the "
+                                                      "nearest one is used")
     chosen = where.select_slider(label, options=options, key=wkey, format_func=fmt, help=help, disabled=disabled)
     value = state.commit(name, from_w(chosen))
     if typed:
@@ -194,7 +196,8 @@ def methods_select(container=None) -> list[str]:
     names = list(k.choices)
     where = container if container is not None else st
     chosen = where.multiselect(k.label, names, key=state.bind(
-        "methods", normalise=lambda v: [m for m in v if m in names]), format_func=method_label, help=k.tooltip)
+        "methods", normalise=lambda v: [m for m in v if m in names],
+        explain="methods not offered on this page are left out"), format_func=method_label, help=k.tooltip)
     return state.commit("methods", list(chosen))
 
 

@@ -9,7 +9,7 @@ import streamlit as st
 from .setting import SidebarSettings, Setting, make_spec, setting_problems
 from .text import escape_markdown
 
-__all__ = ["show_error", "show_warnings", "show_figure", "spec_or_error"]
+__all__ = ["show_error", "show_warnings", "show_figure", "spec_or_error", "copy_as_code", "show_formulas"]
 
 
 def spec_or_error(side: SidebarSettings, s: Setting, **kwargs: Any):  # noqa: ANN201 - SweepSpec | None
@@ -51,3 +51,39 @@ def show_figure(fig, *, key: str | None = None) -> None:  # noqa: ANN001
     st.plotly_chart(fig, theme=None, key=key, width="stretch",
                     config={"displaylogo": False,
                             "toImageButtonOptions": {"format": "png", "scale": 2, "filename": key or "chart"}})
+
+
+def copy_as_code(spec, side: SidebarSettings, *, key: str) -> None:  # noqa: ANN001 - SweepSpec
+    """An expander with the CLI command and the privcore Python call that recompute this view
+    (``st.code`` blocks carry a copy button). An upload appears under the user's own file name."""
+    from privcore.engine.code import cli_command, python_code
+
+    from .userdata import upload_name
+
+    name = upload_name(side)
+    with st.expander("Copy as code: the CLI command and Python call for this view", key=key):
+        st.caption("Same data, knobs and seed: they print the rows this chart shows."
+                   + (f" Replace {name} by the path of your file." if name else ""))
+        st.code(cli_command(spec, data_file_name=name), language="bash", wrap_lines=True)
+        st.code(python_code(spec, data_file_name=name), language="python")
+
+
+def show_formulas(rows, *, expanded: bool = False) -> None:  # noqa: ANN001 - result rows
+    """Each method's calibration formula, typeset with ``st.latex`` where it reads cleanly (else as
+    text), and its note; text wraps here, unlike a table cell."""
+    from .figures import method_label
+    from .formula import to_latex
+
+    with st.expander("How each method's noise was calibrated (formulas and notes)", expanded=expanded):
+        for r in rows:
+            formula, note = r.get("formula"), r.get("note")
+            if not formula and not note:
+                continue
+            st.markdown(f"**{escape_markdown(method_label(r['method']))}**")
+            latex = to_latex(formula) if formula else None
+            if latex:
+                st.latex(latex)
+            elif formula:
+                st.text(formula)
+            if note:
+                st.caption(escape_markdown(note))

@@ -21,9 +21,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import plotly.graph_objects as go
 
+from .caption import meta_json
+
 __all__ = [
     "ExportUnavailable", "IMAGE_FORMATS", "EXPORT_WIDTH", "EXPORT_HEIGHT", "find_browser", "browser_available",
-    "figure_bytes", "figure_html", "rows_csv", "export_buttons", "warm_up", "MIME_TYPES",
+    "figure_bytes", "figure_html", "embed_metadata", "rows_csv", "export_buttons", "warm_up", "MIME_TYPES",
 ]
 
 IMAGE_FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
@@ -107,9 +109,64 @@ def figure_bytes(fig: go.Figure, fmt: str, *, width: int = EXPORT_WIDTH, height:
     h = height or fig_dict.get("layout", {}).get("height") or EXPORT_HEIGHT
     opts = dict(format=fmt, width=int(width), height=int(h), scale=scale if scale is not None else (2 if fmt == "png" else 1))
     try:
-        return kaleido.calc_fig_sync(fig_dict, opts=opts)
+        data = kaleido.calc_fig_sync(fig_dict, opts=opts)
     except Exception as err:  # noqa: BLE001
         raise ExportUnavailable(f"rendering the {fmt.upper()} failed: {err}") from err
+    return embed_metadata(data, fmt, meta_json(fig_dict))
+
+
+def embed_metadata(data: bytes, fmt: str, meta: str | None) -> bytes:
+    """The file with the chart's settings (JSON) embedded: a PNG ``tEXt`` chunk (keyword
+    ``privcore-settings``) after the header, an SVG ``<desc>`` element, a PDF ``/Subject`` in a
+    comment line read by ``strings``-style tools; unchanged when ``meta`` is None."""
+    if not meta:
+        return data
+    if fmt == "png" and data[:8] == b"\x89PNG\r\n\x1a\n":
+        import struct
+        import zlib
+
+        body = b"privcore-settings\x00" + meta.encode("latin-1", "replace")
+        chunk = struct.pack(">I", len(body)) + b"tEXt" + body + struct.pack(">I", zlib.crc32(b"tEXt" + body))
+        end_ihdr = 8 + 4 + 4 + 13 + 4  # signature, IHDR length, type, data, CRC
+        return data[:end_ihdr] + chunk + data[end_ihdr:]
+    if fmt == "svg":
+        from html import escape
+
+        text = data.decode("utf-8")
+        close = text.find(">", text.find("<svg"))
+        if close > 0:
+            text = text[: close + 1] + f"<desc id=\"privcore-settings\">{escape(meta)}</desc>" + text[close + 1:]
+        return text.encode("utf-8")
+    if fmt == "pdf" and data.startswith(b"%PDF"):
+        # A comment line after the header: ignored by readers, kept by the file, greppable.
+        head_end = data.find(b"\n") + 1
+        line = b"% privcore-settings " + meta.encode("ascii", "backslashreplace") + b"\n"
+        if head_end > 0:
+            return _pdf_shift(data, head_end, line)
+    return data
+
+
+def _pdf_shift(data: bytes, at: int, insert: bytes) -> bytes:
+    """Insert bytes after the PDF header, fixing the cross-reference offsets that follow."""
+    import re
+
+    out = data[:at] + insert + data[at:]
+    shift = len(insert)
+
+    def fix_xref(m: "re.Match[bytes]") -> bytes:
+        lines = m.group(0).split(b"\n")
+        fixed = []
+        for ln in lines:
+            parts = ln.split(b" ")
+            if len(parts) >= 3 and len(parts[0]) == 10 and parts[0].isdigit() and parts[2][:1] == b"n":
+                parts[0] = b"%010d" % (int(parts[0]) + shift)
+                ln = b" ".join(parts)
+            fixed.append(ln)
+        return b"\n".join(fixed)
+
+    out = re.sub(rb"xref\n(?:.*\n)*?trailer", fix_xref, out, count=1)
+    out = re.sub(rb"startxref\s+(\d+)", lambda m: b"startxref\n" + str(int(m.group(1)) + shift).encode(), out, count=1)
+    return out
 
 
 def warm_up() -> bool:
@@ -128,6 +185,11 @@ def figure_html(fig: go.Figure) -> bytes:
     """A standalone, interactive HTML file (plotly.js embedded, works offline), UTF-8 bytes."""
     html = fig.to_html(full_html=True, include_plotlyjs=True,
                        config={"displaylogo": False, "toImageButtonOptions": {"format": "svg"}})
+    meta = meta_json(fig)
+    if meta:
+        from html import escape
+
+        html = html.replace("<head>", f'<head><meta name="privcore-settings" content="{escape(meta)}">', 1)
     return html.encode("utf-8")
 
 
@@ -205,22 +267,21 @@ def export_buttons(fig: go.Figure, rows: Sequence[Mapping[str, Any]] | None, key
     base = _slug(filename or title)
     frozen = go.Figure(fig)
     frozen_rows = [dict(r) for r in rows] if rows is not None else None
-    cols = st.columns([1, 1, 1, 1, 1, 3])
+    # One horizontal row of buttons sized to their labels (wrapping on narrow screens), so "PNG" never
+    # shrinks to "P…" in a fifth of an 800 px column.
+    row = st.container(horizontal=True, gap="small", key=f"{key}_row")
     if browser_available():
-        for i, fmt in enumerate(IMAGE_FORMATS):
-            with cols[i]:
-                st.download_button(fmt.upper(), data=lambda f=fmt: figure_bytes(frozen, f), file_name=f"{base}.{fmt}",
-                                   mime=MIME_TYPES[fmt], key=f"{key}_{fmt}", on_click="ignore",
-                                   help=f"Print-ready {fmt.upper()} (white background, fixed method colours)")
-    else:
-        with cols[5]:
-            st.caption("PNG/SVG/PDF export needs Chromium, which was not found here: use the camera icon "
-                       "in the chart's toolbar for a PNG.")
-    with cols[3]:
-        st.download_button("HTML", data=lambda: figure_html(frozen), file_name=f"{base}.html", mime=MIME_TYPES["html"],
-                           key=f"{key}_html", on_click="ignore", help="Interactive chart, works offline")
+        for fmt in IMAGE_FORMATS:
+            row.download_button(fmt.upper(), data=lambda f=fmt: figure_bytes(frozen, f), file_name=f"{base}.{fmt}",
+                                mime=MIME_TYPES[fmt], key=f"{key}_{fmt}", on_click="ignore", width="content",
+                                help=f"Print-ready {fmt.upper()} (white background, fixed method colours and "
+                                     "markers, the settings in a caption row and the file's metadata)")
+    row.download_button("HTML", data=lambda: figure_html(frozen), file_name=f"{base}.html", mime=MIME_TYPES["html"],
+                        key=f"{key}_html", on_click="ignore", width="content", help="Interactive chart, works offline")
     if frozen_rows is not None:
-        with cols[4]:
-            st.download_button("CSV", data=lambda: rows_csv(frozen_rows), file_name=f"{base}.csv",
-                               mime=MIME_TYPES["csv"], key=f"{key}_csv", on_click="ignore",
-                               help="The numbers behind the chart")
+        row.download_button("CSV", data=lambda: rows_csv(frozen_rows), file_name=f"{base}.csv",
+                            mime=MIME_TYPES["csv"], key=f"{key}_csv", on_click="ignore", width="content",
+                            help="The numbers behind the chart")
+    if not browser_available():
+        st.caption("PNG/SVG/PDF export needs Chromium, which was not found here: use the camera icon "
+                   "in the chart's toolbar for a PNG.")

@@ -1,7 +1,7 @@
 """Plotly figure builders for the dashboard (no Streamlit here).
 
-Just over 400 lines: the curve, the winner map, the noise table and the accounting comparison
-share the template, the colours and the number formatting defined here.
+About 500 lines: the curve, the winner map, the noise table and the accounting comparison share
+the template, the colours, markers, dashes, bands, tick labels and the number formatting defined here.
 
 Every figure uses :data:`PRINT_TEMPLATE` (white background, dark readable fonts, light grid) and the
 FIXED per-method colours of :data:`METHOD_COLORS` (Okabe-Ito, colour-blind safe), whatever the
@@ -27,8 +27,8 @@ from privcore.methods import BASELINE, ENTRIES
 
 __all__ = [
     "METHOD_COLORS", "METHOD_ORDER", "METHOD_LABELS", "SHORT_LABELS", "AXIS_TITLES", "PRINT_TEMPLATE",
-    "method_label", "method_color", "curve_figure", "winner_map_figure", "noise_table", "calibration_table",
-    "format_number", "winner_grid", "main_noise", "accounting_comparison_figure", "is_baseline",
+    "method_label", "method_color", "method_style", "BANDS", "band_halfwidth", "log_tickvals", "curve_figure", "winner_map_figure", "noise_table", "calibration_table",
+    "format_number", "LEGEND_BELOW", "winner_grid", "main_noise", "accounting_comparison_figure", "is_baseline",
 ]
 
 #: Fixed colours, labels and order, all from the method registry (each method's module says them).
@@ -69,6 +69,12 @@ PRINT_TEMPLATE = go.layout.Template(
 )
 
 
+#: A horizontal legend pinned to the bottom edge of the figure (not to the plot area), so on a narrow
+#: screen its extra rows grow into the bottom margin instead of over the x axis and its title.
+LEGEND_BELOW = dict(orientation="h", yref="container", y=0.0, yanchor="bottom", xanchor="left", x=0.0,
+                    entrywidth=0, font=dict(size=12))
+
+
 def method_label(method: str) -> str:
     """Human label of a method name, from its registry entry (falls back to the name itself)."""
     entry = ENTRIES.get(method)
@@ -84,6 +90,39 @@ def method_color(method: str) -> str:
     """Fixed hex colour of a method, from its registry entry (grey for unknown names)."""
     entry = ENTRIES.get(method)
     return entry.colour if entry is not None else "#888888"
+
+
+def method_style(method: str) -> tuple[str, str]:
+    """(marker symbol, line dash) of a method, from its registry entry: distinct per method, so a chart
+    reads in greyscale and without colour."""
+    entry = ENTRIES.get(method)
+    return (entry.marker, entry.dash) if entry is not None else ("circle", "solid")
+
+
+#: Bands around each curve: one standard deviation of the R repetitions, or a 95 % confidence
+#: interval of their mean (1.96 standard errors).
+BANDS = {"sd": "±1 standard deviation", "ci95": "95 % CI of the mean"}
+
+
+def band_halfwidth(std: float, repeats: int | None, band: str) -> float:
+    """Half-width of the band around a mean of ``repeats`` runs with standard deviation ``std``."""
+    if band == "ci95":
+        return 1.96 * std / math.sqrt(max(int(repeats or 1), 1))
+    if band != "sd":
+        raise ValueError(f"band must be one of {', '.join(BANDS)}, got {band!r}")
+    return std
+
+
+def log_tickvals(values: Iterable[float]) -> tuple[list[float], list[str]] | None:
+    """Tick positions and plain labels (1e-10, 0.001, 1, 1,000) for a log axis spanning ``values``:
+    one tick per decade (every other decade beyond 8), never SI prefixes such as 100p or 10µ."""
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v)) and float(v) > 0]
+    if not vals:
+        return None
+    lo, hi = math.floor(math.log10(min(vals))), math.ceil(math.log10(max(vals)))
+    step = 1 if hi - lo <= 8 else 2
+    ticks = [10.0 ** k for k in range(lo, hi + 1, step)]
+    return ticks, [format_number(t) if 1e-2 <= t < 1e5 else f"1e{int(round(math.log10(t)))}" for t in ticks]
 
 
 def _rgba(hex_colour: str, alpha: float) -> str:
@@ -130,12 +169,14 @@ def _ordered_methods(methods: Iterable[str]) -> list[str]:
 
 def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x: bool,
                  current: float | None = None, y_title: str = "Test accuracy",
-                 x_title: str | None = None, chance: float | None = None, height: int = 480) -> go.Figure:
+                 x_title: str | None = None, chance: float | None = None, height: int = 480,
+                 band: str = "sd") -> go.Figure:
     """Accuracy of every method along column ``x`` of result rows.
 
     rows: result rows of :func:`privcore.engine.runner.run_sweep` (``method``, ``accuracy_mean``,
     ``accuracy_std`` and the column ``x``, e.g. ``"epsilon"``, ``"budget"``, ``"delta"``, ``"n"``).
-    One line per method with a shaded +-1 std band (std between repetitions); the ``non_private``
+    One line per method (its own colour, marker and dash) with a shaded band: ``band="sd"`` +-1 std
+    between repetitions, ``"ci95"`` a 95 % confidence interval of the mean; the ``non_private``
     rows become a dashed reference line (horizontal when they have a single or infinite x);
     ``current`` draws a dotted vertical line at the current setting; ``chance`` (default 1/C from
     the rows' ``classes``) a dotted grey line. On a log axis, non-positive x (e.g. delta = 0) is
@@ -156,13 +197,14 @@ def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x
         if log_x and xf <= 0 and math.isfinite(xf):
             dropped = True
             continue
-        std = row.get("accuracy_std") or 0.0
+        std = band_halfwidth(float(row.get("accuracy_std") or 0.0), row.get("repeats"), band)
         by_method.setdefault(row["method"], []).append((xf, float(mean), float(std)))
 
     finite_x = sorted({p[0] for pts in by_method.values() for p in pts if math.isfinite(p[0])})
     for method in _ordered_methods(by_method):
         pts = sorted(by_method[method])
         colour, label = method_color(method), method_label(method)
+        symbol, dash = method_style(method)
         if is_baseline(method):
             finite = [p for p in pts if math.isfinite(p[0])]
             if len({p[0] for p in finite}) >= 2:
@@ -185,15 +227,17 @@ def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x
         hi = [min(1.0, p[1] + p[2]) for p in pts]
         lo = [max(0.0, p[1] - p[2]) for p in pts]
         fig.add_trace(go.Scatter(x=xs, y=hi, mode="lines", line=dict(width=0, color=colour), showlegend=False,
-                                 legendgroup=method, hoverinfo="skip", name=label + " +1 std"))
+                                 legendgroup=method, hoverinfo="skip", name=label + " band top"))
         fig.add_trace(go.Scatter(x=xs, y=lo, mode="lines", line=dict(width=0, color=colour), fill="tonexty",
                                  fillcolor=_rgba(colour, 0.18), showlegend=False, legendgroup=method,
-                                 hoverinfo="skip", name=label + " -1 std"))
+                                 hoverinfo="skip", name=label + " band bottom"))
         fig.add_trace(go.Scatter(
             x=xs, y=ys, mode="lines+markers", name=label, legendgroup=method,
-            line=dict(color=colour, width=2.5), marker=dict(color=colour, size=7),
+            line=dict(color=colour, width=2.5, dash=dash),
+            marker=dict(color=colour, size=9, symbol=symbol, line=dict(color="#111111", width=0.8)),
             customdata=[[p[2]] for p in pts],
-            hovertemplate=f"{label}<br>{x} = %{{x:.4g}}<br>accuracy %{{y:.3f}} ± %{{customdata[0]:.3f}}<extra></extra>"))
+            hovertemplate=f"{label}<br>{x} = %{{x:.4g}}<br>accuracy %{{y:.3f}} ± %{{customdata[0]:.3f}} "
+                          f"({BANDS[band]})<extra></extra>"))
 
     if chance is None:
         classes = {r.get("classes") for r in rows if r.get("classes")}
@@ -211,15 +255,20 @@ def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x
     annotations = []
     if dropped:
         annotations.append(dict(text=f"{x} = 0 is not shown on the log axis", xref="paper", yref="paper",
-                                x=1.0, y=-0.2, xanchor="right", showarrow=False, font=dict(size=12, color="#555555")))
+                                x=0.99, y=0.02, xanchor="right", yanchor="bottom", showarrow=False,
+                                font=dict(size=12, color="#555555")))
     if not by_method:
         annotations.append(dict(text="No results to show", xref="paper", yref="paper", x=0.5, y=0.5,
                                 showarrow=False, font=dict(size=16, color="#555555")))
+    xaxis = dict(title=dict(text=x_title or AXIS_TITLES.get(x, x)), type="log" if log_x else "linear")
+    ticks = log_tickvals(finite_x) if log_x else None
+    if ticks is not None:
+        xaxis.update(tickmode="array", tickvals=ticks[0], ticktext=ticks[1])
     fig.update_layout(
         template=PRINT_TEMPLATE, paper_bgcolor="white", plot_bgcolor="white", title=dict(text=title), height=height, annotations=annotations,
-        xaxis=dict(title=dict(text=x_title or AXIS_TITLES.get(x, x)), type="log" if log_x else "linear"),
+        xaxis=xaxis,
         yaxis=dict(title=dict(text=y_title), range=[0.0, 1.02], tickformat=".1f"),
-        legend=dict(orientation="h", yanchor="top", y=-0.2 if not dropped else -0.27, xanchor="left", x=0.0),
+        legend=LEGEND_BELOW,
         margin=dict(l=70, r=20, t=60, b=150),
         hovermode="closest",
     )
@@ -329,13 +378,23 @@ def winner_map_figure(rows_grid: Sequence[Mapping[str, Any]], x: str, y: str, *,
         template=PRINT_TEMPLATE, paper_bgcolor="white", plot_bgcolor="white", title=dict(text=title), height=height,
         xaxis=dict(title=dict(text=x_title or AXIS_TITLES.get(x, x)), type="category", showgrid=False),
         yaxis=dict(title=dict(text=y_title or AXIS_TITLES.get(y, y)), type="category", showgrid=False),
-        legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0.0),
+        legend=LEGEND_BELOW,
         margin=dict(l=90, r=20, t=60, b=130),
     )
     return fig
 
 
 _TABLE_FIELDS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon")
+
+
+def _dd_text(r: Mapping[str, Any]) -> str:
+    """PATE's data-dependent epsilon and what publishing it costs, or '' where the row has none."""
+    if r.get("epsilon_data_dependent") is None:
+        return ""
+    text = format_number(r.get("epsilon_data_dependent"))
+    if r.get("epsilon_dd_published") is not None:
+        text += f" ({format_number(r.get('epsilon_dd_published'))} to publish)"
+    return text
 
 
 def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas DataFrame
@@ -362,6 +421,8 @@ def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas Dat
             # the accuracy above counts abstentions as wrong).
             "Threshold": format_number(r.get("threshold")),
             "Answered": f"{r['answered_fraction']:.1%}" if r.get("answered_fraction") is not None else "",
+            # PATE's data-dependent epsilon (Confident-GNMax): beside the guarantee, never instead of it.
+            "ε data-dependent (not a guarantee)": _dd_text(r),
             "Sensitivity Δ": format_number(r.get("sensitivity"), 4),
             "Formula": r.get("formula") or ("no noise (ε = ∞)" if is_baseline(method) else ""),
             "Note": r.get("note") or "",

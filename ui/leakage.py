@@ -32,7 +32,6 @@ def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple
     Methods without a pure-DP guarantee are left out at delta = 0, and lam = auto becomes
     privcore.knobs.LAM_AUTO_STANDIN (said in the notes).
     """
-    from privcore.engine.specs import DataSpec
     from privcore.leakage import NON_PRIVATE, LeakageSpec, audit_trials_for
 
     from privcore.knobs import LAM_AUTO_STANDIN, fixed_lam
@@ -46,8 +45,7 @@ def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple
         if m not in methods:
             notes.append(f"{get_method(m).label} needs δ > 0: it is left out at δ = 0.")
     augment = bool(s.augment or (s.n is not None and side.info is not None and s.n > side.info.n_train))
-    data = DataSpec(name=side.dataset, data_file=side.data_file if side.dataset == "file" else None, n=s.n,
-                    dim=s.dim, classes=s.classes, augment=augment)
+    data = side.data_spec(n=s.n, dim=s.dim, classes=s.classes, augment=augment)
     common = dict(data=data, delta=float(s.delta), budget=int(s.budget), lam=float(lam), teachers=int(s.teachers),
                   batch_size=int(s.batch_size), epochs=int(s.epochs), clip=float(s.clip), accounting=side.accounting,
                   references=int(references), device=side.device)

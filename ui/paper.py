@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from privcore import REGISTRY
-from ui.figures import AXIS_TITLES, METHOD_COLORS, PRINT_TEMPLATE, is_baseline, method_label
+from ui.figures import AXIS_TITLES, LEGEND_BELOW, METHOD_COLORS, PRINT_TEMPLATE, is_baseline, log_tickvals, method_label, method_style
 
 
 #: What the paper found (SPEC "What the paper found"), one sentence per figure.
@@ -146,13 +146,17 @@ def epsilon_curves_figure(rows: Sequence[dict[str, Any]], x: str, *, title: str,
                 x=[float(r[x]) for r in sub], y=[r["accuracy_mean"] for r in sub], mode="lines+markers",
                 name=f"{method_label(method)}, ε = {e:g}",
                 line=dict(color=shade, width=2.5, dash=("dot", "dash", "solid")[min(i, 2)] if len(eps_values) <= 3 else "solid"),
-                marker=dict(color=shade, size=7),
+                marker=dict(color=shade, size=8, symbol=method_style(method)[0]),
                 error_y=dict(type="data", array=[float(r.get("accuracy_std") or 0.0) for r in sub], color=shade, thickness=1),
                 hovertemplate=f"ε = {e:g}<br>{x} = %{{x:.4g}}<br>accuracy %{{y:.3f}}<extra></extra>"))
+    xaxis = dict(title=dict(text=x_title or AXIS_TITLES.get(x, x)), type="log" if log_x else "linear")
+    ticks = log_tickvals(float(r[x]) for r in rows if r.get(x) is not None) if log_x else None
+    if ticks is not None:
+        xaxis.update(tickmode="array", tickvals=ticks[0], ticktext=ticks[1])
     fig.update_layout(template=PRINT_TEMPLATE, title=dict(text=title), height=height,
-                      xaxis=dict(title=dict(text=x_title or AXIS_TITLES.get(x, x)), type="log" if log_x else "linear"),
+                      xaxis=xaxis,
                       yaxis=dict(title=dict(text="Test accuracy"), range=[0.0, 1.02]),
-                      legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0),
+                      legend=LEGEND_BELOW,
                       margin=dict(l=70, r=20, t=60, b=150))
     return fig
 

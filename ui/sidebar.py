@@ -15,7 +15,7 @@ import streamlit as st
 
 from privcore.knobs import knob
 
-from . import state, uploads
+from . import state, uploads, userdata
 from .setting import DATASET_LABELS, NEIGHBOURS_NOTE, DataInfo, SidebarSettings, build_data_info, with_value
 from .text import escape_markdown
 
@@ -27,14 +27,16 @@ _THIS_RUN = "_shared_sidebar"  # Session State key holding the choices while app
 
 
 @st.cache_resource(show_spinner="Loading the data set...", max_entries=16)
-def _data_info(name: str, data_file: str | None, mtime: float | None) -> DataInfo:
-    return build_data_info(name, data_file)
+def _data_info(name: str, data_file: str | None, mtime: float | None, preprocess: str = "none",
+               label_column: str | None = None) -> DataInfo:
+    return build_data_info(name, data_file, preprocess, label_column)
 
 
-def data_info(name: str, data_file: str | None = None) -> DataInfo:
+def data_info(name: str, data_file: str | None = None, preprocess: str = "none",
+              label_column: str | None = None) -> DataInfo:
     """Sizes of a data set (loaded once per process). Raises the loader's error on failure."""
     mtime = os.path.getmtime(data_file) if data_file and os.path.exists(data_file) else None
-    return _data_info(name, data_file, mtime)
+    return _data_info(name, data_file, mtime, preprocess, label_column)
 
 
 @contextmanager
@@ -77,6 +79,11 @@ def draw() -> SidebarSettings:
         k.label, names, key=state.bind("dataset", normalise=lambda v: v if v in names else k.default),
         format_func=lambda n: DATASET_LABELS[n], help=k.tooltip))
     data_file = uploads.inside_uploads(state.get("data_file"))
+    if state.get("data_file") and not data_file:  # a valid name, but no such upload here (deleted, or another server)
+        st.warning("URL parameter data_file ignored: that upload is not on this server (it was deleted, or the link "
+                   "comes from another server). Upload the file again.")
+        state.put("data_file", None)
+    prep, label_column = "none", None
     if dataset == "file":
         up = sb.file_uploader("CSV (numeric columns + a 'label' column) or NPZ (arrays x, y)", type=["csv", "npz"],
                               key=f"upload_file_{st.session_state.get('_upload_gen', 0)}")
@@ -92,8 +99,12 @@ def draw() -> SidebarSettings:
                          help="Removes the file from the server; results computed from it stay cached"):
                 uploads.delete_upload(data_file)
                 state.put("data_file", None)
+                state.put("prep", "none")
+                state.put("label_col", None)
                 st.session_state["_upload_gen"] = st.session_state.get("_upload_gen", 0) + 1  # a fresh, empty uploader
                 st.rerun()
+            prep, label_column = userdata.draw_controls(sb, data_file)
+            userdata.show_preview(sb, data_file, label_column)
     k = knob("repeats")
     repeats = state.commit("repeats", sb.select_slider(
         k.label, options=with_value(k.grid, state.get("repeats")), key=state.bind("repeats"), help=k.tooltip))
@@ -106,7 +117,8 @@ def draw() -> SidebarSettings:
     k = knob("device")
     devices = [d for d in k.choices if d != "cuda" or torch.cuda.is_available()]
     device = state.commit("device", sb.radio(
-        k.label, devices, key=state.bind("device", normalise=lambda v: v if v in devices else k.default),
+        k.label, devices, key=state.bind("device", normalise=lambda v: v if v in devices else k.default,
+                                         explain="no CUDA GPU is available on this server"),
         horizontal=True, help=k.tooltip))
     sb.caption(NEIGHBOURS_NOTE)
 
@@ -115,7 +127,7 @@ def draw() -> SidebarSettings:
         error = "Upload a CSV or NPZ file in the sidebar to use your own data set."
     else:
         try:
-            info = data_info(dataset, data_file if dataset == "file" else None)
+            info = data_info(dataset, data_file if dataset == "file" else None, prep, label_column)
         except Exception as err:  # noqa: BLE001 - DataFileError, DataUnavailableError, ValueError...
             error = f"Could not load data set {dataset!r}: {err}"
     if error:  # quotes file names and cell values: shown as text
@@ -124,5 +136,5 @@ def draw() -> SidebarSettings:
     else:
         sb.caption(f"{info.n_train:,} training / {info.n_test:,} test examples, D = {info.dim}, C = {info.classes}")
     settings = SidebarSettings(dataset, data_file if dataset == "file" else None, int(repeats), accounting, device,
-                               info, error)
+                               info, error, prep, label_column)
     return settings

@@ -49,6 +49,8 @@ class Field:
     choices: tuple[Any, ...] | None = None
     allow_zero: bool = False
     help: str = ""
+    #: Extra check of a ``str`` value: returns the normalised value or raises ``ValueError``.
+    validator: Callable[[Any], Any] | None = None
 
     def check(self, value: Any) -> Any:
         """The normalised value, or ``ValueError`` naming the parameter."""
@@ -72,7 +74,7 @@ class Field:
                 raise ValueError(f"{self.name} must be a string, got {value!r}")
             if self.choices is not None and value not in self.choices:
                 raise ValueError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, got {value!r}")
-            return value
+            return self.validator(value) if self.validator is not None else value
         if k in ("floats", "strs"):
             if not isinstance(value, (list, tuple)):
                 raise ValueError(f"{self.name} must be a JSON list, got {value!r}")
@@ -120,15 +122,44 @@ def _from_knob(k: Any) -> Field:
     return Field(k.url, k.first_view, kind, k.url_low, k.url_high, allow_zero=k.url_zero, help=k.tooltip)
 
 
+def _upload_name(value: str) -> str:
+    """Uploads are named ``<sha256>.csv|.npz``: anything else (a server path, ``../``) is refused."""
+    stem, dot, ext = value.rpartition(".")
+    if not dot or ext not in ("csv", "npz") or len(stem) != 64 or any(c not in "0123456789abcdef" for c in stem):
+        raise ValueError("data_file must name an upload of this server (a 64-hex-digit name ending .csv or .npz, "
+                         "set by the uploader); paths are never read")
+    return value
+
+
+def _preprocess_text(value: str) -> str:
+    from privcore.data.preprocess import parse_preprocess
+
+    try:
+        return parse_preprocess(value).text
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"prep: {err}") from None
+
+
+def _column_name(value: str) -> str:
+    if not value.strip() or len(value) > 200:
+        raise ValueError(f"label_col must be a column name of 1 to 200 characters, got {len(value)} characters")
+    return value.strip()
+
+
 def _fields() -> dict[str, Field]:
     from privcore.knobs import KNOBS
 
     knob_fields = [_from_knob(k) for k in KNOBS.values() if k.url]
     page_fields = [  # controls of one page only (not knobs of privcore)
-        Field("data_file", None, "str"),  # name of an uploaded file under cache/uploads (set by the uploader)
+        Field("data_file", None, "str", validator=_upload_name),  # an upload's name under cache/uploads
+        Field("prep", "none", "str", validator=_preprocess_text),  # a user file's declared feature map
+        Field("label_col", None, "str", validator=_column_name),  # a user CSV's label column
         Field("tab", "epsilon", "str", choices=("epsilon", "budget", "delta", "n")),  # Explore
         Field("eps_max", 100.0, "float", 0.01, 1e4),
         Field("eps_min", 0.1, "float", 1e-3, 1e3),
+        Field("band", "sd", "str", choices=("sd", "ci95")),  # Explore: band around each curve
+        Field("answered_only", False, "bool"),  # Explore: score abstaining methods on answered queries
+        Field("target", 0.8, "float", 0.0, 1.0),  # Explore: the target accuracy of the inverse view
         Field("augment", False, "bool"),  # Who wins
         Field("map_eps", [0.3, 1.0, 3.0, 10.0, 30.0, 100.0], "floats", 1e-3, 1e4),
         Field("compare", True, "bool"),  # Calibrate
@@ -258,12 +289,27 @@ def _apply_url(name: str) -> None:
     st.session_state.pop(widget_key(name), None)  # re-seeded from the store by bind()
 
 
-def bind(name: str, *, normalise: Callable[[Any], Any] | None = None) -> str:
+def _say_adjusted(name: str, given: Any, used: Any, why: str) -> None:
+    """One warning per session and value: a stored (usually pasted) value this control cannot show."""
+    import streamlit as st
+
+    from .text import clip, escape_markdown
+
+    seen = st.session_state.setdefault("_adjusted_seen", set())
+    mark = (name, encode(given))
+    if mark in seen:
+        return
+    seen.add(mark)
+    st.warning(escape_markdown(f"URL parameter {name}={clip(encode(given))} adjusted to {clip(encode(used))}: {why}"))
+
+
+def bind(name: str, *, normalise: Callable[[Any], Any] | None = None, explain: str | None = None) -> str:
     """Prepare the widget key of ``name`` for this run and return it.
 
     Call right before creating the widget with ``key=bind(name)`` and no ``value``/``index``;
     then pass the widget's return value to :func:`commit`. ``normalise`` maps the stored value to
-    one the widget accepts (e.g. snap to the slider's options).
+    one the widget accepts (e.g. snap to the slider's options); with ``explain`` a value it changes
+    is reported once ("URL parameter ... adjusted to ...: <explain>"), never silently.
     """
     import streamlit as st
 
@@ -271,7 +317,10 @@ def bind(name: str, *, normalise: Callable[[Any], Any] | None = None) -> str:
     wkey = widget_key(name)
     value = st.session_state.get(store_key(name), FIELDS[name].default)
     if normalise is not None:
-        value = normalise(value)
+        fixed = normalise(value)
+        if explain is not None and encode(fixed) != encode(value):
+            _say_adjusted(name, value, fixed, explain)
+        value = fixed
     if wkey not in st.session_state:
         st.session_state[wkey] = value
     else:

@@ -1,7 +1,7 @@
 """The dashboard's start-up warm-up: pay the first visit's costs before anyone asks.
 
-Run once per server process in a background thread (see ``app.py``). It imports Opacus's
-accountants and loads the default data (:func:`privcore.engine.warmup.warm_up`), then computes
+Run once per server process in a background thread (see ``app.py``). It imports DP-SGD's
+accountant and loads the default data (:func:`privcore.engine.warmup.warm_up`), then computes
 what the Explore page shows first with every control at its default, into the disk cache. A
 visitor who arrives while that is under way waits for the same computation instead of repeating
 it (:func:`privcore.engine.runner.run_sweep` runs identical specs once per process).
@@ -30,8 +30,9 @@ def warm_default_view(values: dict[str, Any] | None = None) -> int:
         from . import state
         from .setting import build_data_info, explore_specs
 
-        dataset = {**state.DEFAULTS, **(values or {})}["dataset"]
-        warm_up(dataset)
+        chosen = {**state.DEFAULTS, **(values or {})}
+        dataset = chosen["dataset"]
+        warm_up(dataset, chosen["accounting"])
         info = build_data_info(dataset)
         return sum(run_sweep(spec).computed for spec in explore_specs(info, values))
     except Exception:  # noqa: BLE001 - a warm-up must never take the app down

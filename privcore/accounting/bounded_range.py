@@ -96,7 +96,6 @@ import math
 from typing import Any, Callable
 
 import numpy as np
-from scipy.special import bdtr, gammaln
 
 from privcore.validation import check_int, check_real
 
@@ -202,6 +201,7 @@ def _grr_log_probs(a: float, u: float) -> tuple[float, float]:
 
 
 def _log_binom_pmf(k: int, i: np.ndarray, log_high: float, log_low: float) -> np.ndarray:
+    from scipy.special import gammaln
     return (
         gammaln(k + 1.0)
         - gammaln(i + 1.0)
@@ -219,6 +219,7 @@ def _log_delta_at(a: float, k: int, g: float, u: float) -> tuple[float, float]:
     the dominant one; the cut-off tails are replaced by geometric upper bounds (see module doc).
     Returns (-inf, 0) when delta(u) = 0.
     """
+    from scipy.special import gammaln
     if not (0.0 < u < a):
         # u = 0: every outcome is "high" with loss 0; u = a: every outcome is "low" with loss 0.
         return -math.inf, 0.0
@@ -289,6 +290,7 @@ def _screen(a: float, k: int, g: float, ells: np.ndarray) -> np.ndarray:
 
     Only used to locate the maximising l; its cancellation error never reaches the result.
     """
+    from scipy.special import bdtr
     u = _peak_offsets(a, k, g, ells)
     log_den = _log_expm1(a)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):

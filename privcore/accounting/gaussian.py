@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from scipy.special import log_ndtr
 
 from ..validation import check_real
 
@@ -29,6 +28,7 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> fl
     Implements the left side of Balle and Wang (2018), Theorem 8. Both terms are evaluated as
     exp(log Phi(.)) so that tails down to 1e-300 keep full relative precision.
     """
+    from scipy.special import log_ndtr
     if sigma <= 0:
         return 1.0
     ratio = sensitivity / sigma

@@ -39,10 +39,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import torch
-
-from scipy.optimize import minimize_scalar
+if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up stays light)
+    import torch
 
 from ..validation import check_int, check_real
 from .bounded_range import zcdp_beta
@@ -73,6 +73,7 @@ def gnmax_query_mu(sigma_vote: float, sigma_check: float | None) -> float:
 
 def _improved_epsilon(rho: float, delta: float) -> float:
     """min over alpha > 1 of alpha rho + ln((a-1)/a) - (ln delta + ln a)/(a-1): any alpha is a valid bound."""
+    from scipy.optimize import minimize_scalar
     log_delta = math.log(delta)
 
     def f(log_am1: float) -> float:
@@ -185,6 +186,7 @@ def distance_to_instability(votes: "torch.Tensor") -> "torch.Tensor":
     replaced training example moves one vote: both order statistics move by at most 1, m by at most
     2, so d moves by at most 1 (sensitivity 1 under replace-one).
     """
+    import torch
     top2 = votes.topk(2, dim=-1).values
     m = top2[..., 0] - top2[..., 1]
     return (torch.ceil(m / 2.0) - 1.0).clamp(min=0.0)

@@ -13,10 +13,12 @@ get proportionally smaller displacements.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-import torch.nn.functional as F
+
+if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
+    import torch
 
 from ..device import derive_seed
 from ..validation import check_int
@@ -62,6 +64,7 @@ def deform_rows_into(
     Works chunk by chunk so that only ``CHUNK`` images are ever gathered at once, which lets a caller
     fill a preallocated (possibly multi-GB) training matrix in place.
     """
+    import torch
     h, w = shape
     if out.shape != (sources.shape[0], h * w) or rows.shape[1] != h * w:
         raise ValueError(f"shape mismatch: rows {rows.shape}, sources {sources.shape}, out {out.shape}, image {shape}")
@@ -82,6 +85,8 @@ def _smoothing_matrix(n: int, sigma: float) -> torch.Tensor:
     A separable Gaussian blur as two small matrix products is ~25x faster on a CPU than the
     equivalent single-channel ``conv2d`` (which was the bottleneck of the whole deformation).
     """
+    import torch
+    import torch.nn.functional as F
     # Radius 3 sigma, but below n because reflect padding needs pad < size.
     radius = max(1, min(math.ceil(3.0 * sigma), n - 1))
     t = torch.arange(-radius, radius + 1, dtype=torch.float32)
@@ -96,6 +101,8 @@ def _deform_batch(
     batch: torch.Tensor, gen: torch.Generator, smooth_h: torch.Tensor, smooth_w: torch.Tensor
 ) -> torch.Tensor:
     """Deform ``batch [B, 1, H, W]``: random affine map plus smoothed elastic field, bilinear."""
+    import torch
+    import torch.nn.functional as F
     b, _, h, w = batch.shape
     rel = h / 28.0  # geometry constants are in pixels of a 28x28 image
     u = torch.rand(b, 5, generator=gen) * 2.0 - 1.0  # five independent draws in (-1, 1) per image

@@ -48,6 +48,9 @@ class RawSource:
     image_shape: tuple[int, int] | None
     notes: tuple[str, ...] = ()
     test: tuple[np.ndarray, np.ndarray] | None = None
+    #: Feature column names (a user's CSV) and the original label of each class index, when known.
+    columns: tuple[str, ...] | None = None
+    label_names: tuple[str, ...] | None = None
 
 
 def readonly(a: np.ndarray) -> np.ndarray:

@@ -8,8 +8,12 @@ full-size temporary.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
+
+if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
+    import torch
 
 from ..device import derive_seed
 
@@ -20,6 +24,7 @@ __all__ = [
     "pca_apply",
     "clip_to_unit_ball",
     "max_row_norm",
+    "unit_ball_float32",
 ]
 
 _ROWS_PER_CHUNK = 65536
@@ -72,6 +77,7 @@ def pca_fit(x: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
     full data), then diagonalised with ``torch.linalg.eigh``. Component signs are fixed
     (largest-magnitude entry positive) so the projection does not flip between platforms.
     """
+    import torch
     m, d = x.shape
     if d > EXACT_PCA_MAX_D and dim < d:
         return _pca_fit_randomized(x, dim)
@@ -156,3 +162,28 @@ def max_row_norm(x: np.ndarray) -> float:
                 return top
             best = max(best, top)
     return best
+
+
+def unit_ball_float32(x: "torch.Tensor", *, shared: bool = False, rows: int = 1 << 16) -> "torch.Tensor":
+    """Rows of float32 ``x`` with exact (float64-evaluated) norm <= 1.
+
+    Rounding a unit-norm row to float32 can leave its norm a few 1e-8 above 1, outside the ball
+    every sensitivity bound assumes; such rows are scaled back inside, in place (a no-op
+    otherwise). ``shared``: ``x`` shares memory with arrays that must not change (a memoised data
+    set), so it is copied first if (and only if) a row has to move. Norms are taken ``rows`` rows at
+    a time (each row's arithmetic is the same as on the whole matrix; no float64 copy of the data).
+    """
+    for start in range(0, x.shape[0], rows):
+        block = x[start:start + rows]
+        for attempt in range(5):
+            norms = block.double().norm(dim=1)
+            over = norms > 1.0
+            if not bool(over.any()):
+                break
+            if attempt == 4:
+                raise ValueError("could not bring the training rows into the unit ball in float32")
+            if shared:
+                x, shared = x.clone(), False
+                block = x[start:start + rows]
+            block[over] = (block[over].double() / (norms[over] * (1.0 + 2.0 ** -20)).unsqueeze(1)).to(x.dtype)
+    return x

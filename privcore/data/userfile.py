@@ -23,7 +23,7 @@ from .. import limits
 from .errors import DataFileError
 from .sources import RawSource, readonly
 
-__all__ = ["load_user_file", "file_key", "clear_cache", "LABEL_COLUMNS", "MIN_ROWS"]
+__all__ = ["load_user_file", "csv_columns", "file_key", "clear_cache", "LABEL_COLUMNS", "MIN_ROWS"]
 
 LABEL_COLUMNS: tuple[str, ...] = ("label", "y", "target", "class")
 MIN_ROWS = 10
@@ -51,14 +51,32 @@ def file_key(path: str | os.PathLike[str]) -> tuple[str, int, int]:
     return str(p), st.st_mtime_ns, st.st_size
 
 
-def load_user_file(path: str | os.PathLike[str]) -> RawSource:
+def load_user_file(path: str | os.PathLike[str], label_column: str | None = None) -> RawSource:
     """Load a CSV or NPZ file into a :class:`RawSource` (x float32 ``[M, D0]``, y int64 ``[M]``).
+
+    ``label_column`` names the CSV column holding the labels (matched case-insensitively); None
+    picks the first of :data:`LABEL_COLUMNS` present. An NPZ file's labels are always ``y``.
 
     Limits (see :mod:`privcore.limits`) are checked before anything is parsed or inflated: the
     file size, an NPZ's declared array shapes and entry sizes, a CSV's columns, and rows x columns
     x 8 bytes against the memory budget.
     """
-    return _load_cached(*file_key(path))
+    if label_column is not None and (not isinstance(label_column, str) or not label_column.strip()):
+        raise DataFileError(f"label_column must be a column name or None, got {label_column!r}")
+    return _load_cached(*file_key(path), label_column.strip() if label_column else None)
+
+
+def csv_columns(path: str | os.PathLike[str]) -> list[str]:
+    """The header of a CSV file (for a label-column picker); [] for an NPZ file."""
+    name = _name(path)
+    if Path(path).suffix.lower() != ".csv":
+        return []
+    try:
+        with _open_text(os.fspath(path)) as fh:
+            first = next(csv.reader(fh), None)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataFileError(f"data_file {name!r} cannot be read: {_clip(str(exc))}") from None
+    return [h.strip() for h in (first or [])][: limits.max_columns()]
 
 
 def clear_cache() -> None:
@@ -71,7 +89,7 @@ def _os_reason(exc: BaseException) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_cached(path: str, mtime_ns: int, size: int) -> RawSource:
+def _load_cached(path: str, mtime_ns: int, size: int, label_column: str | None = None) -> RawSource:
     # mtime and size are part of the cache key only: an edited file gets a fresh entry.
     del mtime_ns
     name = _name(path)
@@ -84,14 +102,18 @@ def _load_cached(path: str, mtime_ns: int, size: int) -> RawSource:
             f"{limits.max_file_bytes() / 2**20:,.0f} MB ({limits.limit_hint('PRIVCORE_MAX_FILE_MB')})")
     try:
         if suffix == ".csv":
-            x, labels = _read_csv(path, name)
+            x, labels, columns = _read_csv(path, name, label_column)
         else:
+            if label_column not in (None, "y"):
+                raise DataFileError(f"data_file {name!r} is an NPZ file: its labels are the array 'y', "
+                                    f"so label_column {label_column!r} does not apply")
             x, labels = _read_npz(path, name)
+            columns = None
     except OSError as exc:  # unreadable: permissions, a vanished file, an I/O error
         raise DataFileError(f"data_file {name!r} cannot be read: {_os_reason(exc)}") from None
     except MemoryError:
         raise DataFileError(f"data_file {name!r} does not fit in memory") from None
-    return _finish(name, x, labels)
+    return _finish(name, x, labels, columns)
 
 
 def _open_text(path: str):  # noqa: ANN202 - one place to open files (tests replace it)
@@ -109,7 +131,7 @@ def _budget_rows(name: str, columns: int) -> int:
     return rows
 
 
-def _read_csv(path: str, name: str) -> tuple[np.ndarray, np.ndarray]:
+def _read_csv(path: str, name: str, label_column: str | None = None) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     try:
         with _open_text(path) as fh:
             reader = csv.reader(fh)
@@ -130,7 +152,14 @@ def _read_csv(path: str, name: str) -> tuple[np.ndarray, np.ndarray]:
                         + ("" if seen[low] == h else f" (as {seen[low]!r} and {h!r})")
                         + ": give every column a distinct name")
                 seen[low] = h
-            label_col = next((lowered.index(c) for c in LABEL_COLUMNS if c in lowered), None)
+            if label_column is not None:
+                if label_column.lower() not in lowered:
+                    shown = ", ".join(repr(h) for h in header[:20]) + (", ..." if len(header) > 20 else "")
+                    raise DataFileError(f"data_file {name!r} has no column {_clip(label_column)!r} to use as the "
+                                        f"label (header is {shown})")
+                label_col = lowered.index(label_column.lower())
+            else:
+                label_col = next((lowered.index(c) for c in LABEL_COLUMNS if c in lowered), None)
             if label_col is None:
                 shown = ", ".join(repr(h) for h in header[:20]) + (", ..." if len(header) > 20 else "")
                 raise DataFileError(
@@ -185,7 +214,7 @@ def _read_csv(path: str, name: str) -> tuple[np.ndarray, np.ndarray]:
                 count += 1
     except (UnicodeDecodeError, csv.Error) as exc:
         raise DataFileError(f"data_file {name!r} is not a readable UTF-8 CSV file: {_clip(str(exc))}") from None
-    return x[:count], _parse_labels(np.asarray(labels, dtype=str))
+    return x[:count], _parse_labels(np.asarray(labels, dtype=str)), tuple(header[j] for j in feature_cols)
 
 
 def _clip(text: str, most: int = 60) -> str:
@@ -304,7 +333,7 @@ def _check_finite(path: str, x: np.ndarray, name: str) -> None:
         )
 
 
-def _finish(path: str, x: np.ndarray, labels: np.ndarray) -> RawSource:
+def _finish(path: str, x: np.ndarray, labels: np.ndarray, columns: tuple[str, ...] | None = None) -> RawSource:
     if x.shape[0] < MIN_ROWS:
         raise DataFileError(f"data_file {path!r} has too few rows: {x.shape[0]} (need at least {MIN_ROWS})")
     if x.size and float(np.abs(x).max()) > float(np.finfo(np.float32).max):
@@ -325,6 +354,7 @@ def _finish(path: str, x: np.ndarray, labels: np.ndarray) -> RawSource:
         image_shape=None,
         notes=(
             f"user data file {path}; labels mapped {shown}{more}",
-            "user features are used as given (no rescaling to [0, 1]) before the per-row clip to norm 1",
         ),
+        columns=columns,
+        label_names=tuple(str(u) for u in uniq.tolist()),
     )

@@ -120,9 +120,12 @@ def check_result(value: Any) -> str | None:
     grad = value.get("solver_grad_norm")
     if grad is not None and not _finite(grad, low=0.0):
         return "solver_grad_norm is not a finite number >= 0"
-    for key in ("answered_fraction", "accuracy_answered"):  # methods that may abstain
+    for key in ("answered_fraction", "accuracy_answered", "accuracy_answered_std"):  # methods that may abstain
         if value.get(key) is not None and not _finite(value[key], low=0.0, high=1.0):
             return f"{key} is not a number in [0, 1]"
+    for key in ("epsilon_data_dependent", "epsilon_dd_published"):  # Confident-GNMax (not a guarantee)
+        if value.get(key) is not None and not _finite(value[key], low=0.0):
+            return f"{key} is not a finite number >= 0"
     return None
 
 

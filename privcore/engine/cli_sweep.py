@@ -21,7 +21,8 @@ _SPEC_EPSILONS = SweepSpec.__dataclass_fields__["epsilons"].default
 _CLI_COLUMNS = ("method", "epsilon", "delta", "budget", "n", "dim", "classes", "lam", "teachers", "accounting",
                 "vary", "value", "accuracy_mean", "accuracy_std", "repeats", "seconds", "device", "cached",
                 "noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "solver_grad_norm",
-                "threshold", "answered_fraction", "accuracy_answered", "solver_tolerance", "sensitivity", "note")
+                "threshold", "answered_fraction", "accuracy_answered", "accuracy_answered_std", "epsilon_data_dependent",
+                "epsilon_dd_published", "solver_tolerance", "sensitivity", "note")
 
 
 def _csv_list(kind: Callable[[str], Any], what: str) -> Callable[[str], tuple]:
@@ -60,6 +61,11 @@ def add_sweep_parser(sub, add_problem_args, number, epsilon) -> None:  # noqa: A
     sw = sub.add_parser("sweep", help="train and evaluate methods over epsilons (batched, cached)")
     knobs.add_argument(sw, "dataset")
     sw.add_argument("--data-file", default=None, help="CSV (with a 'label' column) or NPZ (x, y) for --dataset file")
+    sw.add_argument("--label-column", default=None, help="--dataset file: the CSV column holding the labels "
+                    "(default: the first of label, y, target, class)")
+    sw.add_argument("--preprocess", default="none", help="--dataset file: a declared, data-independent feature map: "
+                    "none, bounds:LOW:HIGH (or LOW:HIGH per feature, comma-separated) or norm:R, optionally "
+                    "+intercept (e.g. bounds:-10:10+intercept)")
     sw.add_argument("--methods", type=_methods, default=METHOD_NAMES, help="all or a comma-separated list")
     sw.add_argument("--epsilons", type=_csv_list(epsilon, "numbers"), default=_SPEC_EPSILONS)
     knobs.add_argument(sw, "delta")
@@ -96,7 +102,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     from ..data import DataFileError, DataUnavailableError
     from .runner import run_sweep
 
-    data = DataSpec(name=args.dataset, data_file=args.data_file, n=args.n, dim=args.dim, classes=args.classes)
+    data = DataSpec(name=args.dataset, data_file=args.data_file, n=args.n, dim=args.dim, classes=args.classes,
+                    preprocess=args.preprocess, label_column=args.label_column)
     spec = SweepSpec(data=data, methods=args.methods, epsilons=args.epsilons, delta=args.delta, budget=args.budget,
                      lam=args.lam, teachers=args.teachers, batch_size=args.batch_size, epochs=args.epochs,
                      clip=args.clip, learning_rate=args.lr, accounting=args.accounting, repeats=args.repeats,

@@ -62,6 +62,12 @@ class ResultRow(Mapping):
     threshold: float | None = None
     answered_fraction: float | None = None
     accuracy_answered: float | None = None
+    accuracy_answered_std: float | None = None  # its spread over the repetitions
+    #: Confident-GNMax: PATE's data-dependent epsilon of B queries like the test set's (NOT a
+    #: guarantee: a function of the private votes; ``epsilon`` is the guarantee) and the epsilon of
+    #: publishing it with smooth-sensitivity noise (privcore.accounting.pate_dd). None elsewhere.
+    epsilon_data_dependent: float | None = None
+    epsilon_dd_published: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.method, str) or not self.method:

@@ -28,6 +28,7 @@ from ..data import Dataset, load_dataset
 from ..device import resolve_device
 from ..certify import SolverCertificationError
 from ..methods import BASELINE, get_method
+from ..methods.base import EXTRA_RESULT_KEYS
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from .cache import SCHEMA_VERSION, ResultCache, point_key
 from .executor import ClusterError, Executor, LocalExecutor, UnitOutcome, WorkUnit
@@ -106,6 +107,8 @@ def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary: str |
         seconds=0.0 if cached else stored["seconds"], device=stored["device"], cached=cached,
         note=stored.get("note") or None, solver_grad_norm=stored.get("solver_grad_norm"),
         answered_fraction=stored.get("answered_fraction"), accuracy_answered=stored.get("accuracy_answered"),
+        accuracy_answered_std=stored.get("accuracy_answered_std"),
+        **{key: stored.get(key) for key in EXTRA_RESULT_KEYS},
         **{key: scale.get(key) for key in _NOISE_FIELDS})
 
 
@@ -118,17 +121,19 @@ def _stored(acc: np.ndarray, scale: NoiseScale | None, seconds: float, device: s
 
 
 def _evaluate(method: str, ctx: TrainContext, budgets: list[PrivacyBudget], accounting: str,
-              repeats: int) -> tuple[list[NoiseScale], np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """Scales, accuracies [E, R] and, for abstaining methods, answered fractions and accuracies among answered."""
+              repeats: int) -> tuple[list[NoiseScale], np.ndarray, np.ndarray | None, np.ndarray | None, list[dict]]:
+    """Scales, accuracies [E, R] and, for abstaining methods, answered fractions, accuracies among answered
+    and the method's extra numbers per scale (:meth:`Method.extra_results`)."""
     m = get_method(method)
     scales = [m.calibrate(b, ctx.problem, accounting) for b in budgets]
     if not m.abstains:
-        return scales, m.evaluate(ctx, scales, repeats).detach().cpu().numpy(), None, None
+        return scales, m.evaluate(ctx, scales, repeats).detach().cpu().numpy(), None, None, [{} for _ in scales]
     out = m.release(ctx, scales, repeats)  # [E, R, M], -1 = abstained (counted wrong)
     answered = (out >= 0).double()
     right = (out == ctx.y_test).double()
     among = right.sum(dim=2) / answered.sum(dim=2).clamp(min=1.0)
-    return (scales, right.mean(dim=2).cpu().numpy(), answered.mean(dim=2).cpu().numpy(), among.cpu().numpy())
+    extras = m.extra_results(ctx, scales, out)
+    return (scales, right.mean(dim=2).cpu().numpy(), answered.mean(dim=2).cpu().numpy(), among.cpu().numpy(), extras)
 
 
 def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
@@ -189,8 +194,7 @@ def check_features(dim: int) -> None:
 def _variant_data(vspec: SweepSpec) -> tuple[Dataset, float, Problem]:
     """The data set of one variant (memoised by the loader), its fixed lam and its base problem."""
     d = vspec.data
-    ds = load_dataset(d.name, data_file=d.data_file, n=d.n, dim=d.dim, classes=d.classes, seed=vspec.seed,
-                      augment=d.augment)
+    ds = load_dataset(d.name, seed=vspec.seed, **d.load_kwargs())
     check_features(ds.dim)
     fixed_lam = knobs.fixed_lam(vspec.lam)
     return ds, fixed_lam, _problem(ds, vspec, fixed_lam)
@@ -453,7 +457,8 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
     for lam in sorted(set(lams)):
         idx = [i for i, l in enumerate(lams) if l == lam]
         ctx = context(_problem(ds, spec, lam))
-        scales, acc, answered, among = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting, spec.repeats)
+        scales, acc, answered, among, extras = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting,
+                                                         spec.repeats)
         for j, i in enumerate(idx):
             # The largest certified gradient norm of the solves this release used (theta*, the
             # perturbed problems); None for methods that release no minimiser (DP-SGD, S&A).
@@ -461,5 +466,7 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
             scale = scales[j] if scales[j].noise != "none" else None  # the baseline stores no noise scale
             out[i] = _stored(acc[j], scale, 0.0, dev, lam, LAM_AUTO_NOTE if auto else "", grad)
             if answered is not None:
-                out[i].update(answered_fraction=float(answered[j].mean()), accuracy_answered=float(among[j].mean()))
+                out[i].update(answered_fraction=float(answered[j].mean()), accuracy_answered=float(among[j].mean()),
+                              accuracy_answered_std=float(among[j].std(ddof=1)) if among[j].size > 1 else 0.0)
+            out[i].update({k: float(v) for k, v in extras[j].items() if k in EXTRA_RESULT_KEYS})
     return out

@@ -19,7 +19,7 @@ from ..methods import METHOD_NAMES, REGISTRY
 from ..types import PrivacyBudget, Problem
 from ..validation import check_choice, check_int
 
-__all__ = ["DataSpec", "SweepSpec", "VARY_AXES", "LAM_AUTO_GRID"]
+__all__ = ["compact_data", "DataSpec", "SweepSpec", "VARY_AXES", "LAM_AUTO_GRID"]
 
 #: Axes a sweep may vary besides epsilon (the paper's Figures 2-6).
 VARY_AXES: tuple[str, ...] = ("budget", "delta", "n", "dim", "classes", "lam", "teachers")
@@ -37,9 +37,19 @@ class DataSpec:
     dim: int | None = None
     classes: int | None = None
     augment: bool = True
+    #: A user file's declared feature map (:mod:`privcore.data.preprocess` text form) and label column.
+    preprocess: str = "none"
+    label_column: str | None = None
 
     def __post_init__(self) -> None:
         knobs.check("dataset", self.name)
+        from ..data.preprocess import parse_preprocess
+
+        object.__setattr__(self, "preprocess", parse_preprocess(self.preprocess).text)
+        if self.name != "file" and (self.preprocess != "none" or self.label_column is not None):
+            raise ValueError(f"preprocess and label_column apply to dataset 'file' only, got dataset {self.name!r}")
+        if self.label_column is not None and (not isinstance(self.label_column, str) or not self.label_column.strip()):
+            raise TypeError(f"label_column must be a column name or None, got {self.label_column!r}")
         if self.name == "file" and not self.data_file:
             raise ValueError("data_file is required for dataset 'file' (a CSV or NPZ path)")
         if self.data_file is not None and not isinstance(self.data_file, str):
@@ -57,6 +67,22 @@ class DataSpec:
             knobs.check("classes", self.classes)
         if not isinstance(self.augment, bool):
             raise TypeError(f"augment must be True or False, got {self.augment!r}")
+
+
+    def load_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`privcore.data.load_dataset` for this data (seed excluded)."""
+        return dict(data_file=self.data_file, n=self.n, dim=self.dim, classes=self.classes, augment=self.augment,
+                    preprocess=self.preprocess, label_column=self.label_column)
+
+
+def compact_data(d: dict[str, Any]) -> dict[str, Any]:
+    """A DataSpec's dict without the user-file fields at their defaults (older spec keys stay valid)."""
+    out = dict(d)
+    if out.get("preprocess") == "none":
+        out.pop("preprocess")
+    if out.get("label_column") is None:
+        out.pop("label_column", None)
+    return out
 
 
 @dataclass(frozen=True)
@@ -144,7 +170,9 @@ class SweepSpec:
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys; infinity as the string "inf")."""
-        return json.dumps(_jsonable(asdict(self)), sort_keys=True)
+        raw = asdict(self)
+        raw["data"] = compact_data(raw["data"])
+        return json.dumps(_jsonable(raw), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "SweepSpec":

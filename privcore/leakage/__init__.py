@@ -8,7 +8,6 @@ lower bound (Clopper-Pearson). No Streamlit here.
 
 from __future__ import annotations
 
-from .run import LeakageCancelled, observe, run_leakage
 from .spec import ATTACKS, NON_PRIVATE, TARGETS, AttackResult, LeakageResult, LeakageSpec, audit_trials_for
 from .stats import (EpsilonBound, Roc, auc, clopper_pearson, dp_region_tpr, epsilon_from_rates, epsilon_lower_bound,
                     gaussian_mu, gaussian_tradeoff_tpr, roc, tpr_at_fpr)
@@ -16,3 +15,11 @@ from .stats import (EpsilonBound, Roc, auc, clopper_pearson, dp_region_tpr, epsi
 __all__ = ["run_leakage", "LeakageCancelled", "observe", "LeakageSpec", "LeakageResult", "AttackResult", "ATTACKS",
            "NON_PRIVATE", "TARGETS", "audit_trials_for", "EpsilonBound", "Roc", "roc", "auc", "tpr_at_fpr", "clopper_pearson",
            "epsilon_from_rates", "epsilon_lower_bound", "dp_region_tpr", "gaussian_mu", "gaussian_tradeoff_tpr"]
+
+
+def __getattr__(name: str):  # the runner needs torch: imported on first use, so the CLI's --help stays light
+    if name in ("run_leakage", "LeakageCancelled", "observe"):
+        from . import run
+
+        return getattr(run, name)
+    raise AttributeError(f"module 'privcore.leakage' has no attribute {name!r}")

@@ -14,7 +14,7 @@ import sys
 from typing import Any, Callable
 
 from ..data import DATASET_NAMES
-from ..device import DEVICE_CHOICES
+from ..knobs import DEVICE_CHOICES
 from ..methods import get_method
 from .spec import ATTACKS, NON_PRIVATE, TARGETS, audit_trials_for
 

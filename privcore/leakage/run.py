@@ -8,7 +8,6 @@ game, so measuring the five methods at one setting trains the shared parts once.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from typing import Any, Callable
@@ -159,8 +158,7 @@ def run_leakage(spec: LeakageSpec, *, progress: ProgressFn | None = None, cancel
         raise TypeError(f"spec must be a LeakageSpec, got {type(spec).__name__}")
     store = cache if cache is not None else ResultCache(enabled=use_cache)
     d = spec.data
-    ds = load_dataset(d.name, data_file=d.data_file, n=d.n, dim=d.dim, classes=d.classes, seed=spec.seed,
-                      augment=d.augment)
+    ds = load_dataset(d.name, seed=spec.seed, **d.load_kwargs())
     key = point_key(spec.point(), ds.fingerprint)
     hit = store.get(key, validate=_check_record)
     if hit is not None:

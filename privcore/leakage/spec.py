@@ -13,8 +13,8 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ..device import DEVICE_CHOICES
-from ..engine.specs import DataSpec
+from ..knobs import DEVICE_CHOICES
+from ..engine.specs import DataSpec, compact_data
 from ..methods import BASELINE, METHOD_NAMES, get_method
 from ..types import ACCOUNTING_MODES, PrivacyBudget, Problem
 from ..validation import check_choice, check_int, check_real
@@ -111,6 +111,7 @@ class LeakageSpec:
     def point(self) -> dict[str, Any]:
         """The cache identity (everything but the device; a result is reused on any device)."""
         d = asdict(self)
+        d["data"] = compact_data(d["data"])
         d.pop("device")
         d["epsilon"] = "inf" if math.isinf(self.epsilon) else self.epsilon
         d["kind"] = "leakage-v1"
@@ -118,6 +119,7 @@ class LeakageSpec:
 
     def to_json(self) -> str:
         d = asdict(self)
+        d["data"] = compact_data(d["data"])
         d["epsilon"] = "inf" if math.isinf(self.epsilon) else self.epsilon
         return json.dumps(d, sort_keys=True)
 

@@ -28,7 +28,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..context import TrainContext
 
-__all__ = ["Method", "WinContext", "CostPart", "solver_iterations", "data_work", "nonprivate_part", "teacher_part"]
+__all__ = ["Method", "WinContext", "EXTRA_RESULT_KEYS", "CostPart", "solver_iterations", "data_work", "nonprivate_part",
+           "teacher_part"]
+
+#: Extra numbers a method may store per point (:meth:`Method.extra_results`), all finite and >= 0:
+#: PATE's data-dependent epsilon (not a guarantee) and what publishing it privately would cost.
+EXTRA_RESULT_KEYS: tuple[str, ...] = ("epsilon_data_dependent", "epsilon_dd_published")
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,10 @@ class Method(ABC):
     sentence_label: ClassVar[str] = ""
     #: Fixed chart colour (Okabe-Ito palette, colour-blind safe), the same in every view.
     colour: ClassVar[str] = "#888888"
+    #: Plotly marker symbol and line dash, distinct per method, so charts read without colour
+    #: (greyscale print, colour-blind readers); the non-private reference alone is dashed "dash".
+    marker: ClassVar[str] = "circle"
+    dash: ClassVar[str] = "solid"
     #: "training" (the model is private), "prediction" (B answers are) or "baseline" (no privacy).
     family: ClassVar[str]
     uses: ClassVar[tuple[str, ...]]  # Problem fields besides n, dim, classes that change its results
@@ -149,6 +158,15 @@ class Method(ABC):
         except (ValueError, RuntimeError) as err:  # e.g. a delta too small for any finite sigma
             raise CalibrationError(f"{self.name} cannot be calibrated at epsilon={budget.epsilon:g}, "
                                    f"delta={budget.delta:g}: {err}") from err
+
+    def extra_results(self, ctx: "TrainContext", scales: list[NoiseScale],
+                      released: "torch.Tensor") -> list[dict[str, float]]:
+        """Plain numbers stored beside each scale's accuracy (keys: :data:`EXTRA_RESULT_KEYS`), from its releases.
+
+        ``released`` is what :meth:`release` returned for ``scales`` (only computed for methods that
+        abstain). Confident-GNMax adds PATE's data-dependent epsilon here (not a guarantee).
+        """
+        return [{} for _ in scales]
 
     def cost_parts(self, problem: Problem, points: int, repeats: int) -> list[CostPart]:
         """The pieces of compute of ``points`` epsilons x ``repeats`` releases at ``problem``

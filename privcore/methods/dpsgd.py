@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-import torch
-
 from ..accounting.dpsgd import dpsgd_epsilon_replace_one, dpsgd_noise_multiplier
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
 from .base import CostPart, Method, WinContext, data_work
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
+    import torch
+
     from ..context import TrainContext
 
 __all__ = ["DPSGD", "per_example_grad_norms"]
@@ -38,6 +38,7 @@ def per_example_grad_norms(x: torch.Tensor, probs: torch.Tensor, y: torch.Tensor
 
     x [..., b, D], probs [..., b, E, C] (E models), y [..., b] -> [..., b, E].
     """
+    import torch
     resid = probs.clone()
     resid.scatter_add_(-1, y.unsqueeze(-1).unsqueeze(-1).expand(*y.shape, probs.shape[-2], 1),
                        torch.full((*y.shape, probs.shape[-2], 1), -1.0, dtype=probs.dtype, device=probs.device))
@@ -51,6 +52,8 @@ class DPSGD(Method):
     sentence_label = "DP-SGD"
     from_paper = True
     colour = "#009E73"  # bluish green
+    marker = "x"
+    dash = "longdash"
     uses = ("batch_size", "epochs", "clip", "learning_rate")
     family = "training"
     trains_per_release = True
@@ -114,6 +117,7 @@ class DPSGD(Method):
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
+        import torch
         pb = ctx.problem
         n, d = ctx.x_train.shape
         c, e_count = ctx.classes, len(scales)
@@ -171,6 +175,7 @@ def _draw_chunk(gens: list[torch.Generator], chunk: int, n: int, q: float, d: in
     the chunk), the largest batch of each step (step s needs only idx[:, s, :sizes[s]]) and unit
     Gaussian noise [R, chunk, D, C].
     """
+    import torch
     masks, units = [], []
     for g in gens:
         masks.append(torch.rand(chunk, n, generator=g, device=device) < q)

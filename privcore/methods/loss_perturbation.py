@@ -34,14 +34,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-import torch
-
 from ..accounting.gaussian import analytic_gaussian_sigma
 from ..validation import format_value as _fmt
 from ..types import K_LIPSCHITZ, L_HESSIAN, NoiseScale, PrivacyBudget, Problem
 from .base import EXACT_MINIMISER_NOTE, CostPart, Method, data_work, nonprivate_part, solver_iterations, scaled_noise, unit_noise, WinContext
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
+    import torch
+
     from ..context import TrainContext
 
 __all__ = ["LossPerturbation", "multiclass_gaussian_sigma", "AMP_FRACTION", "LP_TOLERANCE_FACTOR"]
@@ -82,6 +82,8 @@ class LossPerturbation(Method):
     paper_figure6_axis = "lam"
     from_paper = True
     colour = "#E69F00"  # orange
+    marker = "diamond"
+    dash = "dot"
     uses = ("lam",)
     family = "training"
     trains_per_release = True
@@ -141,6 +143,7 @@ class LossPerturbation(Method):
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
+        import torch
         n, lam = ctx.x_train.shape[0], ctx.problem.lam
         theta_np = ctx.nonprivate_theta(lam, released=False)  # only the warm start
         d, c = theta_np.shape

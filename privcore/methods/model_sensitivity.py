@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import torch
-
 from ..accounting.gaussian import analytic_gaussian_sigma
 from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
 from .base import CostPart, Method, nonprivate_part, scaled_noise, sensitivity_of, WinContext
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
+    import torch
+
     from ..context import TrainContext
 
 __all__ = ["ModelSensitivity"]
@@ -36,6 +36,8 @@ class ModelSensitivity(Method):
     sentence_label = "model sensitivity"
     from_paper = True
     colour = "#0072B2"  # blue
+    marker = "circle"
+    dash = "solid"
     uses = ("lam",)
     family = "training"
     summary = "Train the regularised model (to a certified gradient norm), then add noise to its weights once."

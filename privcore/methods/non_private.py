@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import torch
-
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from .base import CostPart, Method, nonprivate_part
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
+    import torch
+
     from ..context import TrainContext
 
 __all__ = ["NonPrivate"]
@@ -25,6 +25,8 @@ class NonPrivate(Method):
     short_label = "Non-private"
     sentence_label = "the non-private model"
     colour = "#333333"  # near black, dashed
+    marker = "line-ew"
+    dash = "dash"
     family = "baseline"
     uses = ("lam",)
     summary = "The same regularised model trained without any privacy: the accuracy every method is compared with."

@@ -23,16 +23,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-import torch
-
 from ..accounting.pate import gnmax_sigmas
-from ..solver import solve_softmax
 from ..types import NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
 from .teachers import TeacherVoteMethod
 from .base import CostPart, WinContext, solver_iterations
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
+    import torch
+
     from ..context import TrainContext
 
 __all__ = ["PateStudent", "PUBLIC_LABELS", "public_split"]
@@ -43,6 +42,7 @@ PUBLIC_LABELS: int = 500
 
 def public_split(ctx: "TrainContext") -> tuple[torch.Tensor, torch.Tensor]:
     """The two halves of the test rows (index tensors), by a permutation that depends on the seed only."""
+    import torch
     m = ctx.x_test.shape[0]
     perm = torch.randperm(m, generator=ctx.generator("pate_student_public_split"), device=ctx.device)
     return perm[: m // 2], perm[m // 2:]
@@ -54,6 +54,8 @@ class PateStudent(TeacherVoteMethod):
     short_label = "Student"
     sentence_label = "the PATE student"
     colour = "#999999"  # grey
+    marker = "cross"
+    dash = "1px,5px"
     uses = ("lam", "teachers")
     family = "training"
     supports_pure = False
@@ -93,6 +95,7 @@ class PateStudent(TeacherVoteMethod):
     def _students(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int, rows: torch.Tensor,
                   fold: int) -> torch.Tensor:
         """Student models [E * R, D, C] trained on ``rows`` of the test set with noisy teacher labels."""
+        import torch
         votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam)[rows]  # [P, C]
         p, c = votes.shape
         noise = torch.stack([torch.randn(p, c, generator=ctx.generator(self.name, "vote", fold, r), dtype=torch.float64,
@@ -111,11 +114,14 @@ class PateStudent(TeacherVoteMethod):
         diff = torch.nn.functional.one_hot(y0, c).to(torch.float64).unsqueeze(0) - onehot
         linear = torch.einsum("pd,kpc->kdc", x.double(), diff) / p
         lam = torch.full((y.shape[0],), float(ctx.problem.lam), dtype=torch.float64, device=ctx.device)
+        from ..solver import solve_softmax
+
         res = solve_softmax(x, y0, lam, linear, classes=ctx.classes, gtol=ctx.gtol, callback=ctx.checkpoint)
         return res.theta
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
+        import torch
         halves = public_split(ctx)
         e = len(scales)
         if queries is not None:  # the first half's student answers arbitrary queries

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import torch
-
 from ..accounting.composition import advanced_gaussian_sigma, exact_gaussian_sigma
 from ..accounting.gaussian import analytic_gaussian_epsilon
 from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
 from .base import CostPart, Method, nonprivate_part, scaled_noise, sensitivity_of, WinContext
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
+    import torch
+
     from ..context import TrainContext
 
 __all__ = ["PredictionSensitivity"]
@@ -33,6 +33,8 @@ class PredictionSensitivity(Method):
     sentence_label = "prediction sensitivity"
     from_paper = True
     colour = "#CC79A7"  # reddish purple
+    marker = "square"
+    dash = "dashdot"
     uses = ("lam", "budget")
     family = "prediction"
     uses_budget = True

@@ -24,15 +24,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Mapping
 
-import torch
-
 from ..accounting.pate import distance_to_instability, svt_calibration
 from ..types import NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
 from .teachers import TeacherVoteMethod
 from .base import WinContext
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
+    import torch
+
     from ..context import TrainContext
 
 __all__ = ["SparseVectorAggregate", "CAP_FRACTION", "svt_cap", "svt_labels"]
@@ -48,6 +48,7 @@ def svt_cap(budget: int) -> int:
 
 def _unit_laplace(count: int, gen: torch.Generator, device) -> torch.Tensor:  # noqa: ANN001
     """``count`` i.i.d. Laplace(0, 1) draws (inverse CDF of a uniform)."""
+    import torch
     u = torch.rand(count, generator=gen, dtype=torch.float64, device=device) - 0.5
     return -torch.sign(u) * torch.log1p(-2.0 * u.abs().clamp(max=0.5 - 1e-17))
 
@@ -60,6 +61,7 @@ def svt_labels(votes: torch.Tensor, order: torch.Tensor, nu: torch.Tensor, rho: 
     nu [M]: unit Laplace per position; rho [streams]: unit Laplace per stream; gumbel [M, C] per row.
     Position p of ``order`` belongs to stream p // ``stream``; see the module docstring.
     """
+    import torch
     m = votes.shape[0]
     v = votes[order]
     d = distance_to_instability(v)
@@ -87,6 +89,8 @@ class SparseVectorAggregate(TeacherVoteMethod):
     short_label = "Sparse vec."
     sentence_label = "sparse-vector aggregation"
     colour = "#B8860B"  # dark goldenrod (a readable yellow)
+    marker = "star"
+    dash = "12px,4px,2px,4px,2px,4px"
     uses = ("lam", "budget", "teachers")
     family = "prediction"
     supports_pure = False
@@ -131,6 +135,7 @@ class SparseVectorAggregate(TeacherVoteMethod):
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
+        import torch
         votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam, queries)  # [M, C]
         m, c = votes.shape
         b = ctx.problem.budget

@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 
 import math
 
-import torch
-
 from ..accounting.bounded_range import br_composition_delta, optimal_beta, zcdp_beta
 from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
 from .teachers import TeacherVoteMethod
 from .base import WinContext
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
+    import torch
+
     from ..context import TrainContext
 
 __all__ = ["SubsampleAggregate"]
@@ -58,6 +58,8 @@ class SubsampleAggregate(TeacherVoteMethod):
     paper_figure6_axis = "teachers"
     from_paper = True
     colour = "#D55E00"  # vermillion
+    marker = "triangle-up"
+    dash = "8px,3px,2px,3px"
     uses = ("lam", "budget", "teachers")
     family = "prediction"
     uses_budget = True
@@ -106,6 +108,7 @@ class SubsampleAggregate(TeacherVoteMethod):
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
+        import torch
         votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam, queries)  # [M, C]
         m, c = votes.shape
         gumbel = []

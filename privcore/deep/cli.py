@@ -1,0 +1,145 @@
+"""The ``deep`` sub-command: Figure 7 of the paper (DP-SGD against the teacher-vote methods on a
+deep model), one row per (method, epsilon, B).
+
+    python -m privcore deep --dataset fashion-mnist --model small-cnn --epsilons 1,5 --budget 1,10
+    python -m privcore deep --preset paper --figure7 docs/figures     # on a GPU: writes two CSVs
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable
+
+from .data import DEEP_DATASETS
+from .spec import MODEL_NAMES, PRESETS, DeepRow, DeepSpec, figure7_specs
+
+__all__ = ["add_deep_parser", "run_deep_command", "write_rows"]
+
+_OVERRIDES = ("model", "n_train", "n_test", "epochs", "batch_size", "lr", "clip", "teachers", "teacher_epochs",
+              "teacher_batch", "teacher_lr", "repeats", "seed", "device", "delta", "accounting", "physical_batch")
+
+
+def _list(kind: Callable[[str], Any], what: str) -> Callable[[str], tuple]:
+    def parse(text: str) -> tuple:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"name at least one {what}")
+        return tuple(kind(t) for t in items)
+    return parse
+
+
+_ALL = -1  # "--n-train all": the whole data set (None in the spec; None here means "not given")
+
+
+def _size(text: str) -> int:
+    return _ALL if text.strip().lower() == "all" else int(text)
+
+
+def add_deep_parser(sub, number: Callable, epsilon: Callable) -> None:  # noqa: ANN001
+    """Register ``deep`` on the CLI's sub-parsers."""
+    from .votes import deep_methods
+
+    def method(text: str) -> str:
+        if text not in deep_methods():
+            raise argparse.ArgumentTypeError(f"unknown method {text!r}; choose from {', '.join(deep_methods())}")
+        return text
+
+    p = sub.add_parser("deep", help="deep models (Figure 7): DP-SGD against subsample-and-aggregate and PATE-style votes")
+    p.add_argument("--dataset", choices=DEEP_DATASETS, default="fashion-mnist")
+    p.add_argument("--preset", choices=tuple(PRESETS), default="cpu-small",
+                   help="training settings: cpu-small (small CNN, 5,000 images, about a minute on a CPU) or paper "
+                        "(ResNet-20, all images, 100/500 epochs: a GPU job); the flags below override them")
+    p.add_argument("--model", choices=MODEL_NAMES, default=None)
+    p.add_argument("--methods", type=_list(method, "method"), default=None,
+                   help=f"comma list of {', '.join(deep_methods())} (default: all)")
+    p.add_argument("--epsilons", type=_list(number(epsilon), "epsilon"), default=None,
+                   help="comma list of epsilons (default: Figure 7a's)")
+    p.add_argument("--budget", type=_list(number(int), "budget"), default=None,
+                   help="comma list of inference budgets B (default 10)")
+    p.add_argument("--delta", type=number(float), default=None, help="default 1e-5")
+    p.add_argument("--accounting", choices=("paper", "corrected", "tight"), default=None, help="default corrected")
+    for flag, kind, hlp in (("--n-train", _size, "training images (a number or 'all')"),
+                            ("--n-test", _size, "test images (a number or 'all')"),
+                            ("--epochs", number(int), "DP-SGD epochs"), ("--batch-size", number(int), "DP-SGD expected batch"),
+                            ("--lr", number(float), "DP-SGD learning rate"), ("--clip", number(float), "DP-SGD clip norm"),
+                            ("--teachers", number(int), "teachers T"), ("--teacher-epochs", number(int), "teacher epochs"),
+                            ("--teacher-batch", number(int), "teacher batch size"),
+                            ("--teacher-lr", number(float), "teacher learning rate"),
+                            ("--repeats", number(int), "vote samplings per point (default 4)"),
+                            ("--seed", number(int), "seed (default 0)"),
+                            ("--physical-batch", number(int), "examples per per-sample-gradient call")):
+        p.add_argument(flag, type=kind, default=None, help=hlp)
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None)
+    p.add_argument("--teacher-mode", choices=("auto", "batched", "loop"), default="auto",
+                   help="train the teachers vmapped (batched) or one by one (loop); auto: batched on a GPU")
+    p.add_argument("--figure7", metavar="DIR", default=None,
+                   help="compute both panels of Figure 7 and write fig7a/fig7b CSVs into DIR")
+    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the result cache")
+
+
+def write_rows(rows: list[DeepRow], fmt: str = "csv") -> str:
+    if fmt == "json":
+        return json.dumps([r.to_dict() for r in rows]) + "\n"
+    buf = io.StringIO()
+    cols = list(DeepRow.__dataclass_fields__)
+    writer = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in r.to_dict().items()})
+    return buf.getvalue()
+
+
+def _progress(fraction: float, message: str) -> None:
+    print(f"\r{fraction:6.1%}  {message[:60]:<60}", end="", file=sys.stderr, flush=True)
+
+
+def run_deep_command(args: argparse.Namespace) -> int:
+    from ..data.errors import DataFileError, DataUnavailableError
+    from .run import TrainingCancelled, run_deep
+
+    given = {k: getattr(args, k) for k in _OVERRIDES if getattr(args, k) is not None}
+    given = {k: (None if k in ("n_train", "n_test") and v == _ALL else v) for k, v in given.items()}
+    extra: dict[str, Any] = {"dataset": args.dataset, **given}
+    if args.methods is not None:
+        extra["methods"] = args.methods
+    batched = {"auto": None, "batched": True, "loop": False}[args.teacher_mode]
+    quiet = not sys.stderr.isatty()
+    try:
+        if args.figure7 is not None:
+            specs = figure7_specs(args.preset, **extra)
+            if args.epsilons is not None or args.budget is not None:
+                raise ValueError("--figure7 uses Figure 7's epsilons and budgets: leave out --epsilons and --budget")
+        else:
+            base = DeepSpec(**{**PRESETS[args.preset], **extra})
+            specs = (replace(base, epsilons=args.epsilons or base.epsilons, budgets=args.budget or base.budgets),)
+        results = []
+        for spec in specs:
+            t0 = time.perf_counter()
+            res = run_deep(spec, progress=None if quiet else _progress, use_cache=not args.no_cache,
+                           batched_teachers=batched)
+            if not quiet:
+                print(file=sys.stderr)
+            print(f"{len(res.rows)} rows ({res.computed} computed, {res.cached} cached) in "
+                  f"{time.perf_counter() - t0:.1f} s on {res.device}", file=sys.stderr)
+            results.append(res)
+    except (DataUnavailableError, DataFileError, TrainingCancelled, RuntimeError) as err:
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    if args.figure7 is not None:
+        out = Path(args.figure7)
+        out.mkdir(parents=True, exist_ok=True)
+        for panel, res in zip(("a", "b"), results):
+            name = out / f"fig7{panel}_{specs[0].dataset}_{specs[0].model}.csv"
+            name.write_text(write_rows(res.rows, "csv"))
+            print(f"wrote {name} ({res.seconds:.1f} s)", file=sys.stderr)
+        return 0
+    sys.stdout.write(write_rows(results[0].rows, args.format))
+    return 0

@@ -1,0 +1,166 @@
+"""DP-SGD for the deep models: per-example gradients with ``torch.func``, clipping, Gaussian noise.
+
+One step (Abadi et al. 2016), with this project's conventions (:mod:`privcore.methods.dpsgd`):
+every training example joins the batch independently with probability q = batch_size / N
+(Poisson sampling, as the accountant assumes), its gradient is clipped to norm ``clip``
+(:func:`clip_and_sum`), the sum gets N(0, (z clip)^2) noise per coordinate (:func:`add_noise`) and
+is divided by the expected batch size q N (:func:`scale`). z comes from the registry's DP-SGD
+calibration (replace-one, dp_accounting PLD; see :mod:`privcore.deep.run`) for
+steps = ceil(epochs N / batch_size). Momentum and the learning-rate schedule act on the released
+noisy gradients only (post-processing).
+
+Per-example gradients: ``vmap(grad(loss))`` over the examples of a physical batch with
+``functional_call`` (GroupNorm keeps examples independent). Sampling, noise and augmentation draw
+from three generators on the model's device; with them the state checkpointed every
+``checkpoint_every`` seconds (:mod:`privcore.deep.loop`) resumes to the same result.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+from torch.nn import functional as F
+
+from ..device import make_generator
+from .images import ImageData, augment_batch, to_float
+from .loop import (generator_states, load_checkpoint, lr_at, momentum_step, restore_generators,
+                   save_checkpoint)
+
+__all__ = ["SGDConfig", "per_sample_grads", "clip_and_sum", "add_noise", "scale", "dpsgd_step", "train_dpsgd",
+           "evaluate_model"]
+
+
+@dataclass(frozen=True)
+class SGDConfig:
+    """One training run's optimiser settings (``batch_size`` is DP-SGD's expected Poisson batch)."""
+
+    epochs: int
+    batch_size: int
+    lr: float = 0.1
+    momentum: float = 0.9
+    augment: bool = False
+    physical_batch: int = 256
+    lr_drops: int = 3
+    amp: bool = False  # bfloat16 autocast on CUDA (an option; not measured without a GPU)
+
+    def steps(self, n: int) -> int:
+        """ceil(epochs n / batch_size): the number of steps the accountant composes."""
+        return math.ceil(self.epochs * n / self.batch_size)
+
+
+def per_sample_grads(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor],
+                     x: torch.Tensor, y: torch.Tensor, amp: bool = False) -> dict[str, torch.Tensor]:
+    """Gradient of each example's own cross-entropy loss: ``{name: [b, *shape]}``."""
+    dev = x.device.type
+
+    def loss(p: dict[str, torch.Tensor], xi: torch.Tensor, yi: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(dev, dtype=torch.bfloat16, enabled=amp and dev == "cuda"):
+            out = functional_call(model, (p, buffers), (xi.unsqueeze(0),))
+        return F.cross_entropy(out.float(), yi.unsqueeze(0))
+
+    return vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)
+
+
+def clip_and_sum(grads: dict[str, torch.Tensor], clip: float) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Sum over examples of each gradient scaled to norm at most ``clip``; also the norms [b]."""
+    sq = sum(g.reshape(g.shape[0], -1).pow(2).sum(dim=1) for g in grads.values())
+    norms = sq.sqrt()
+    factor = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
+    return {k: torch.einsum("b,b...->...", factor, g) for k, g in grads.items()}, norms
+
+
+def add_noise(summed: dict[str, torch.Tensor], std: float, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """summed + N(0, std^2) per coordinate, drawn from ``generator`` (on the tensors' device)."""
+    return {k: v + std * torch.randn(v.shape, generator=generator, device=v.device, dtype=v.dtype)
+            for k, v in summed.items()}
+
+
+def scale(noisy: dict[str, torch.Tensor], expected_batch: float) -> dict[str, torch.Tensor]:
+    """Divide by the expected batch size q N (not the drawn one, which would leak it)."""
+    return {k: v / expected_batch for k, v in noisy.items()}
+
+
+def dpsgd_step(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor],
+               x_u8: torch.Tensor, y: torch.Tensor, data: ImageData, cfg: SGDConfig, clip: float, sigma: float,
+               gens: dict[str, torch.Generator]) -> dict[str, torch.Tensor]:
+    """The privatised gradient of one step: sample, clip and sum, noise, scale."""
+    n = y.shape[0]
+    q = cfg.batch_size / n
+    chosen = torch.nonzero(torch.rand(n, generator=gens["sample"], device=y.device) < q).flatten()
+    total = {k: torch.zeros_like(v) for k, v in params.items()}
+    for part in chosen.split(cfg.physical_batch):
+        xb = to_float(x_u8[part], data.mean, data.std)
+        if cfg.augment:
+            xb = augment_batch(xb, gens["augment"], 4 if data.shape[1] >= 32 else 2)
+        summed, _ = clip_and_sum(per_sample_grads(model, params, buffers, xb, y[part], cfg.amp), clip)
+        for k in total:
+            total[k] += summed[k]
+    return scale(add_noise(total, sigma, gens["noise"]), q * n)
+
+
+def train_dpsgd(model: nn.Module, data: ImageData, cfg: SGDConfig, clip: float, noise_multiplier: float,
+                seed: int, device: torch.device, *, checkpoint: Path | None = None, tag: str = "",
+                checkpoint_every: float = 60.0, poll: Callable[[float], None] | None = None,
+                stop_after: int | None = None) -> dict[str, torch.Tensor]:
+    """Train ``model`` (initialised) with DP-SGD at noise multiplier z; returns its parameters.
+
+    Resumes from ``checkpoint`` when it holds this ``tag``'s state. ``stop_after`` ends after that
+    many steps (a test's interruption), checkpointing first.
+    """
+    x_u8 = torch.tensor(data.x_train, device=device)  # a copy: the arrays are read-only
+    y = torch.as_tensor(data.y_train, device=device)
+    n = y.shape[0]
+    steps = cfg.steps(n)
+    params = {k: v.detach().clone() for k, v in model.named_parameters()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+    buf = {k: torch.zeros_like(v) for k, v in params.items()}
+    gens = {name: make_generator(seed, "deep-dpsgd", name, device=device) for name in ("sample", "noise", "augment")}
+    start = 0
+    state = load_checkpoint(checkpoint, tag, device)
+    if state is not None:
+        params, buf, start = state["params"], state["momentum"], int(state["step"])
+        restore_generators(gens, state["gens"])
+
+    def save(step: int) -> None:
+        if checkpoint is not None:
+            save_checkpoint(checkpoint, {"tag": tag, "step": step, "params": params, "momentum": buf,
+                                         "gens": generator_states(gens)})
+
+    last = time.perf_counter()
+    step = start
+    try:
+        while step < steps:
+            if stop_after is not None and step - start >= stop_after:
+                save(step)
+                return params
+            g = dpsgd_step(model, params, buffers, x_u8, y, data, cfg, clip, noise_multiplier * clip, gens)
+            momentum_step(params, g, buf, lr_at(step, steps, cfg.lr, cfg.lr_drops), cfg.momentum)
+            step += 1
+            if checkpoint is not None and time.perf_counter() - last >= checkpoint_every:
+                save(step)
+                last = time.perf_counter()
+            if poll is not None:
+                poll(step / steps)
+    except BaseException:  # cancelled (or Streamlit stopped the script): keep what was done
+        if step > start:
+            save(step)
+        raise
+    return params
+
+
+@torch.no_grad()
+def evaluate_model(model: nn.Module, params: dict[str, torch.Tensor], data: ImageData, device: torch.device,
+                   batch: int = 1000) -> torch.Tensor:
+    """Predicted labels [M] of the test images."""
+    x = torch.tensor(data.x_test, device=device)
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+    out = [functional_call(model, (params, buffers), (to_float(x[i:i + batch], data.mean, data.std),)).argmax(1)
+           for i in range(0, x.shape[0], batch)]
+    return torch.cat(out) if out else torch.zeros(0, dtype=torch.int64, device=device)

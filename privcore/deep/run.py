@@ -1,0 +1,284 @@
+"""Compute (or fetch) the rows of a :class:`~privcore.deep.spec.DeepSpec`.
+
+Work is planned in units: the T teachers (once, for every vote method, epsilon and B) and one
+DP-SGD training per epsilon. Each finished unit is stored at once: DP-SGD results and vote-method
+rows in the project's JSON result cache (:class:`~privcore.engine.cache.ResultCache`, keyed by the
+point, the data fingerprint and :data:`~privcore.deep.spec.DEEP_SCHEMA`), the teachers'
+test-set predictions as a tensor file next to the checkpoints. A unit in progress is
+checkpointed (``<cache>/deep/checkpoints``) and resumes after a cancel or a crash.
+
+DP-SGD's noise multiplier is the registry's DP-SGD calibration (``Method.calibrate``: replace-one,
+dp_accounting PLD for ``corrected``/``tight``) for N = n_train, q = batch_size / N and
+ceil(epochs N / batch_size) steps, the numbers :func:`privcore.deep.dpsgd.train_dpsgd` runs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from ..device import make_generator, resolve_device
+from ..engine.cache import ResultCache, point_key
+from ..methods import BASELINE, get_method
+from ..types import PrivacyBudget, Problem
+from .data import load_images
+from .dpsgd import SGDConfig, evaluate_model, train_dpsgd
+from .images import ImageData
+from .loop import Poller, TrainingCancelled, load_checkpoint, save_checkpoint
+from .models import build_model
+from .spec import DeepRow, DeepSpec, check_row
+from .teachers import teacher_predictions, train_teachers, votes_from_predictions
+from .votes import dpsgd_methods, private_vote_accuracy, vote_methods, vote_problem
+
+__all__ = ["run_deep", "DeepResult", "missing_units", "deep_dir", "TrainingCancelled", "cached_rows"]
+
+ProgressFn = Callable[[float, str], None]
+
+
+@dataclass
+class DeepResult:
+    rows: list[DeepRow]
+    computed: int
+    cached: int
+    seconds: float
+    device: str
+
+
+def deep_dir() -> Path:
+    """``<PRIVCORE_CACHE or repo cache>/deep``: checkpoints and the teachers' predictions."""
+    from ..data.mnist_download import default_cache_dir
+
+    return default_cache_dir() / "deep"
+
+
+def _dpsgd_problem(spec: DeepSpec, data: ImageData) -> Problem:
+    c, h, w = data.shape
+    return Problem(n=len(data.y_train), dim=c * h * w, classes=data.classes, batch_size=spec.batch_size,
+                   epochs=spec.epochs, clip=spec.clip, learning_rate=spec.lr)
+
+
+def _model_fn(spec: DeepSpec, data: ImageData, device: torch.device) -> Callable[[torch.Generator], torch.nn.Module]:
+    return lambda g: build_model(spec.model, data.channels, data.classes, g, device, size=data.shape[1])
+
+
+def missing_units(spec: DeepSpec, cache: ResultCache | None = None, data: ImageData | None = None) -> list[tuple]:
+    """The units still to compute: ("teachers",) and ("dpsgd", method, epsilon) entries."""
+    data = data or load_images(spec.dataset, spec.n_train, spec.n_test)
+    store = cache if cache is not None else ResultCache()
+    out: list[tuple] = []
+    if any(m in vote_methods() for m in spec.methods):
+        need = [(m, e, b) for m in spec.methods if m in vote_methods() for e in spec.epsilons for b in spec.budgets]
+        if any(store.get(point_key(spec.vote_point(*p), data.fingerprint), validate=check_row) is None for p in need):
+            if not (store.enabled and _predictions_path(spec, data).is_file()):  # no cache: retrain
+                out.append(("teachers",))
+    for m in spec.methods:
+        if m in dpsgd_methods():
+            for e in spec.epsilons:
+                if store.get(point_key(spec.dpsgd_point(m, e), data.fingerprint), validate=check_row) is None:
+                    out.append(("dpsgd", m, e))
+    if spec.baseline and store.get(point_key(spec.baseline_point(), data.fingerprint), validate=check_row) is None:
+        out.append(("baseline",))
+    return out
+
+
+def cached_rows(spec: DeepSpec, cache: ResultCache | None = None) -> tuple[list[DeepRow], int]:
+    """(the rows of ``spec`` the cache holds, how many are missing): reads only, trains nothing."""
+    data = load_images(spec.dataset, spec.n_train, spec.n_test)
+    store = cache if cache is not None else ResultCache()
+    rows, missing = [], 0
+    for m in spec.methods:
+        for e in spec.epsilons:
+            if m in dpsgd_methods():
+                hit = store.get(point_key(spec.dpsgd_point(m, e), data.fingerprint), validate=check_row)
+                if hit is None:
+                    missing += len(spec.budgets)
+                else:
+                    base = DeepRow.from_dict(hit, cached=True)
+                    rows.extend(replace(base, budget=b) for b in spec.budgets)
+                continue
+            for b in spec.budgets:
+                hit = store.get(point_key(spec.vote_point(m, e, b), data.fingerprint), validate=check_row)
+                if hit is None:
+                    missing += 1
+                else:
+                    rows.append(DeepRow.from_dict(hit, cached=True))
+    if spec.baseline:
+        hit = store.get(point_key(spec.baseline_point(), data.fingerprint), validate=check_row)
+        if hit is not None:
+            rows.extend(_spread(DeepRow.from_dict(hit, cached=True), spec))
+        else:
+            missing += 1
+    return rows, missing
+
+
+def _spread(base: DeepRow, spec: DeepSpec) -> list[DeepRow]:
+    """The non-private reference at every (epsilon, B) of ``spec``: a flat line."""
+    return [replace(base, epsilon=e, budget=b) for e in spec.epsilons for b in spec.budgets]
+
+
+def _predictions_path(spec: DeepSpec, data: ImageData) -> Path:
+    return deep_dir() / f"teachers-{point_key(spec.teacher_point(), data.fingerprint)[:32]}.pt"
+
+
+def _weights(spec: DeepSpec, units: list[tuple], n: int) -> list[float]:
+    """Relative cost of each unit: a per-example gradient costs about 3 plain ones."""
+    return [3.0 * spec.epochs * n if u[0] == "dpsgd" else spec.teacher_epochs * n for u in units]
+
+
+def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
+             cache: ResultCache | None = None, use_cache: bool = True, batched_teachers: bool | None = None,
+             checkpoint_every: float = 60.0) -> DeepResult:
+    """Every row of ``spec``, computing what the cache lacks. Raises :class:`TrainingCancelled`
+    when ``cancel()`` turns true (finished units are stored, the current one checkpointed).
+
+    ``batched_teachers``: None trains the teachers vmapped on a GPU and one by one on a CPU
+    (faster there for small models; see ``bench/bench_deep.py``)."""
+    if not isinstance(spec, DeepSpec):
+        raise TypeError(f"spec must be a DeepSpec, got {type(spec).__name__}")
+    start = time.perf_counter()
+    device = resolve_device(spec.device)
+    data = load_images(spec.dataset, spec.n_train, spec.n_test)
+    store = cache if cache is not None else ResultCache(enabled=use_cache)
+    units = missing_units(spec, store, data)
+    weights = _weights(spec, units, len(data.y_train))
+    total = sum(weights) or 1.0
+    done = 0.0
+    ckpt_dir = deep_dir() / "checkpoints"
+    y_test = torch.tensor(data.y_test, device=device)
+    fresh: dict[str, DeepRow] = {}
+    for unit, w in zip(units, weights):
+        poll = Poller(progress, cancel, done / total, w / total)
+        if unit[0] == "teachers":
+            poll.message = f"training {spec.teachers} teachers"
+            tag = point_key(spec.teacher_point(), data.fingerprint)
+            batched = device.type == "cuda" if batched_teachers is None else batched_teachers
+            params = train_teachers(_model_fn(spec, data, device), data,
+                                    SGDConfig(spec.teacher_epochs, spec.teacher_batch, spec.teacher_lr, spec.momentum,
+                                              spec.augment, amp=spec.amp),
+                                    spec.teachers, spec.seed, device, batched=batched,
+                                    checkpoint=ckpt_dir / f"{tag[:32]}.pt", tag=tag, checkpoint_every=checkpoint_every,
+                                    poll=poll)
+            model = _model_fn(spec, data, device)(make_generator(0, "unused", device=device))
+            pred = teacher_predictions(model, params, data, device)
+            save_checkpoint(_predictions_path(spec, data), {"tag": tag, "predictions": pred.to(torch.int16).cpu()})
+            (ckpt_dir / f"{tag[:32]}.pt").unlink(missing_ok=True)
+        elif unit[0] == "baseline":
+            poll.message = "training the non-private reference"
+            row = _train_baseline(spec, data, device, ckpt_dir, poll, checkpoint_every, y_test)
+            key = point_key(spec.baseline_point(), data.fingerprint)
+            store.put(key, row.to_dict())
+            fresh[key] = row
+        else:
+            _, method, eps = unit
+            poll.message = f"DP-SGD at ε = {eps:g}"
+            row = _train_dpsgd(spec, data, method, eps, device, ckpt_dir, poll, checkpoint_every, y_test)
+            key = point_key(spec.dpsgd_point(method, eps), data.fingerprint)
+            store.put(key, row.to_dict())
+            fresh[key] = row
+        done += w
+        poll(1.0, force=True)
+    rows = _rows(spec, data, store, device, y_test, fresh)
+    if spec.baseline:
+        key = point_key(spec.baseline_point(), data.fingerprint)
+        stored = store.get(key, validate=check_row) if key not in fresh else None
+        base = fresh.get(key) or (DeepRow.from_dict(stored, cached=True) if stored is not None else None)
+        if base is not None:
+            rows.extend(_spread(base, spec))
+    if progress is not None:
+        progress(1.0, "done")
+    new = sum(not r.cached for r in rows)
+    return DeepResult(rows, new, len(rows) - new, time.perf_counter() - start, str(device))
+
+
+def _train_dpsgd(spec: DeepSpec, data: ImageData, method: str, eps: float, device: torch.device, ckpt_dir: Path,
+                 poll: Poller, checkpoint_every: float, y_test: torch.Tensor) -> DeepRow:
+    t0 = time.perf_counter()
+    problem = _dpsgd_problem(spec, data)
+    scale = get_method(method).calibrate(PrivacyBudget(eps, spec.delta), problem, spec.accounting)
+    tag = point_key(spec.dpsgd_point(method, eps), data.fingerprint)
+    model = _model_fn(spec, data, device)(make_generator(spec.seed, "deep-dpsgd", "init", device=device))
+    cfg = SGDConfig(spec.epochs, spec.batch_size, spec.lr, spec.momentum, spec.augment, spec.physical_batch, amp=spec.amp)
+    if cfg.steps(problem.n) != problem.steps:  # the accountant composes exactly the steps we run
+        raise RuntimeError("internal: DP-SGD steps differ from the accounted steps")
+    path = ckpt_dir / f"{tag[:32]}.pt"
+    params = train_dpsgd(model, data, cfg, spec.clip, float(scale.noise_multiplier), spec.seed, device,
+                         checkpoint=path, tag=tag, checkpoint_every=checkpoint_every, poll=poll)
+    acc = float((evaluate_model(model, params, data, device) == y_test).double().mean())
+    path.unlink(missing_ok=True)
+    return DeepRow(spec.dataset, spec.model, method, eps, spec.delta, 0, None, spec.accounting, problem.n,
+                   len(data.y_test), acc, 0.0, 1, time.perf_counter() - t0, str(device),
+                   noise_multiplier=float(scale.noise_multiplier), sigma=float(scale.sigma), steps=problem.steps,
+                   formula=scale.formula)
+
+
+def _train_baseline(spec: DeepSpec, data: ImageData, device: torch.device, ckpt_dir: Path, poll: Poller,
+                    checkpoint_every: float, y_test: torch.Tensor) -> DeepRow:
+    """One non-private model on all training images (a single "teacher"), its test accuracy."""
+    t0 = time.perf_counter()
+    tag = point_key(spec.baseline_point(), data.fingerprint)
+    cfg = SGDConfig(spec.teacher_epochs, spec.teacher_batch, spec.teacher_lr, spec.momentum, spec.augment, amp=spec.amp)
+    params = train_teachers(_model_fn(spec, data, device), data, cfg, 1, spec.seed, device, batched=False,
+                            checkpoint=ckpt_dir / f"{tag[:32]}.pt", tag=tag, checkpoint_every=checkpoint_every,
+                            poll=poll)
+    model = _model_fn(spec, data, device)(make_generator(0, "unused", device=device))
+    acc = float((teacher_predictions(model, params, data, device)[0] == y_test).double().mean())
+    (ckpt_dir / f"{tag[:32]}.pt").unlink(missing_ok=True)
+    return DeepRow(spec.dataset, spec.model, BASELINE.name, 0.0, 0.0, 0, None, spec.accounting, len(data.y_train),
+                   len(data.y_test), acc, 0.0, 1, time.perf_counter() - t0, str(device),
+                   formula="non-private: the teachers' training on all images, no noise")
+
+
+def _rows(spec: DeepSpec, data: ImageData, store: ResultCache, device: torch.device, y_test: torch.Tensor,
+          fresh: dict[str, DeepRow]) -> list[DeepRow]:
+    rows: list[DeepRow] = []
+    votes = None
+    c, h, w = data.shape
+    for m in spec.methods:
+        for e in spec.epsilons:
+            if m in dpsgd_methods():
+                key = point_key(spec.dpsgd_point(m, e), data.fingerprint)
+                if key in fresh:  # computed now (also when the cache cannot store it)
+                    base = fresh[key]
+                else:
+                    hit = store.get(key, validate=check_row)
+                    if hit is None:  # pragma: no cover - missing_units planned it
+                        raise RuntimeError("internal: a DP-SGD result is neither cached nor computed")
+                    base = DeepRow.from_dict(hit, cached=True)
+                rows.extend(replace(base, budget=b) for b in spec.budgets)
+                continue
+            for b in spec.budgets:
+                key = point_key(spec.vote_point(m, e, b), data.fingerprint)
+                hit = store.get(key, validate=check_row)
+                if hit is not None:
+                    rows.append(DeepRow.from_dict(hit, cached=True))
+                    continue
+                if votes is None:
+                    votes = _load_votes(spec, data, device)
+                t0 = time.perf_counter()
+                problem = vote_problem(len(data.y_train), c * h * w, data.classes, b, spec.teachers)
+                scale, acc, answered = private_vote_accuracy(m, votes, y_test, e, spec.delta, problem, spec.accounting,
+                                                             spec.repeats, spec.seed)
+                row = DeepRow(spec.dataset, spec.model, m, e, spec.delta, b, spec.teachers, spec.accounting,
+                              len(data.y_train), len(data.y_test), float(acc.mean()),
+                              float(acc.std(unbiased=False)), spec.repeats, time.perf_counter() - t0, str(device),
+                              answered_fraction=float(answered.mean()) if get_method(m).abstains else None,
+                              sigma=scale.sigma, beta=scale.beta, threshold=scale.threshold, formula=scale.formula)
+                store.put(key, row.to_dict())
+                rows.append(row)
+    return rows
+
+
+def _load_votes(spec: DeepSpec, data: ImageData, device: torch.device) -> torch.Tensor:
+    tag = point_key(spec.teacher_point(), data.fingerprint)
+    state = load_checkpoint(_predictions_path(spec, data), tag, device)
+    pred = None if state is None else state.get("predictions")
+    if (not isinstance(pred, torch.Tensor) or pred.shape != (spec.teachers, len(data.y_test))
+            or pred.dtype.is_floating_point or int(pred.min()) < 0 or int(pred.max()) >= data.classes):
+        _predictions_path(spec, data).unlink(missing_ok=True)  # not what we wrote: retrained next time
+        raise RuntimeError("the teachers' predictions file was missing or not valid and has been removed: run again "
+                           "to retrain the teachers")
+    return votes_from_predictions(pred.to(torch.int64), data.classes)

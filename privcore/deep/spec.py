@@ -1,0 +1,228 @@
+"""What a deep-model run computes (:class:`DeepSpec`), its presets and its typed rows (:class:`DeepRow`).
+
+A spec is one data set and model, the methods, epsilons and budgets B, and the training settings of
+DP-SGD and of the T teachers. It expands into rows (method, epsilon, B). DP-SGD's accuracy does not
+depend on B (the model is private), so one DP-SGD training per epsilon serves every B; the teachers
+are trained once per spec and every (method, epsilon, B) of the vote methods reuses their votes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from .. import knobs
+from ..types import PrivacyBudget
+from ..validation import check_choice, check_int, check_real
+from .data import DEEP_DATASETS
+
+#: Names accepted by :func:`privcore.deep.models.build_model` (and the CLI's ``--model``).
+MODEL_NAMES: tuple[str, ...] = ("small-cnn", "resnet20")
+
+__all__ = ["DeepSpec", "DeepRow", "PRESETS", "FIG7_EPSILONS", "FIG7_BUDGETS", "DEEP_SCHEMA", "figure7_specs"]
+
+#: Bump when a change alters what a stored deep result means.
+DEEP_SCHEMA = 1
+#: Figure 7 of the paper: (a) accuracy against epsilon at B = 10, (b) against B at epsilon = 1; delta = 1e-5.
+FIG7_EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0, 10.0)
+FIG7_BUDGETS: tuple[int, ...] = (1, 3, 10, 30, 100, 300, 1000)
+FIG7_B, FIG7_EPS = 10, 1.0
+
+
+@dataclass(frozen=True)
+class DeepSpec:
+    """One deep-model experiment. ``n_train``/``n_test`` None: the whole data set."""
+
+    dataset: str = "fashion-mnist"
+    model: str = "small-cnn"
+    methods: tuple[str, ...] | None = None  # None: every method the deep models support
+    epsilons: tuple[float, ...] = FIG7_EPSILONS
+    budgets: tuple[int, ...] = (FIG7_B,)
+    delta: float = 1e-5
+    accounting: str = "corrected"
+    n_train: int | None = 5000
+    n_test: int | None = 2000
+    # DP-SGD
+    epochs: int = 4
+    batch_size: int = 250
+    lr: float = 0.5
+    clip: float = 1.0
+    # teachers (non-private, on disjoint parts)
+    teachers: int = 16
+    teacher_epochs: int = 10
+    teacher_batch: int = 64
+    teacher_lr: float = 0.05
+    # shared
+    momentum: float = 0.9
+    augment: bool = False
+    amp: bool = False
+    repeats: int = 4
+    seed: int = 0
+    device: str = "auto"
+    physical_batch: int = 256
+    #: Also train one non-private model on all the training images (the teachers' settings): the
+    #: dashed reference line of the figures.
+    baseline: bool = True
+
+    def __post_init__(self) -> None:
+        from .votes import deep_methods
+
+        check_choice("dataset", self.dataset, DEEP_DATASETS)
+        check_choice("model", self.model, MODEL_NAMES)
+        methods = deep_methods() if self.methods is None else tuple(self.methods)
+        if not methods:
+            raise ValueError("methods must name at least one of " + ", ".join(deep_methods()))
+        for m in methods:
+            check_choice("method", m, deep_methods())
+        object.__setattr__(self, "methods", methods)
+        eps = tuple(self.epsilons)
+        if not eps:
+            raise ValueError("epsilons must list at least one value > 0")
+        for e in eps:
+            if not math.isfinite(PrivacyBudget(e, 0.0).epsilon):
+                raise ValueError(f"epsilon must be a finite number > 0, got {e!r}")
+        object.__setattr__(self, "epsilons", tuple(float(e) for e in eps))
+        budgets = tuple(self.budgets)
+        if not budgets:
+            raise ValueError("budgets must list at least one B >= 1")
+        object.__setattr__(self, "budgets", tuple(knobs.check("budget", b) for b in budgets))
+        check_real("delta", self.delta, low=0.0, high=1.0, low_open=True, high_open=True)
+        check_choice("accounting", self.accounting, knobs.ACCOUNTING_MODES)
+        for name in ("n_train", "n_test"):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name), low=10)
+        for name in ("epochs", "batch_size", "teachers", "teacher_epochs", "teacher_batch", "repeats",
+                     "physical_batch"):
+            check_int(name, getattr(self, name), low=1)
+        check_int("seed", self.seed, low=0)
+        for name in ("lr", "clip", "teacher_lr"):
+            check_real(name, getattr(self, name), low=0.0, low_open=True)
+        check_real("momentum", self.momentum, low=0.0, high=1.0, high_open=True)
+        knobs.check("device", self.device)
+        for name in ("augment", "amp", "baseline"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+
+    def common_point(self) -> dict[str, Any]:
+        return {"schema": DEEP_SCHEMA, "dataset": self.dataset, "model": self.model, "n_train": self.n_train,
+                "n_test": self.n_test, "momentum": self.momentum, "augment": self.augment, "amp": self.amp,
+                "seed": self.seed}
+
+    def dpsgd_point(self, method: str, epsilon: float) -> dict[str, Any]:
+        """Identity of one DP-SGD training (no B: the released model serves every prediction)."""
+        return {**self.common_point(), "kind": "dpsgd", "method": method, "epsilon": epsilon, "delta": self.delta,
+                "accounting": self.accounting, "epochs": self.epochs, "batch_size": self.batch_size, "lr": self.lr,
+                "clip": self.clip}
+
+    def teacher_point(self) -> dict[str, Any]:
+        """Identity of the T teachers (non-private training, shared by every vote method)."""
+        return {**self.common_point(), "kind": "teachers", "teachers": self.teachers, "epochs": self.teacher_epochs,
+                "batch_size": self.teacher_batch, "lr": self.teacher_lr}
+
+    def baseline_point(self) -> dict[str, Any]:
+        """Identity of the non-private reference model (one model, the teachers' settings, all images)."""
+        return {**self.teacher_point(), "kind": "baseline", "teachers": 1}
+
+    def vote_point(self, method: str, epsilon: float, budget: int) -> dict[str, Any]:
+        return {**self.teacher_point(), "kind": "votes", "method": method, "epsilon": epsilon, "delta": self.delta,
+                "budget": budget, "accounting": self.accounting, "repeats": self.repeats}
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+#: ``cpu-small``: the small CNN on 5,000 Fashion-MNIST images (about a minute on one CPU core for
+#: Figure 7). ``paper``: the paper's Section 4.3 settings (ResNet-20, all images, DP-SGD 100
+#: epochs, teachers 500 epochs, batch 600, lr 0.1 divided by 10 three times, flips and crops):
+#: a GPU job.
+PRESETS: dict[str, dict[str, Any]] = {
+    "cpu-small": dict(model="small-cnn", n_train=5000, n_test=2000, epochs=4, batch_size=250, lr=0.5, clip=1.0,
+                      teachers=16, teacher_epochs=10, teacher_batch=64, teacher_lr=0.05, augment=False),
+    "paper": dict(model="resnet20", n_train=None, n_test=None, epochs=100, batch_size=600, lr=0.1, clip=1.0,
+                  teachers=16, teacher_epochs=500, teacher_batch=600, teacher_lr=0.1, augment=True,
+                  physical_batch=600),
+}
+
+
+def figure7_specs(preset: str = "cpu-small", **overrides: Any) -> tuple[DeepSpec, DeepSpec]:
+    """The two sweeps of Figure 7: (a) epsilons at B = 10, (b) budgets at epsilon = 1."""
+    check_choice("preset", preset, tuple(PRESETS))
+    base = DeepSpec(**{**PRESETS[preset], **overrides})
+    a = replace(base, epsilons=FIG7_EPSILONS, budgets=(FIG7_B,))
+    b = replace(base, epsilons=(FIG7_EPS,), budgets=FIG7_BUDGETS)
+    return a, b
+
+
+@dataclass(frozen=True)
+class DeepRow:
+    """Test accuracy of one method at one (epsilon, B) for one deep model; plain numbers only."""
+
+    dataset: str
+    model: str
+    method: str
+    epsilon: float
+    delta: float
+    budget: int
+    teachers: int | None
+    accounting: str
+    n_train: int
+    n_test: int
+    accuracy_mean: float
+    accuracy_std: float
+    repeats: int
+    seconds: float
+    device: str
+    cached: bool = False
+    answered_fraction: float | None = None
+    noise_multiplier: float | None = None
+    sigma: float | None = None
+    beta: float | None = None
+    threshold: float | None = None
+    steps: int | None = None
+    formula: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("dataset", "model", "method", "accounting", "device", "formula"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a string")
+        for name in ("accuracy_mean", "accuracy_std", "answered_fraction"):
+            v = getattr(self, name)
+            if v is None and name == "answered_fraction":
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= float(v) <= 1.0:
+                raise ValueError(f"{name} must be a number in [0, 1], got {v!r}")
+        for name in ("epsilon", "delta", "seconds", "noise_multiplier", "sigma", "beta", "threshold"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                                  or v < 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        for name in ("budget", "n_train", "n_test", "repeats", "teachers", "steps"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+        if not isinstance(self.cached, bool):
+            raise TypeError("cached must be True or False")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Any, cached: bool = False) -> "DeepRow":
+        if not isinstance(d, dict):
+            raise TypeError("a deep result must be an object")
+        names = {f.name for f in fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise ValueError(f"unexpected fields {sorted(unknown)}")
+        return cls(**{**d, "cached": cached})
+
+
+def check_row(value: Any) -> str | None:
+    """None when ``value`` reads back as a :class:`DeepRow` (the cache's validator), else why not."""
+    try:
+        DeepRow.from_dict(value)
+    except (TypeError, ValueError) as err:
+        return f"not a deep-model result ({str(err)[:100]})"
+    return None

@@ -1,0 +1,56 @@
+"""A light CLI (issue 16): ``--help`` and ``calibrate`` never import what they do not use.
+
+One fresh interpreter runs every command through ``privcore.cli.main`` and reports which heavy
+packages ended up in ``sys.modules``; modules only accumulate, so one import anywhere fails it.
+The control run (a sweep's imports) shows the check sees torch when it is there.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from privcore.methods import METHOD_NAMES
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "opacus", "plotly", "pandas", "streamlit")
+
+_PROBE = """
+import contextlib, io, json, sys
+from privcore.cli import main
+codes = []
+for argv in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            codes.append(main(argv))
+        except SystemExit as stop:  # --help exits through argparse
+            codes.append(stop.code)
+for extra in json.loads(sys.argv[2]):
+    __import__(extra)
+print(json.dumps({"codes": codes, "loaded": sorted({m.split(".")[0] for m in sys.modules})}))
+"""
+
+
+def _probe(commands: list[list[str]], extra_imports: tuple[str, ...] = ()) -> dict:
+    out = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(commands), json.dumps(list(extra_imports))],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_help_and_calibrate_import_no_heavy_package(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    commands = [["--help"], ["calibrate", "--help"], ["sweep", "--help"], ["leakage", "--help"], ["results", "--help"]]
+    for method in METHOD_NAMES:
+        for delta in ("0", "1e-5"):
+            commands.append(["calibrate", "--method", method, "--epsilon", "1", "--delta", delta, "--json"])
+    got = _probe(commands)
+    assert got["codes"][:5] == [0] * 5
+    assert 0 in got["codes"][5:]  # the calibrations ran (DP-SGD at delta = 0 is refused with code 2)
+    assert not set(HEAVY) & set(got["loaded"]), sorted(set(HEAVY) & set(got["loaded"]))
+
+
+def test_the_probe_sees_a_heavy_import():
+    got = _probe([["--help"]], extra_imports=("privcore.engine.runner",))
+    assert "torch" in got["loaded"]

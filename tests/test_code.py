@@ -1,0 +1,76 @@
+"""privcore/engine/code.py: the generated CLI command and Python snippet give the view's numbers."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import shlex
+
+import pytest
+
+from privcore.cli import main
+from privcore.engine.code import cli_command, python_code
+from privcore.engine.runner import run_sweep
+from privcore.engine.specs import DataSpec, SweepSpec
+
+
+@pytest.fixture()
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path / "cache"))
+
+
+def _key(method, x) -> tuple:
+    return method, round(float(x), 9)
+
+
+def _view(spec: SweepSpec) -> dict[tuple, float]:
+    x = spec.vary or "epsilon"
+    return {_key(r["method"], r[x]): r["accuracy_mean"] for r in run_sweep(spec, use_cache=False).rows}
+
+
+SPECS = [
+    SweepSpec(data=DataSpec(name="digits", n=200, augment=False), methods=("model_sensitivity", "subsample_aggregate"),
+              epsilons=(1.0, 10.0), budget=10, teachers=10, repeats=2, seed=3, accounting="paper"),
+    SweepSpec(data=DataSpec(name="synthetic", n=300, classes=3, augment=False), methods=("prediction_sensitivity",),
+              epsilons=(2.0,), delta=1e-5, repeats=2, vary="budget", values=(1, 30), lam=0.01),
+]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=["eps", "vary-budget"])
+def test_python_snippet_gives_the_views_rows(spec, fresh_cache, capsys):
+    view = _view(spec)
+    exec(compile(python_code(spec), "<snippet>", "exec"), {})  # noqa: S102 - our own generated code
+    printed = {}
+    for line in capsys.readouterr().out.splitlines():
+        method, x, mean, _ = line.split()
+        printed[_key(method, x if x != "inf" else float("inf"))] = float(mean)
+    assert printed.keys() == view.keys()
+    for k, v in view.items():
+        assert printed[k] == pytest.approx(v, abs=1e-4), k
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=["eps", "vary-budget"])
+def test_cli_command_gives_the_views_rows(spec, fresh_cache, capsys):
+    view = _view(spec)
+    argv = shlex.split(cli_command(spec))
+    assert argv[:4] == ["python", "-m", "privcore", "sweep"]
+    capsys.readouterr()
+    with contextlib.redirect_stderr(io.StringIO()):
+        assert main(argv[3:] + ["--quiet", "--no-cache"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    x = spec.vary or "epsilon"
+    got = {_key(r["method"], float(r[x])): float(r["accuracy_mean"]) for r in rows}
+    assert got.keys() == view.keys()
+    for k, v in view.items():
+        assert got[k] == pytest.approx(v, abs=1e-9), k
+
+
+def test_an_upload_appears_under_its_own_name_never_the_server_path():
+    spec = SweepSpec(data=DataSpec(name="file", data_file="/srv/cache/uploads/" + "a" * 64 + ".csv",
+                                   preprocess="bounds:0:1+intercept", label_column="kind"), methods=("model_sensitivity",))
+    cli, py = cli_command(spec, data_file_name="mine.csv"), python_code(spec, data_file_name="mine.csv")
+    for text in (cli, py):
+        assert "/srv" not in text and "mine.csv" in text
+    assert "--preprocess bounds:0:1+intercept" in cli and "--label-column kind" in cli
+    assert "preprocess='bounds:0:1+intercept'" in py

@@ -1,0 +1,161 @@
+"""ui/caption.py + ui/export.py: charts carry their settings, and a paper and a corrected export differ."""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import zlib
+
+import pytest
+
+from privcore.engine.specs import DataSpec, SweepSpec
+from ui.caption import add_caption, caption_text, meta_json, rows_n, settings_of
+from ui.export import browser_available, embed_metadata, figure_bytes, figure_html
+from ui.figures import curve_figure
+
+
+def _rows(accounting: str, n: int = 800) -> list[dict]:
+    out = []
+    for method, acc in (("model_sensitivity", 0.7), ("subsample_aggregate", 0.6 if accounting == "paper" else 0.5),
+                        ("non_private", 0.9)):
+        for eps in (1.0, 10.0):
+            out.append(dict(method=method, epsilon=eps if method != "non_private" else float("inf"), delta=0.0,
+                            budget=10, n=n, dim=64, classes=2, lam=1e-3, teachers=50, accounting=accounting,
+                            accuracy_mean=acc, accuracy_std=0.01, repeats=3))
+    return out
+
+
+def _fig(accounting: str):
+    spec = SweepSpec(data=DataSpec(name="digits", classes=2), methods=("model_sensitivity", "subsample_aggregate"),
+                     epsilons=(1.0, 10.0), accounting=accounting, repeats=3, seed=7)
+    rows = _rows(accounting)
+    fig = curve_figure(rows, "epsilon", title=f"acc (N = {rows_n(rows):,})", log_x=True)
+    return add_caption(fig, settings_of(spec, rows))
+
+
+def test_caption_lists_every_setting_with_the_true_n():
+    meta = json.loads(meta_json(_fig("paper")))
+    assert meta["n"] == 800 and meta["classes"] == 2 and meta["dim"] == 64 and meta["lam"] == 1e-3
+    assert meta["teachers"] == 50 and meta["repeats"] == 3 and meta["seed"] == 7 and meta["accounting"] == "paper"
+    text = meta["caption"]
+    for part in ("data: digits", "N = 800", "C = 2", "D = 64", "λ = 0.001", "T = 50", "R = 3", "accounting: paper",
+                 "seed = 7"):
+        assert part in text, (part, text)
+    fig = _fig("paper")
+    assert fig.layout.title.text == "acc (N = 800)"
+    shown = [a.text for a in fig.layout.annotations if a.name == "privcore-settings"]
+    assert shown and shown[0].replace("<br>", " · ") == text  # the caption rows inside the figure
+
+
+def test_a_varied_axis_shows_its_range():
+    rows = _rows("corrected") + [dict(r, n=4000) for r in _rows("corrected")]
+    assert "N = 800–4,000" in caption_text({"n": "800–4,000"})
+    spec = SweepSpec(data=DataSpec(name="digits"))
+    assert settings_of(spec, rows)["n"] == "800–4,000"
+    assert rows_n(rows) == 4000
+
+
+def test_paper_and_corrected_html_exports_differ_in_caption_and_metadata():
+    a, b = figure_html(_fig("paper")).decode(), figure_html(_fig("corrected")).decode()
+    meta = re.compile(r'<meta name="privcore-settings" content="([^"]*)">')
+    ma, mb = meta.search(a).group(1), meta.search(b).group(1)
+    assert "paper" in ma and "corrected" in mb and ma != mb
+    assert "accounting: paper" in a and "accounting: corrected" in b
+
+
+def _png_text(data: bytes) -> dict[str, str]:
+    out, pos = {}, 8
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        assert crc == zlib.crc32(kind + body)  # every chunk, ours included, is well formed
+        if kind == b"tEXt":
+            k, _, v = body.partition(b"\x00")
+            out[k.decode()] = v.decode("latin-1")
+        pos += 12 + length
+    return out
+
+
+def test_png_metadata_chunk_is_valid_without_a_browser():
+    ihdr = b"\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00"
+    png = (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+           + struct.pack(">I", 0) + b"IEND" + struct.pack(">I", zlib.crc32(b"IEND")))
+    out = embed_metadata(png, "png", '{"accounting": "paper"}')
+    assert _png_text(out) == {"privcore-settings": '{"accounting": "paper"}'}
+
+
+@pytest.mark.skipif(not browser_available(), reason="static export needs Chromium")
+@pytest.mark.parametrize("fmt", ["svg", "png", "pdf"])
+def test_paper_and_corrected_image_exports_differ(fmt):
+    a, b = figure_bytes(_fig("paper"), fmt), figure_bytes(_fig("corrected"), fmt)
+    assert a != b
+    if fmt == "svg":
+        assert "accounting: paper" in a.decode() and "accounting: corrected" in b.decode()  # the caption row
+        assert '<desc id="privcore-settings">' in a.decode()
+    if fmt == "png":
+        assert '"accounting": "paper"' in _png_text(a)["privcore-settings"]
+        assert '"accounting": "corrected"' in _png_text(b)["privcore-settings"]
+    if fmt == "pdf":
+        assert b'"accounting": "paper"' in a and b'"accounting": "corrected"' in b
+        offsets = [int(o) for o in re.findall(rb"(\d{10}) \d{5} n", a[int(re.search(rb"startxref\s+(\d+)", a).group(1)):])]
+        assert offsets and all(re.match(rb"\d+ 0 obj", a[o:o + 12]) for o in offsets)  # xref still points at objects
+
+
+# ---------------------------------------------------------------- readable by everyone (ui/figures.py, registry)
+
+def test_every_method_has_its_own_marker_and_dash():
+    from privcore.methods import BASELINE, REGISTRY
+
+    markers = [m.marker for m in REGISTRY.values()]
+    dashes = [m.dash for m in REGISTRY.values()]
+    assert len(set(markers)) == len(markers) and len(set(dashes)) == len(dashes)
+    assert BASELINE.dash not in dashes  # the reference alone is drawn "dash"
+    lp, sa = REGISTRY["loss_perturbation"], REGISTRY["subsample_aggregate"]
+    assert (lp.marker, lp.dash) != (sa.marker, sa.dash) and lp.marker != sa.marker and lp.dash != sa.dash
+    fig = curve_figure(_rows("corrected"), "epsilon", title="t", log_x=True)
+    drawn = {t.name: (t.marker.symbol, t.line.dash) for t in fig.data if t.mode == "lines+markers"}
+    assert drawn["Subsample-and-aggregate"] == (sa.marker, sa.dash)
+
+
+def test_log_ticks_are_plain_numbers():
+    from ui.figures import log_tickvals
+
+    vals, text = log_tickvals([1e-10, 1e-5, 1e-3])
+    assert text == ["1e-10", "1e-9", "1e-8", "1e-7", "1e-6", "1e-5", "1e-4", "1e-3"]
+    assert log_tickvals([0.1, 100])[1] == ["0.1", "1", "10", "100"]
+    fig = curve_figure(_rows("paper"), "epsilon", title="t", log_x=True)
+    assert list(fig.layout.xaxis.ticktext) == ["1", "10"]
+
+
+def test_bands_sd_or_confidence_interval_of_the_mean():
+    from ui.figures import band_halfwidth
+
+    assert band_halfwidth(0.04, 4, "sd") == 0.04
+    assert band_halfwidth(0.04, 4, "ci95") == pytest.approx(1.96 * 0.02)
+    sd = curve_figure(_rows("paper"), "epsilon", title="t", log_x=True, band="sd")
+    ci = curve_figure(_rows("paper"), "epsilon", title="t", log_x=True, band="ci95")
+    top = lambda f: [t for t in f.data if t.name.endswith("band top")][0].y[0]  # noqa: E731
+    assert top(sd) == pytest.approx(0.71) and top(ci) == pytest.approx(0.7 + 1.96 * 0.01 / 3 ** 0.5)
+
+
+def test_formulas_typeset_or_fall_back_to_text():
+    from ui.formula import to_latex
+
+    assert to_latex("sigma = (K/eps) sqrt(8 ln(2/delta) + 4 eps)") == (
+        r"\sigma =\left(K /\varepsilon \right)\sqrt{8\ln \left(2/\delta \right)+4\varepsilon }")
+    assert to_latex("beta = eps / (2K") is None  # unbalanced: shown as text
+    assert to_latex("x {y}") is None
+
+
+def test_n_under_a_class_filter_is_the_true_one():
+    from ui.setting import Setting, build_data_info, setting_problem
+
+    info = build_data_info("digits")
+    assert sum(info.class_counts) == info.n_train and len(info.class_counts) == 10
+    s = Setting(classes=2, n=None)
+    from privcore.data import load_dataset
+
+    assert s.effective_n(info) == load_dataset("digits", classes=2).n  # what the runner trains on
+    assert setting_problem(info, s).n == s.effective_n(info) < info.n_train

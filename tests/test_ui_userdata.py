@@ -1,0 +1,81 @@
+"""ui/userdata.py + the sidebar: a user's file with a label picker, declared preprocessing, a preview,
+and clear messages for rejected URL values (never a server path)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from streamlit.testing.v1 import AppTest
+
+from apptest import ROOT, texts
+from test_preprocess import offset_csv
+
+_SIDEBAR = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import streamlit as st
+from ui import sidebar
+side = sidebar.settings()
+st.write("SPEC " + (side.data_spec().preprocess if side.info else "-") + " D=" + str(side.info.dim if side.info else 0))
+"""
+
+
+def _upload(folder, tmp_path) -> str:
+    data = offset_csv(tmp_path / "mine.csv").read_bytes()
+    name = hashlib.sha256(data).hexdigest() + ".csv"
+    (folder / name).write_bytes(data)
+    return name
+
+
+def _app(**params) -> AppTest:
+    at = AppTest.from_string(_SIDEBAR, default_timeout=120)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at
+
+
+def test_declared_bounds_with_intercept_reach_the_spec(uploads, tmp_path):
+    name = _upload(uploads, tmp_path)
+    at = _app(dataset='"file"', data_file=json.dumps(name), prep='"bounds:80:140,-5:5+intercept"')
+    at.run()
+    assert not at.exception
+    shown = " ".join(texts(at.markdown))
+    assert "SPEC bounds:80:140,-5:5+intercept D=3" in shown
+    assert at.sidebar.radio(key="ud:mode").value == "bounds"
+    assert at.sidebar.text_input(key="ud:bounds").value == "80:140, -5:5"
+    assert any("Preview: 180 rows, 2 features, 3 classes" in e.label for e in at.sidebar.expander)
+    assert len(at.sidebar.dataframe) == 1  # the parsed rows
+    # switching to a stated norm updates the URL and the data set
+    at.sidebar.radio(key="ud:mode").set_value("norm").run()
+    at.sidebar.number_input(key="ud:norm").set_value(150.0).run()
+    assert at.query_params["prep"] in ('"norm:150+intercept"', ['"norm:150+intercept"'])
+    assert "SPEC norm:150+intercept D=3" in " ".join(texts(at.markdown))
+
+
+def test_unreadable_bounds_keep_the_last_valid_choice(uploads, tmp_path):
+    name = _upload(uploads, tmp_path)
+    at = _app(dataset='"file"', data_file=json.dumps(name), prep='"bounds:-1:1"')
+    at.run()
+    at.sidebar.text_input(key="ud:bounds").set_value("5:1").run()
+    assert any("low < high" in e for e in texts(at.sidebar.error))
+    assert "SPEC bounds:-1:1 D=2" in " ".join(texts(at.markdown))
+
+
+def test_rejected_url_values_say_what_was_ignored_and_never_read_a_path(uploads, tmp_path):
+    at = _app(dataset='"file"', data_file='"/etc/passwd"', prep='"zscore"', eps='"lots"')
+    at.run()
+    assert not at.exception
+    warnings = texts(at.warning)
+    assert any("data_file" in w and "ignored" in w and "paths are never read" in w for w in warnings), warnings
+    assert any("prep" in w and "ignored" in w for w in warnings), warnings
+    assert any(w.startswith("URL parameter eps=") for w in warnings), warnings
+    assert sum("URL parameter" in w for w in warnings) == 3  # each once
+    assert not any(str(tmp_path) in w for w in warnings + texts(at.error))
+
+
+def test_a_missing_upload_is_reported(uploads):
+    at = _app(dataset='"file"', data_file=json.dumps("a" * 64 + ".csv"))
+    at.run()
+    assert any("not on this server" in w for w in texts(at.warning))
+    assert "data_file" not in at.query_params

@@ -1,0 +1,125 @@
+"""The settings a chart was made with, carried by the chart itself (no Streamlit here).
+
+:func:`chart_settings` collects data set, the N actually used (from the result rows, so a class
+filter or a subsample shows the true size), C, D, lambda, T, R, the accounting mode and the seed;
+:func:`add_caption` writes them as a caption row under the title of a figure and into
+``layout.meta["privcore"]``, which :mod:`ui.export` embeds in every exported file (SVG ``<desc>``,
+PNG ``tEXt``, HTML ``<meta>``). A ``paper`` and a ``corrected`` export therefore never look alike.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Mapping, Sequence
+
+import plotly.graph_objects as go
+
+__all__ = ["chart_settings", "caption_text", "add_caption", "settings_of", "rows_n"]
+
+_ORDER = (("dataset", "data"), ("n", "N"), ("classes", "C"), ("dim", "D"), ("lam", "λ"), ("teachers", "T"),
+          ("repeats", "R"), ("accounting", "accounting"), ("seed", "seed"))
+
+
+def _values(rows: Sequence[Mapping[str, Any]], key: str) -> list[Any]:
+    out = []
+    for r in rows:
+        v = r.get(key)
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _fmt(v: Any) -> str:
+    from .figures import format_number
+
+    return format_number(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def _one(values: list[Any]) -> Any:
+    """A single value, a 'lo–hi' range of numbers, or the values joined."""
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    nums = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(nums) == len(values):
+        return f"{_fmt(min(nums))}–{_fmt(max(nums))}"
+    return "/".join(str(v) for v in values)
+
+
+def rows_n(rows: Sequence[Mapping[str, Any]]) -> int | None:
+    """The training-set size the rows were computed on (the largest, when N varies)."""
+    ns = [int(v) for v in _values(rows, "n")]
+    return max(ns) if ns else None
+
+
+def chart_settings(rows: Sequence[Mapping[str, Any]], *, dataset: str, seed: int | None = None,
+                   accounting: str | None = None, repeats: int | None = None,
+                   extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """{name: value} of the settings behind ``rows`` (values from the rows win over the arguments)."""
+    priv = [r for r in rows if r.get("method") != "non_private"] or list(rows)
+    meta: dict[str, Any] = {"dataset": dataset}
+    for key in ("n", "classes", "dim", "lam", "teachers", "repeats", "accounting"):
+        meta[key] = _one(_values(priv, key))
+    if meta["accounting"] is None:
+        meta["accounting"] = accounting
+    if meta["repeats"] is None:
+        meta["repeats"] = repeats
+    meta["seed"] = seed
+    for k, v in (extra or {}).items():
+        meta[k] = v
+    return {k: v for k, v in meta.items() if v is not None}
+
+
+def settings_of(spec: Any, rows: Sequence[Mapping[str, Any]], *, dataset: str | None = None) -> dict[str, Any]:
+    """:func:`chart_settings` of a privcore SweepSpec's result rows (data set name, seed and accounting from it)."""
+    d = spec.data
+    extra = {"preprocess": d.preprocess} if d.name == "file" else None
+    return chart_settings(rows, dataset=dataset or d.name, seed=spec.seed, accounting=spec.accounting,
+                          repeats=spec.repeats, extra=extra)
+
+
+def caption_text(meta: Mapping[str, Any]) -> str:
+    """'data: digits · N = 1,437 · C = 10 · ...' in a fixed order, extra keys last (one line)."""
+    parts = []
+    for key, sym in _ORDER:
+        if key in meta:
+            v = meta[key]
+            parts.append(f"{sym}: {v}" if key in ("dataset", "accounting") else f"{sym} = {_fmt(v)}")
+    for key, v in meta.items():
+        if key not in dict(_ORDER):
+            parts.append(f"{key}: {_fmt(v)}")
+    return " · ".join(parts)
+
+
+def add_caption(fig: go.Figure, meta: Mapping[str, Any]) -> go.Figure:
+    """Write the settings under the title (a caption row inside every export) and into layout.meta."""
+    text = caption_text(meta)
+    top = (fig.layout.margin.t or 60) if fig.layout.margin else 60
+    # Rows of at most ~64 characters, so the caption fits a chart on an 800 px screen.
+    lines: list[str] = []
+    for part in text.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= 64:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    shown = "<br>".join(lines)
+    fig.add_annotation(text=shown, xref="paper", yref="paper", x=0.0, y=1.0, xanchor="left", yanchor="bottom",
+                       yshift=6, showarrow=False, align="left", font=dict(size=11, color="#444444"),
+                       name="privcore-settings")
+    meta_all = dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
+    meta_all["privcore"] = {**{k: v for k, v in meta.items()}, "caption": text}
+    fig.update_layout(meta=meta_all, margin=dict(t=max(top, 60) + 14 * len(lines) + 10))
+    return fig
+
+
+def meta_json(fig: go.Figure | Mapping[str, Any]) -> str | None:
+    """The settings of a figure (dict or Figure) as compact JSON, or None when it has none."""
+    layout = fig.get("layout", {}) if isinstance(fig, Mapping) else fig.to_plotly_json().get("layout", {})
+    meta = layout.get("meta") if isinstance(layout, Mapping) else None
+    if isinstance(meta, Mapping) and "privcore" in meta:
+        return json.dumps(meta["privcore"], sort_keys=True, ensure_ascii=True, default=str)
+    return None

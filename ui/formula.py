@@ -1,0 +1,114 @@
+"""Plain-text calibration formulas (as the methods write them) typeset for ``st.latex``.
+
+The methods state their calibration in ASCII (``sigma = (K/eps) sqrt(8 ln(2/delta) + 4 eps)``), which
+is what the CSV and the CLI carry. :func:`to_latex` turns such a line into LaTeX: Greek names become
+symbols (``eps1`` -> ε₁), ``sqrt(...)`` a root, ``||x||`` a norm, ``*`` a dot, and runs of ordinary
+words stay upright text. It returns None for anything it cannot read with certainty (unbalanced
+brackets), and the page then shows the plain text instead: never a half-rendered formula.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["to_latex"]
+
+_GREEK = {"eps": r"\varepsilon", "epsilon": r"\varepsilon", "delta": r"\delta", "sigma": r"\sigma", "beta": r"\beta",
+          "rho": r"\rho", "Delta": r"\Delta", "lambda": r"\lambda", "lam": r"\lambda", "nu": r"\nu", "chi": r"\chi",
+          "mu": r"\mu", "alpha": r"\alpha", "gamma": r"\gamma"}
+_FUNCS = {"ln": r"\ln", "log": r"\log", "exp": r"\exp", "min": r"\min", "max": r"\max", "ceil": r"\operatorname{ceil}"}
+_TOKEN = re.compile(r"\s+|\|\||[A-Za-z]+(?:-[A-Za-z]+)+|[A-Za-z]+(?:_\{[^}]*\}|_[A-Za-z0-9]+|[0-9]+)?|[0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?|.")
+
+
+def _ident(tok: str) -> str | None:
+    """LaTeX of an identifier, or None when it is an ordinary word (text)."""
+    m = re.fullmatch(r"([A-Za-z]+)(?:_\{([^}]*)\}|_([A-Za-z0-9]+)|([0-9]+))?", tok)
+    if not m:
+        return None
+    base, sub = m.group(1), m.group(2) or m.group(3) or m.group(4)
+    if base in _GREEK:
+        head = _GREEK[base]
+    elif base in _FUNCS and not sub:
+        return _FUNCS[base]
+    elif len(base) == 1:
+        head = base
+    elif base == "inf" and not sub:
+        return r"\infty"
+    else:
+        return None
+    return head + (f"_{{{sub}}}" if sub else "")
+
+
+def to_latex(text: str) -> str | None:
+    """LaTeX for ``st.latex`` of one plain-text formula, or None when it cannot be read safely."""
+    if not text or text.count("(") != text.count(")") or text.count("||") % 2:
+        return None
+    # "eps*" is epsilon-star (before , = ) or the end), any other "*" a product; "->" an arrow.
+    text = re.sub(r"\*(?=\s*(?:[,=);]|$))", "\x02", text).replace("->", "\x01")
+    out: list[str] = []
+    words: list[str] = []
+    stack: list[str] = []  # closing text for each open "(": ")" or "}" after sqrt
+    norm_open = False
+    pending_sqrt = False
+
+    def flush() -> None:
+        if words:
+            out.append(r"\text{" + " ".join(words).replace("_", r"\_") + "}")
+            words.clear()
+            out.append(r"\ ")
+
+    for tok in _TOKEN.findall(text):
+        if tok.isspace():
+            continue
+        latex = _ident(tok) if tok[0].isalpha() and "-" not in tok else None
+        if tok[0].isalpha() and latex is None:
+            if tok == "sqrt":
+                flush()
+                pending_sqrt = True
+                continue
+            words.append(tok)
+            continue
+        flush()
+        if tok == "(":
+            if pending_sqrt:
+                out.append(r"\sqrt{")
+                stack.append("}")
+                pending_sqrt = False
+            else:
+                out.append(r"\left(")
+                stack.append(r"\right)")
+        elif tok == ")":
+            if not stack:
+                return None
+            out.append(stack.pop())
+        elif tok == "||":
+            out.append(r"\lVert " if not norm_open else r"\rVert ")
+            norm_open = not norm_open
+        elif tok == "*":
+            out.append(r"\cdot ")
+        elif tok == "\x02":
+            out.append("^{*}")
+        elif tok == "\x01":
+            out.append(r"\to ")
+        elif tok in ("{", "}", "\\", "$", "#", "%", "&", "~"):
+            return None
+        elif tok == ",":
+            out.append(r",\ ")
+        elif tok == ";":
+            out.append(r";\quad ")
+        elif tok == "<" or tok == ">":
+            out.append(tok)
+        elif latex is not None:
+            out.append(latex + " ")
+        else:
+            out.append(tok)
+        if pending_sqrt and tok != "(":
+            return None
+    flush()
+    if stack or norm_open or pending_sqrt:
+        return None
+    result = "".join(out)
+    while result.rstrip().endswith("\\"):
+        result = result.rstrip()[:-1]
+    result = result.strip()
+    return result.replace("<=", r"\le ").replace(">=", r"\ge ")

@@ -1,0 +1,68 @@
+"""Explore's honest-scoring toggle and its inverse view (which epsilon reaches a target accuracy).
+
+The logic is :mod:`privcore.inverse`; this module only draws it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import streamlit as st
+
+from privcore.inverse import epsilon_for_accuracy, risk_sentence
+from privcore.methods import ENTRIES
+
+from . import state
+from .figures import format_number, method_label
+
+__all__ = ["answered_only_toggle", "target_section", "risk_caption"]
+
+
+def answered_only_toggle() -> bool:
+    """The toggle (bound to the URL): False, the default, counts abstentions as wrong answers."""
+    abstaining = [m.short_label or m.label for m in ENTRIES.values() if m.abstains]
+    if not abstaining:
+        return False
+    value = st.toggle("Score abstaining methods on answered queries only", key=state.bind("answered_only"),
+                      help=f"{', '.join(abstaining)} may abstain. Off (the default): an abstention counts as a "
+                           "wrong answer. On: their accuracy is over the queries they answered; the answered "
+                           "fraction is in the noise table, and the comparison is then no longer like for like.")
+    return bool(state.commit("answered_only", value))
+
+
+def risk_caption(eps: float, delta: float) -> str:
+    """The plain-words risk line of the current budget (hypothesis-testing bound)."""
+    return risk_sentence(eps, delta)
+
+
+def _eps_text(value: float | None, at_smallest: bool, eps_range: tuple[float, float]) -> str:
+    if value is None:
+        return f"> {format_number(eps_range[1])}"
+    return f"≤ {format_number(value)}" if at_smallest else format_number(value)
+
+
+def target_section(rows: Sequence[Mapping[str, Any]], budget: int, n: int, answered_only: bool) -> None:
+    """For a target accuracy, the smallest swept epsilon at which each method reaches it (with its band)."""
+    st.subheader("Which ε reaches a target accuracy?")
+    target = st.number_input("Target accuracy", min_value=0.0, max_value=1.0, step=0.05, format="%.2f",
+                             key=state.bind("target"))
+    target = float(state.commit("target", target))
+    results = epsilon_for_accuracy(rows, target)
+    if not results:
+        st.caption("No private method on this curve.")
+        return
+    import pandas as pd
+
+    table = pd.DataFrame([{
+        "Method": method_label(r.method),
+        "Smallest ε": _eps_text(r.epsilon, r.at_smallest, r.eps_range),
+        "Band (mean ± std crosses)": ("not reached" if r.low is None else
+                                      f"{_eps_text(r.low, False, r.eps_range)} to "
+                                      f"{_eps_text(r.high, False, r.eps_range)}"),
+    } for r in sorted(results, key=lambda r: (r.epsilon is None, r.epsilon or 0.0))])
+    st.dataframe(table, hide_index=True, width="stretch")
+    scoring = ("abstaining methods scored on answered queries only" if answered_only
+               else "abstentions count as wrong")
+    st.caption(f"At B = {budget:,} and N = {n:,}, on the ε curve (linear in log ε between swept points; "
+               f"'> x': not reached up to the largest ε swept; {scoring}). The band is where mean + std and "
+               "mean − std over the repetitions reach the target.")
