@@ -12,8 +12,8 @@ computes, one spec after the other, with the engine (no browser):
 For each spec it prints the cost model's prediction (:func:`privcore.engine.cost.estimate_spec`,
 made just before the run, so it sees what the earlier specs left cached) and the measured seconds,
 and the ETA the dashboard's progress bar would show (:func:`privcore.engine.cost.eta` over the
-runner's progress fraction) against the true time left, as the worst ratio over the run (at points
-with at least 2 s left). ``--repo`` runs another checkout (e.g. one before a speed-up, made with
+runner's progress fraction) divided by the true time left, when 10, 25, 50 and 75 % of the run's
+true time has passed (1.00 = exact; the target is within a factor 1.5, 0.67 to 1.5). ``--repo`` runs another checkout (e.g. one before a speed-up, made with
 ``git worktree add``): without the cost model it prints the actual seconds only.
 """
 
@@ -60,15 +60,14 @@ for label, spec in specs:
     t0 = time.perf_counter()
     run_sweep(spec, progress=lambda f, m: trace.append((time.perf_counter() - t0, f)))
     actual = time.perf_counter() - t0
-    worst = None
-    if predicted is not None:
-        for elapsed, f in trace:
-            left = actual - elapsed
-            if left >= 2.0:
-                r = max(cost.eta(predicted, f, elapsed), 0.1) / left
-                r = max(r, 1 / r)
-                worst = r if worst is None else max(worst, r)
-    out.append({"spec": label, "predicted_s": predicted, "actual_s": actual, "worst_eta_factor": worst})
+    etas = {}
+    if predicted is not None:  # the bar's ETA when 10 %, 25 %, 50 % and 75 % of the true time has passed
+        for share in (0.1, 0.25, 0.5, 0.75):
+            seen = [(e, f) for e, f in trace if e <= share * actual]
+            if seen and actual > 2.0:
+                elapsed, f = seen[-1]
+                etas[share] = cost.eta(predicted, f, elapsed) / (actual - elapsed)
+    out.append({"spec": label, "predicted_s": predicted, "actual_s": actual, "etas": etas})
 print(json.dumps(out))
 """
 
@@ -90,13 +89,14 @@ def main() -> None:
     ap.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
     args = ap.parse_args()
     print(f"# cold updates of {args.repo} (fresh process and empty cache per scenario; load {os.getloadavg()[0]:.2f})")
-    print(f"{'scenario':12s} {'spec':6s} {'predicted s':>11s} {'actual s':>9s} {'ratio':>6s} {'worst ETA factor':>17s}")
+    print(f"{'scenario':12s} {'spec':6s} {'predicted s':>11s} {'actual s':>9s} {'ratio':>6s}   "
+          "ETA / true time left at 10, 25, 50, 75 % of the run")
     for name in args.only.split(","):
         for r in run(name.strip(), args.repo):
             p, a = r["predicted_s"], r["actual_s"]
             ratio = f"{p / a:6.2f}" if p else "     -"
-            eta = f"{r['worst_eta_factor']:17.2f}" if r["worst_eta_factor"] else " " * 16 + "-"
-            print(f"{name:12s} {r['spec']:6s} {p if p is not None else float('nan'):11.1f} {a:9.1f} {ratio} {eta}",
+            etas = "  ".join(f"{v:4.2f}" for v in r["etas"].values()) or "-"
+            print(f"{name:12s} {r['spec']:6s} {p if p is not None else float('nan'):11.1f} {a:9.1f} {ratio}   {etas}",
                   flush=True)
     print(f"# load average after: {os.getloadavg()[0]:.2f}")
 
