@@ -277,6 +277,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
     units = sum(weights.values()) if weights else len(variants) * (len(spec.methods) + int(spec.baseline))
     done = [0.0]  # work of the jobs finished (computed or found in the cache), in predicted seconds or jobs
     under_way = [1.0]  # the work of the unit being computed
+    unit_start = [time.perf_counter()]
 
     def weight(vi: int, method: str) -> float:
         return weights.get((vi, method), 0.0) if weights else 1.0
@@ -297,7 +298,12 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
         # cluster: cancel at once, and report progress at most 4 times a second (a UI's progress
         # bar is also where it can stop us).
         if progress is not None and time.perf_counter() - last_report[0] >= 0.25:
-            within = 0.0 if fraction is None else min(max(fraction, 0.0), 1.0)
+            if fraction is not None:
+                within = min(max(fraction, 0.0), 1.0)
+            elif weights:  # a solve says nothing of its progress: the time model's share, short of the end
+                within = min(0.95, (time.perf_counter() - unit_start[0]) / max(under_way[0], 1e-9))
+            else:
+                within = 0.0
             progress(min((done[0] + within * under_way[0]) / max(units, 1e-9), 1.0), current[0])
             last_report[0] = time.perf_counter()
         if cancel is not None and cancel():
@@ -341,6 +347,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
                     done[0] += job.weight
                     continue
                 under_way[0] = job.weight
+                unit_start[0] = time.perf_counter()
                 for i in missing:
                     inflight[keys[i]] = []
                 yield WorkUnit(index=len(jobs) - 1, spec_json=vspec.to_json(), method=method,
