@@ -9,7 +9,8 @@ first: the model's "data" piece is moving the data to the device). The work of e
 read from :func:`privcore.engine.cost.estimate` itself; the constants (seconds per unit of work)
 are fitted by non-negative least squares on relative error. Prints the constants, then predicted
 vs measured seconds for every run and the worst ratio. ``--write`` stores the constants in
-``$PRIVCORE_CACHE/cost_model.json``, where the dashboard and the runner read them.
+``$PRIVCORE_CACHE/cost_model.json``, where the dashboard and the runner read them, with the
+machine's slowdown (load average / cores) during the fit. Run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def main() -> None:
     for label, spec in runs:  # first calls (imports, allocator): not what is fitted either
         if label.endswith(" ref"):
             run_sweep(spec, use_cache=False)
-    rows, times = [], []
+    rows, times, slow = [], [], []
     for label, spec in runs:
         work = [cost.estimate(spec, sizes, coeffs={k: 1.0}).seconds for k in kinds]
         dt = math.inf
@@ -83,6 +84,7 @@ def main() -> None:
             t0 = time.perf_counter()
             run_sweep(spec, use_cache=False)
             dt = min(dt, time.perf_counter() - t0)
+        slow.append(cost.slowdown())
         rows.append(work)
         times.append(dt)
         print(f"  measured {label:34s} {dt:7.2f} s", flush=True)
@@ -100,8 +102,11 @@ def main() -> None:
         print(f"  {label:34s} predicted {p:7.2f} s  measured {t:7.2f} s  ratio {p / t:5.2f}")
     worst = max(max(ratios), 1 / min(ratios))
     print(f"worst ratio predicted/measured: {worst:.2f} (factor); median {np.median(ratios):.2f}")
+    fit_slow = float(np.median(slow))
+    print(f"machine slowdown during the fit (load average / cores, median): {fit_slow:.2f}")
     if args.write:
-        print("written to", cost.save_coefficients(fitted, note=f"bench/bench_cost.py, {len(runs)} runs"))
+        print("written to", cost.save_coefficients(fitted, note=f"bench/bench_cost.py, {len(runs)} runs",
+                                                   fit_slowdown=fit_slow))
 
 
 if __name__ == "__main__":

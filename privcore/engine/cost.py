@@ -12,7 +12,9 @@ counted once. Seconds = sum of work x a constant per kind of piece.
 The constants are fitted by ``bench/bench_cost.py`` (least squares on relative error over a
 design of settings) on the machine that runs the engine: it writes them to
 ``$PRIVCORE_CACHE/cost_model.json``, which :func:`coefficients` reads; :data:`DEFAULT_COEFFS` are
-the ones fitted on the development machine (2 CPU cores). The dashboard shows the estimate before
+the ones fitted on the development machine (2 CPU cores). Predictions for a run
+(:func:`estimate_spec`) scale with the machine's load now against the load during the fit
+(:func:`slowdown`: load average / cores), since other jobs stretch every piece alike. The dashboard shows the estimate before
 a run, asks for an explicit click above :data:`THRESHOLD_SECONDS`, and the runner weights its
 progress fraction by it so the ETA follows the same model.
 """
@@ -33,7 +35,7 @@ from ..types import Problem
 from .specs import LAM_AUTO_GRID, SweepSpec
 
 __all__ = ["DEFAULT_COEFFS", "THRESHOLD_SECONDS", "threshold_seconds", "DataSizes", "Estimate", "estimate", "coefficients",
-           "coefficients_path", "save_coefficients", "data_sizes", "plan_state", "estimate_spec", "eta"]
+           "coefficients_path", "save_coefficients", "slowdown", "fit_slowdown", "DEFAULT_FIT_SLOWDOWN", "data_sizes", "plan_state", "estimate_spec", "eta"]
 
 #: Seconds per unit of work of each kind of piece: bench/bench_cost.py on the 2-core development machine
 #: (OMP_NUM_THREADS=1, load average 3.4; "augment" is a guess, not fitted).
@@ -41,6 +43,9 @@ DEFAULT_COEFFS: dict[str, float] = {
     "fixed": 0.0, "data": 0.21, "eig": 0.27, "solve": 0.93, "perturbed": 2.58, "teachers": 0.81,
     "sgd": 1.99, "sgd_steps": 0.22, "student": 0.04, "answers": 0.06, "augment": 1.0,
 }
+#: How much slower than idle the machine ran while :data:`DEFAULT_COEFFS` were fitted
+#: (:func:`slowdown` = load average / cores: 3.4 on 2 cores).
+DEFAULT_FIT_SLOWDOWN = 1.7
 #: Above this estimate the dashboard waits for an explicit "Compute" click (the first view of
 #: mnist-5k, about 15 s cold on 2 loaded cores, starts by itself; lambda = 1e-6, lambda = auto or
 #: 50 DP-SGD epochs wait). ``PRIVCORE_COMPUTE_THRESHOLD_S`` changes it (see :func:`threshold_seconds`).
@@ -98,12 +103,32 @@ def coefficients() -> dict[str, float]:
     return out
 
 
-def save_coefficients(coeffs: Mapping[str, float], note: str = "") -> Path:
-    """Write this machine's constants (bench/bench_cost.py) where :func:`coefficients` reads them."""
+def save_coefficients(coeffs: Mapping[str, float], note: str = "", fit_slowdown: float = 1.0) -> Path:
+    """Write this machine's constants (bench/bench_cost.py) where :func:`coefficients` reads them,
+    with the :func:`slowdown` the machine had while they were measured."""
     path = coefficients_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"coefficients": dict(coeffs), "note": note}, indent=1))
+    path.write_text(json.dumps({"coefficients": dict(coeffs), "slowdown": float(fit_slowdown), "note": note}, indent=1))
     return path
+
+
+def fit_slowdown() -> float:
+    """The :func:`slowdown` under which the constants in use were measured."""
+    try:
+        value = float(json.loads(coefficients_path().read_text()).get("slowdown", DEFAULT_FIT_SLOWDOWN))
+        return value if math.isfinite(value) and value >= 1.0 else DEFAULT_FIT_SLOWDOWN
+    except (OSError, ValueError, AttributeError, TypeError):
+        return DEFAULT_FIT_SLOWDOWN
+
+
+def slowdown() -> float:
+    """How much slower than idle this machine runs now: 1-minute load average / cores, at least 1
+    (other jobs on a shared machine stretch every piece alike)."""
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return 1.0
+    return max(1.0, load / (os.cpu_count() or 1))
 
 
 def _variant_sizes(spec: SweepSpec, sizes: DataSizes) -> tuple[int, int, int, int]:
@@ -214,9 +239,12 @@ def plan_state(spec: SweepSpec, cache: Any = None) -> tuple[dict[tuple[int, str]
 
 
 def estimate_spec(spec: SweepSpec, cache: Any = None, *, sizes: DataSizes | None = None) -> Estimate:
-    """:func:`estimate` of what ``run_sweep(spec)`` would compute now (cache and live context)."""
+    """:func:`estimate` of what ``run_sweep(spec)`` would compute now (cache and live context),
+    scaled by the machine's load now against the load of the calibration (:func:`slowdown`)."""
     missing, warm = plan_state(spec, cache)
-    return estimate(spec, sizes or data_sizes(spec), missing=missing, warm=warm)
+    est = estimate(spec, sizes or data_sizes(spec), missing=missing, warm=warm)
+    scale = slowdown() / fit_slowdown()
+    return Estimate(est.seconds * scale, {k: v * scale for k, v in est.jobs.items()})
 
 
 def eta(predicted: float, fraction: float, elapsed: float) -> float:
