@@ -120,14 +120,17 @@ def test_runner_progress_is_weighted_by_the_model(tmp_path, monkeypatch):
 
 def test_predictions_for_a_run_scale_with_the_machine_load(tmp_path, monkeypatch):
     monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    from privcore.engine.cache import ResultCache
+
+    store = ResultCache(tmp_path / "results")
     spec = SweepSpec(data=DataSpec(name="synthetic"), methods=("model_sensitivity",), epsilons=(1.0,), delta=0.0,
-                     repeats=2, device="cpu")
+                     repeats=2, device="cpu", seed=12345)
     monkeypatch.setattr(cost.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(cost.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
-    idle = cost.estimate_spec(spec).seconds
+    idle = cost.estimate_spec(spec, store).seconds
     monkeypatch.setattr(cost.os, "getloadavg", lambda: (8.0, 8.0, 8.0))   # 4 runnable jobs per core
-    assert cost.estimate_spec(spec).seconds == pytest.approx(4 * idle)
+    assert cost.estimate_spec(spec, store).seconds == pytest.approx(4 * idle)
     assert idle == pytest.approx(cost.estimate(spec, cost.data_sizes(spec)).seconds / cost.DEFAULT_FIT_SLOWDOWN)
     cost.save_coefficients(cost.DEFAULT_COEFFS, fit_slowdown=1.0)          # calibrated on a quiet machine
     monkeypatch.setattr(cost.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
-    assert cost.estimate_spec(spec).seconds == pytest.approx(idle * cost.DEFAULT_FIT_SLOWDOWN)
+    assert cost.estimate_spec(spec, store).seconds == pytest.approx(idle * cost.DEFAULT_FIT_SLOWDOWN)
