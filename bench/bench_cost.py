@@ -40,6 +40,8 @@ def design(quick: bool):  # noqa: ANN201 - [(label, SweepSpec)]
             continue
         out += [(f"{m} N=1000", replace(s, data=DataSpec(n=1000))), (f"{m} D=100", replace(s, data=DataSpec(dim=100))),
                 (f"{m} E=4", replace(s, epsilons=(0.3, 1.0, 3.0, 10.0)))]
+        if m == "loss_perturbation":  # many perturbed problems at a small lambda (the slow curve)
+            out += [(f"{m} lam=1e-6 E=4", replace(s, lam=1e-6, epsilons=(0.3, 1.0, 3.0, 10.0)))]
         if m == "dpsgd":
             out += [(f"{m} epochs=20", replace(s, epochs=20)), (f"{m} batch=64", replace(s, batch_size=64))]
         if m in REGISTRY and "teachers" in REGISTRY[m].uses:
