@@ -68,6 +68,10 @@ def test_variants_add_up_and_pure_dp_skips_dpsgd():
     assert {vi for vi, _ in est.jobs} == {0, 1, 2}
     assert secs(vary) > secs(BASE)
     assert cost.estimate(replace(BASE, delta=0.0), MNIST).jobs[(0, "dpsgd")] == 0.0
+    # five B values share the data, the solves and every training method's points
+    by_b = cost.estimate(replace(BASE, vary="budget", values=(1, 10, 100, 1000, 10000)), MNIST)
+    assert by_b.seconds < 2 * secs(BASE)
+    assert by_b.jobs[(3, "loss_perturbation")] == 0.0 and by_b.jobs[(3, "subsample_aggregate")] > 0
 
 
 def test_plan_state_sees_the_cache(tmp_path, monkeypatch):

@@ -178,17 +178,23 @@ def estimate(spec: SweepSpec, sizes: DataSizes, *, missing: Mapping[tuple[int, s
     k = dict(coeffs or coefficients())
     fixed_lam = knobs.fixed_lam(spec.lam)
     out = Estimate(0.0)
+    held: dict[Any, set] = {}  # shared pieces per data set: variants of B, delta, lambda or T share them
     for vi, (_, vspec) in enumerate(spec.variants()):
         n, dim, c, real = _variant_sizes(vspec, sizes)
         problem = _problem(vspec, n, dim, c, fixed_lam)
-        seen: set = set((warm or {}).get(vi, set()))
+        seen = held.setdefault(vspec.data, set())
+        seen.update((warm or {}).get(vi, set()))
         context = [(("ctx", "data"), CostPart("data", data_work(problem))),
                    (("ctx", "eig"), CostPart("eig", (dim / 784) ** 3))]
         if n > real:  # deformed copies built once per N
             context.append((("ctx", "augment"), CostPart("augment", (n - real) * dim / (1000 * 784))))
         jobs = [(m, len(vspec.epsilons)) for m in vspec.methods] + ([(BASELINE.name, 1)] if vspec.baseline else [])
         for method, points in jobs:
-            todo = points if missing is None else int(missing.get((vi, method), 0))
+            if missing is None:  # a method that ignores the varied knob computes its points once
+                same = vi > 0 and spec.vary in ("budget", "teachers", "lam") and spec.vary not in get_method(method).uses
+                todo = 0 if same else points
+            else:
+                todo = int(missing.get((vi, method), 0))
             if todo <= 0 or not get_method(method).supports(vspec.delta):
                 out.jobs[(vi, method)] = 0.0
                 continue
@@ -223,11 +229,14 @@ def plan_state(spec: SweepSpec, cache: Any = None) -> tuple[dict[tuple[int, str]
     store = cache if cache is not None else ResultCache()
     missing: dict[tuple[int, str], int] = {}
     warm: dict[int, set] = {}
+    planned: set[str] = set()  # a point shared by two variants (a training method across B) is computed once
     for vi, (_, vspec) in enumerate(spec.variants()):
         ds, _, base = runner._variant_data(vspec)
         for method, epsilons in runner._jobs(vspec):
             keys = [point_key(runner._point(method, e, vspec, base), ds.fingerprint) for e in epsilons]
-            missing[(vi, method)] = (sum(store.get(key) is None for key in keys) if store.enabled else len(keys))
+            todo = [key for key in keys if key not in planned and (not store.enabled or store.get(key) is None)]
+            planned.update(keys)
+            missing[(vi, method)] = len(todo)
         live = runner._CONTEXTS.get((ds.fingerprint, vspec.seed, str(runner.resolve_device(vspec.device))))
         if live is not None:
             held = {("ctx", "data")} | ({("ctx", "eig")} if live._precond else set())
