@@ -54,6 +54,7 @@ _SUB_LOCK = threading.Lock()
 
 
 def _sub_context(sub: Dataset, problem: Problem, seed: int, device) -> TrainContext:  # noqa: ANN001
+    device = torch.device(device)
     key = (sub.fingerprint, int(seed), str(device))
     with _SUB_LOCK:
         known = _SUB_CONTEXT.get(key)
