@@ -90,3 +90,22 @@ def test_noisy_max_picks_the_best_score_only_when_the_budget_allows(monkeypatch)
     # score gap 1 against Laplace(2 / (|V| eps_s)): |V| = 359, eps_s = 1e3 -> no error; eps_s = 1e-4 -> noise ~ 56
     assert all(p == LAM_AUTO_GRID[best] for p in picks_large)
     assert len(set(picks_small)) >= 3
+
+
+def test_methods_sharing_the_fitting_context_choose_as_they_would_alone():
+    # lambda = auto's candidates share one fitting-part context across methods (a speed-up): each
+    # method's choice and accuracy must be what it gets alone, in a fresh process state.
+    from privcore.engine import runner
+    from privcore.engine.runner import run_sweep
+    from privcore.engine.specs import DataSpec, SweepSpec
+
+    def rows(methods):  # noqa: ANN001, ANN202
+        runner._CONTEXTS.clear()
+        tuning._SUB_CONTEXT.clear()
+        res = run_sweep(SweepSpec(data=DataSpec(name="digits"), methods=methods, epsilons=(1.0, 10.0), lam="auto",
+                                  delta=1e-5, repeats=2, device="cpu", baseline=False), use_cache=False)
+        return {(r.method, r.epsilon): (r.lam, r.accuracy_mean) for r in res.rows}
+
+    alone = {**rows(("model_sensitivity",)), **rows(("subsample_aggregate",))}
+    together = rows(("subsample_aggregate", "prediction_sensitivity", "model_sensitivity"))
+    assert alone == {k: v for k, v in together.items() if k in alone}
