@@ -96,7 +96,11 @@ def clipped_sum(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict
     then :func:`clip_and_sum`), "auto" (ghost when :func:`supports_ghost`, else torch-func)."""
     if method not in CLIPPING_METHODS:
         raise ValueError(f"clipping must be one of {', '.join(CLIPPING_METHODS)}, got {method!r}")
-    if method == "ghost" or (method == "auto" and supports_ghost(model)):
+    ghost_ok = supports_ghost(model) if method != "torch-func" else False
+    if method == "ghost" and not ghost_ok:
+        raise ValueError("clipping='ghost' needs a model whose parameters all belong to Linear, Conv2d and "
+                         f"GroupNorm layers; use 'auto' or 'torch-func' for {type(model).__name__}")
+    if ghost_ok:
         return ghost_clip_and_sum(model, params, buffers, x, y, clip, amp)
     if x.shape[0] == 0:
         return {k: torch.zeros_like(v) for k, v in params.items()}, x.new_zeros(0)

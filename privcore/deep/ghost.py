@@ -110,11 +110,12 @@ def ghost_clip_and_sum(model: nn.Module, params: dict[str, torch.Tensor], buffer
         for h in handles:
             h.remove()
 
-    sq = torch.zeros(n, device=x.device, dtype=torch.float32)
+    acc = torch.promote_types(next(iter(params.values())).dtype, torch.float32)  # bfloat16 (amp) -> float32
+    sq = torch.zeros(n, device=x.device, dtype=acc)
     pending: list[tuple[str, object]] = []  # (parameter name, per-example tensor [n, ...] or closure)
     for (module, a, _), b in zip(records, grads):
         prefix = names[module] + "." if names[module] else ""
-        a, b = a.float(), b.float()
+        a, b = a.to(acc), b.to(acc)
         if isinstance(module, nn.Linear):
             if a.dim() != 2:
                 raise ValueError("ghost clipping supports Linear layers on [batch, features] inputs only")
@@ -124,7 +125,7 @@ def ghost_clip_and_sum(model: nn.Module, params: dict[str, torch.Tensor], buffer
                 sq = sq + b.pow(2).sum(1)
                 pending.append((prefix + "bias", b))
         elif isinstance(module, nn.Conv2d):
-            w_sq, weighted = _conv_terms(module, a, b, live[prefix + "weight"].float())
+            w_sq, weighted = _conv_terms(module, a, b, live[prefix + "weight"].to(acc))
             sq = sq + w_sq
             pending.append((prefix + "weight", weighted))
             if module.bias is not None:
