@@ -11,6 +11,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from privcore.deep.dpsgd import SGDConfig, clip_and_sum, clipped_sum, dpsgd_step, per_sample_grads, train_dpsgd
+from privcore.deep import ghost as ghost_module
 from privcore.deep.ghost import ghost_clip_and_sum, supports_ghost
 from privcore.deep.images import ImageData
 from privcore.deep.models import build_model
@@ -45,8 +46,11 @@ def _naive(model: nn.Module, x: torch.Tensor, y: torch.Tensor, clip: float):
     return total, torch.tensor(norms, dtype=torch.float64)
 
 
+@pytest.mark.parametrize("factor", [None, 0.0, 1e12])  # the default rule; every conv by Gram; none by Gram
 @pytest.mark.parametrize("name", ["small-cnn", "resnet20"])
-def test_ghost_clipped_sum_equals_naive_loop_and_torch_func(name):
+def test_ghost_clipped_sum_equals_naive_loop_and_torch_func(name, factor, monkeypatch):
+    if factor is not None:
+        monkeypatch.setattr(ghost_module, "GHOST_FACTOR", factor)
     model, channels = _model(name)
     assert supports_ghost(model)
     x = torch.randn(7, channels, 8, 8, generator=_gen(1), dtype=torch.float64)
