@@ -10,7 +10,9 @@ small preset end to end.
    model) and by torch.func (``torch_func``: vmap(grad) with functional_call), each with clip, sum,
    Gaussian noise and momentum step, against Opacus' GradSampleModule with its standard hooks
    (forward, backward, per-sample gradients from ``grad_sample``, the same clip, noise and step),
-   same model, batch and device, interleaved round by round; medians. ``--channels-last`` adds
+   same model, batch and device, interleaved round by round; medians. ``non_private`` (forward and
+   backward of the summed loss and the momentum step, no clipping or noise) is the floor that no
+   per-example clipping can beat. ``--channels-last`` adds
    the ghost step with channels-last input and weights. (torch.compile of the forward is not
    offered: it breaks the forward hooks that ghost clipping records layer outputs with.)
 2. S&A teachers: T = 16 teachers, one epoch each, trained vmapped (stack_module_state + vmap) and
@@ -83,6 +85,16 @@ def dpsgd_throughput(model_name: str, channels: int, size: int, batch: int, roun
         momentum_step(p, scale(add_noise(summed, sigma * clip, gen), batch), b, lr, 0.9)
 
     variants = {"ghost": lambda: ghost_step(ours_model, x, g_params, g_buf, g_gen)}
+
+    np_params = {k: v.detach().clone().requires_grad_(True) for k, v in ours_model.named_parameters()}
+    np_buf = {k: torch.zeros_like(v) for k, v in np_params.items()}
+
+    def non_private() -> None:  # the floor: one forward and backward of the summed loss, no clipping or noise
+        loss = F.cross_entropy(torch.func.functional_call(ours_model, np_params, (x,)), y, reduction="sum")
+        grads = torch.autograd.grad(loss, list(np_params.values()))
+        with torch.no_grad():
+            momentum_step(np_params, {k: g / batch for k, g in zip(np_params, grads)}, np_buf, lr, 0.9)
+
     if channels_last:
         cl_params = {k: (v.detach().clone().contiguous(memory_format=torch.channels_last) if v.dim() == 4
                          else v.detach().clone()) for k, v in ours_model.named_parameters()}
@@ -113,7 +125,7 @@ def dpsgd_throughput(model_name: str, channels: int, size: int, batch: int, roun
                 b.mul_(0.9).add_(noisy)
                 p.sub_(lr * b)
 
-    fns = {**variants, "torch_func": ours, "opacus": opacus}
+    fns = {**variants, "torch_func": ours, "opacus": opacus, "non_private": non_private}
     times: dict[str, list[float]] = {k: [] for k in fns}
     for fn in fns.values():  # warm-up
         fn()
