@@ -228,3 +228,35 @@ def test_smooth_sensitivity_is_beta_smooth(teachers, classes, sigma, lam):
     for s in (ss, ss_check):
         ratio = max(s[i] / s[index[g]] for i, h in enumerate(hs) for g in _neighbours(h) if s[index[g]] > 0)
         assert ratio <= math.exp(beta) * (1 + 1e-9), ratio
+
+
+def _gnmax_output_probs(h, sigma):
+    """Exact Pr[argmax_i (h_i + N(0, sigma^2)) = i] by quadrature (no union bound)."""
+    x = np.linspace(min(h) - 12 * sigma, max(h) + 12 * sigma, 20001)
+    out = []
+    for i in range(len(h)):
+        f = norm.pdf(x, h[i], sigma)
+        for j in range(len(h)):
+            if j != i:
+                f = f * norm.cdf(x, h[j], sigma)
+        out.append(f.sum())
+    p = np.array(out)
+    return p / p.sum()
+
+
+@pytest.mark.parametrize("sigma", [1.0, 1.5])
+def test_three_class_gnmax_exact_divergences_are_covered(sigma):
+    """Three classes (the union bound is not exact): D_lam(M(D) || M(D')) on every neighbour, from
+    the exact output distributions, never exceeds the data-dependent bound at D."""
+    checked = 0
+    for h in [(12, 0, 0), (11, 1, 0), (10, 1, 1), (9, 2, 1), (8, 4, 0)]:
+        p = _gnmax_output_probs(h, sigma)
+        bound = {lam: float(dd_rdp(np.array(float(gnmax_logq(np.array(h, dtype=float), sigma))), sigma, lam))
+                 for lam in (2.0, 4.0, 8.0)}
+        for g in _neighbours(h):
+            pg = _gnmax_output_probs(g, sigma)
+            for lam, b in bound.items():
+                d = float(np.log(np.sum(p ** lam * pg ** (1 - lam)))) / (lam - 1)
+                assert d <= b * (1 + 1e-6) + 1e-12, (h, g, lam, d, b)
+                checked += 1
+    assert checked > 50
