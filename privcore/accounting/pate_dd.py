@@ -212,8 +212,8 @@ def _local_sensitivity_gnmax(votes: np.ndarray, sigma: float, order: float, beta
     """An upper bound [M] on each query's beta-smooth sensitivity of the GNMax cost at ``order``.
 
     With B_D(d) = f(q_hi(d+1)) - f(q_lo(d+1)) >= max LS over the histograms within d of D, the value
-    ``S(D) = max(max_{d < K} e^(-beta d) B_D(d), e^(-beta K) lambda/sigma^2)`` (K = 2 (T + 1), a
-    constant) is at least LS(D) and is beta-smooth: one moved vote shifts every gap by at most 2,
+    ``S(D) = max(max_{d < K} e^(-beta d) B_D(d), e^(-beta K) lambda/sigma^2)`` (K = 2 (T + 1) + 7/beta,
+    a constant) is at least LS(D) and is beta-smooth: one moved vote shifts every gap by at most 2,
     so B_D(d) <= B_D'(d + 1), and B <= lambda/sigma^2 covers d >= K. Every distance is visited (a
     coarser grid of distances, with e^(-beta d_k) B(d_(k+1) - 1) per interval, is an upper bound
     but NOT beta-smooth, which GNSS's Theorem 23 needs; ``tests/accounting/test_pate_dd.py`` checks
@@ -222,7 +222,7 @@ def _local_sensitivity_gnmax(votes: np.ndarray, sigma: float, order: float, beta
     """
     m = votes.shape[0]
     indep = order / sigma ** 2
-    cap = 2 * (teachers + 1)
+    cap = 2 * (teachers + 1) + math.ceil(7.0 / beta)  # the tail term is then at most e^-7 lambda/sigma^2
     best = np.full(m, math.exp(-beta * cap) * indep)
     active = np.arange(m)
     for d in range(cap):
