@@ -91,16 +91,33 @@ def gnmax_logq_range(votes: np.ndarray, sigma: float, dist: int) -> tuple[np.nda
     least n'_i* - n'_l >= g_l - 2d (l != i*) or 0 (l = i*), and at most g_l + 2d (l != i*) or 2d
     (l = i*; and then g_j* <= 2d). Summing sf over l != j* gives the bounds with gaps g_l +- 2d.
     """
+    return _range_from_gaps(_masked_gaps(votes), sigma, dist)
+
+
+def _masked_gaps(votes: np.ndarray) -> np.ndarray:
+    """g_i = n_i* - n_i per row, +inf at the plurality i* (its term drops out of every sum)."""
     v = np.asarray(votes, dtype=np.float64)
-    c = v.shape[-1]
     top = v.max(axis=-1, keepdims=True)
-    gaps = top - v
     first = ((v == top).cumsum(axis=-1) == 1) & (v == top)
+    return np.where(first, np.inf, top - v)
+
+
+def _range_from_gaps(gaps: np.ndarray, sigma: float, dist: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`gnmax_logq_range` from :func:`_masked_gaps` (the smooth-sensitivity loop reuses them)."""
     s = math.sqrt(2.0) * sigma
-    lo = np.where(first, -np.inf, log_ndtr(-(gaps + 2 * dist) / s))
-    hi = np.where(first, -np.inf, log_ndtr(-np.maximum(gaps - 2 * dist, 0.0) / s))
-    cap = math.log(1.0 - 1.0 / c)
-    return np.minimum(logsumexp(lo, axis=-1), cap), np.minimum(logsumexp(hi, axis=-1), cap)
+    cap = math.log(1.0 - 1.0 / gaps.shape[-1])
+    lo = log_ndtr(-(gaps + 2 * dist) / s)
+    hi = log_ndtr(-np.maximum(gaps - 2 * dist, 0.0) / s)
+    return np.minimum(_logsumexp_last(lo), cap), np.minimum(_logsumexp_last(hi), cap)
+
+
+def _logsumexp_last(x: np.ndarray) -> np.ndarray:
+    """log sum exp over the last axis (-inf entries allowed; all -inf gives -inf); plain numpy, as
+    the smooth-sensitivity loop calls it once per distance."""
+    top = x.max(axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return top[..., 0] + np.log(np.exp(x - top).sum(axis=-1))
 
 
 def _theorem6(logq: np.ndarray, sigma: float, order: float) -> tuple[np.ndarray, np.ndarray]:
@@ -225,12 +242,13 @@ def _local_sensitivity_gnmax(votes: np.ndarray, sigma: float, order: float, beta
     cap = 2 * (teachers + 1) + math.ceil(7.0 / beta)  # the tail term is then at most e^-7 lambda/sigma^2
     best = np.full(m, math.exp(-beta * cap) * indep)
     active = np.arange(m)
+    gaps = _masked_gaps(votes)
     for d in range(cap):
         weight = math.exp(-beta * d)
         active = active[weight * indep > best[active]]  # the others are final
         if active.size == 0:
             break
-        lo, hi = gnmax_logq_range(votes[active], sigma, d + 1)
+        lo, hi = _range_from_gaps(gaps[active], sigma, d + 1)
         ls = dd_rdp(hi, sigma, order) - dd_rdp(lo, sigma, order)
         best[active] = np.maximum(best[active], weight * ls)
     return best
