@@ -58,8 +58,11 @@ with st.spinner("Calibrating..."):
     scales = calibrate_all(target, problem, side.accounting)
 st.subheader(f"Noise scales under “{side.accounting}” accounting (ε = {format_number(eps)}, δ = {format_number(delta)}, "
              f"B = {budget:,})")
-table = calibration_table(scales)
-st.dataframe(table, hide_index=True, width="stretch")
+table = calibration_table(scales)  # formulas and notes are long: typeset below, where text wraps
+st.dataframe(table, hide_index=True, width="stretch",
+             column_order=[c for c in table.columns if c not in ("Formula", "Notes")])
+display.show_formulas([{"method": m, "formula": sc.formula, "note": "; ".join(sc.notes)}
+                       for m, sc in scales.items() if not isinstance(sc, CalibrationError)], expanded=True)
 for m, sc in scales.items():
     if isinstance(sc, CalibrationError):
         st.warning(f"{method_label(m)}: {sc}")

@@ -83,7 +83,12 @@ def test_own_data_exports_code_and_narrow_layout_in_chromium(tmp_path):
                                  "the non-private model here: 1.000").wait_for(timeout=60_000)
                 assert gap.count() == 0
                 sidebar.get_by_text("Preview: 180 rows, 2 features, 3 classes").click()
-                assert "f1" in sidebar.get_by_test_id("stDataFrame").first.inner_text() or True
+                assert sidebar.get_by_test_id("stDataFrame").count() == 1
+
+                # ---- The calibrations, typeset by KaTeX without errors.
+                page.get_by_text("How each method's noise was calibrated").click()
+                page.locator(".katex").first.wait_for(timeout=30_000)
+                assert page.locator(".katex-error").count() == 0
 
                 # ---- Export metadata: the HTML carries the caption row and the settings, no server path.
                 page.wait_for_function(CHART, timeout=120_000)
