@@ -415,3 +415,14 @@ def test_stale_mnist_part_files_are_removed(tmp_path: Path, monkeypatch) -> None
     with pytest.raises(mnist_download.DataUnavailableError):
         mnist_download.ensure_mnist_files(folder)
     assert not stale.exists() and fresh.exists()
+
+
+def test_the_memo_keeps_one_large_data_set(monkeypatch):
+    from privcore.data import loader
+
+    monkeypatch.setattr(loader, "_MEMO", loader._Memo(8, 1))  # every data set counts as large here
+    a = load_dataset("digits", seed=21)
+    assert load_dataset("digits", seed=21) is a  # built once, then reused (the sweep after its caller)
+    b = load_dataset("digits", seed=22)
+    assert load_dataset("digits", seed=22) is b
+    assert load_dataset("digits", seed=21) is not a  # the earlier large one was let go

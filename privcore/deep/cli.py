@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .data import DEEP_DATASETS
-from .models import MODEL_NAMES
-from .spec import PRESETS, DeepRow, DeepSpec, figure7_specs
+from .spec import MODEL_NAMES, PRESETS, DeepRow, DeepSpec, figure7_specs
 
 __all__ = ["add_deep_parser", "run_deep_command", "write_rows"]
 
@@ -131,7 +130,7 @@ def run_deep_command(args: argparse.Namespace) -> int:
             print(f"{len(res.rows)} rows ({res.computed} computed, {res.cached} cached) in "
                   f"{time.perf_counter() - t0:.1f} s on {res.device}", file=sys.stderr)
             results.append(res)
-    except (DataUnavailableError, DataFileError, TrainingCancelled) as err:
+    except (DataUnavailableError, DataFileError, TrainingCancelled, RuntimeError) as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     if args.figure7 is not None:

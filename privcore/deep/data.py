@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from .images import ImageData
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover - images needs torch: the CLI's --help stays light without it
+    from .images import ImageData
 
 __all__ = ["DEEP_DATASETS", "load_images"]
 

@@ -9,7 +9,10 @@ their own code: nothing of their privacy analysis is repeated here.
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up stays light)
+    import torch
 
 from .. import knobs
 from ..device import make_generator
@@ -70,6 +73,7 @@ def private_vote_accuracy(method: str, votes: torch.Tensor, y_test: torch.Tensor
 
     Accuracy counts abstentions (label -1) as wrong, as the linear engine does.
     """
+    import torch
     m = get_method(method)
     if method not in vote_methods():
         raise ValueError(f"method must be one of {', '.join(vote_methods())} for teacher votes, got {method!r}")
