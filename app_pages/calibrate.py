@@ -14,7 +14,8 @@ import streamlit as st
 from privcore.calibration import calibrate_all
 from privcore.knobs import LAM_AUTO_STANDIN
 from privcore.types import ACCOUNTING_MODES, CalibrationError, PrivacyBudget
-from ui import controls, display, setting, sidebar, state
+from ui import controls, display, setting, sidebar, state, userdata
+from ui.caption import add_caption, chart_settings
 from ui.export import export_buttons, rows_csv
 from ui.figures import accounting_comparison_figure, calibration_table, format_number, main_noise, method_label
 
@@ -80,6 +81,9 @@ if compare:
     st.dataframe(rows, hide_index=True, width="stretch")
     fig = accounting_comparison_figure(by_mode, title=f"Noise relative to corrected accounting (ε = {format_number(eps)}, "
                                                          f"δ = {format_number(delta)}, B = {budget:,})")
+    add_caption(fig, chart_settings([], dataset=userdata.dataset_label(side), accounting="paper / corrected / tight",
+                                    extra={"n": problem.n, "classes": problem.classes, "dim": problem.dim,
+                                           "lam": problem.lam, "teachers": problem.teachers}))
     display.show_figure(fig, key="fig_accounting")
     st.caption("Bars above 1 add more noise than the corrected calibration; bars below 1 add less. β is an inverse "
                "scale, so its ratio is inverted. 'paper' bars below 1 mark published calibrations that are too "
