@@ -1,7 +1,8 @@
 """Browser walk of issue 14's output points: own data with declared standardisation, export metadata,
 copy as code, an 800 px layout and a rejected URL value (Streamlit server + Chromium via Playwright).
 
-Skipped, with the reason, when Chromium or the playwright package is missing. About 40 s on CPU.
+Saves docs/screenshots/own_data.png (used by the README). Skipped, with the reason, when Chromium or the
+playwright package is missing. About a minute on CPU.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ def test_own_data_exports_code_and_narrow_layout_in_chromium(tmp_path):
                 assert gap.count() == 0
                 sidebar.get_by_text("Preview: 180 rows, 2 features, 3 classes").click()
                 assert sidebar.get_by_test_id("stDataFrame").count() == 1
+                page.wait_for_timeout(500)
+                page.screenshot(path=str(ROOT / "docs" / "screenshots" / "own_data.png"))  # used by the README
 
                 # ---- The calibrations, typeset by KaTeX without errors.
                 page.get_by_text("How each method's noise was calibrated").click()
