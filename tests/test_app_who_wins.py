@@ -23,6 +23,9 @@ def test_who_wins_maps():
     assert not at.error, texts(at.error)
     assert len(at.get("plotly_chart")) == 2
     assert at.query_params["map_eps"] == "[1.0,10.0]"
+    code = [c.value for c in at.code]  # copy as code under each map
+    assert sum("python -m privcore sweep" in c and "--vary" in c for c in code) == 2
+    assert sum("run_sweep(spec)" in c for c in code) == 2
 
 
 def test_who_wins_with_augmentation_shows_the_group_privacy_caveat():
