@@ -16,11 +16,15 @@ function of (a_i, b_i) only:
   per example (cheap: [batch, C]).
 
 The squared norms of all layers add up to ||g_i||^2, the factors c_i = min(1, C / ||g_i||) are those
-of ``clip_and_sum``, and each layer's clipped sum is its ordinary weight gradient with b_i scaled by
+of ``clip_and_sum`` (zero for an example whose norm is not finite), and each layer's clipped sum is its ordinary weight gradient with b_i scaled by
 c_i (for convolutions, PyTorch's own convolution weight backward), so no second backward pass and no
 per-example gradient of the whole model is formed (Bu et al., "Differentially private optimization on
-large model at small cost", 2023). Any parameter outside these three layer types, or a layer used
-twice in one forward pass, makes :func:`supports_ghost` false and the caller uses ``torch.func``.
+large model at small cost", 2023). Any parameter outside these three layer types makes
+:func:`supports_ghost` false; a layer used twice, or not at all, in one forward pass is an error.
+The norms are exact only if every parameter enters the loss through its own layer's call (a
+forward that also used, say, ``fc.weight`` directly would make them too small), so
+``SGDConfig.clipping="auto"`` picks ghost clipping only for this project's models
+(:mod:`privcore.deep.models`), whose forward passes are known and tested against a naive loop.
 """
 
 from __future__ import annotations
@@ -54,6 +58,11 @@ def supports_ghost(model: nn.Module) -> bool:
     return covered == {k for k, _ in model.named_parameters()}
 
 
+def _kept(t: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+    """t with the rows of examples outside ``keep`` zeroed (None: all kept)."""
+    return t if keep is None else torch.where(keep.view(-1, *([1] * (t.dim() - 1))), t, torch.zeros_like(t))
+
+
 def _conv_terms(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor, weight: torch.Tensor
                 ) -> tuple[torch.Tensor, object]:
     """Squared per-example norm of the weight gradient, and either the per-example weight gradients
@@ -73,8 +82,9 @@ def _conv_terms(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor, weight: tor
     bl = b.reshape(n, cout, L)
     sq = (torch.bmm(unfolded.transpose(1, 2), unfolded) * torch.bmm(bl.transpose(1, 2), bl)).sum(dim=(1, 2))
 
-    def weighted(c: torch.Tensor) -> torch.Tensor:
-        return conv2d_weight(a, weight.shape, b * c.view(-1, 1, 1, 1), module.stride, module.padding,
+    def weighted(c: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+        return conv2d_weight(_kept(a, keep), weight.shape, _kept(b, keep) * c.view(-1, 1, 1, 1), module.stride,
+                             module.padding,
                              module.dilation, module.groups)
 
     return sq, weighted
@@ -116,7 +126,8 @@ def ghost_clip_and_sum(model: nn.Module, params: dict[str, torch.Tensor], buffer
 
     acc = torch.promote_types(next(iter(params.values())).dtype, torch.float32)  # bfloat16 (amp) -> float32
     sq = torch.zeros(n, device=x.device, dtype=acc)
-    pending: list[tuple[str, object]] = []  # (parameter name, per-example tensor [n, ...] or closure)
+    # (parameter name, per-example tensor [n, ...] or closure (factors, finite rows or None) -> sum)
+    pending: list[tuple[str, object]] = []
     for (module, a, _), b in zip(records, grads):
         prefix = names[module] + "." if names[module] else ""
         a, b = a.to(acc), b.to(acc)
@@ -124,7 +135,8 @@ def ghost_clip_and_sum(model: nn.Module, params: dict[str, torch.Tensor], buffer
             if a.dim() != 2:
                 raise ValueError("ghost clipping supports Linear layers on [batch, features] inputs only")
             sq = sq + a.pow(2).sum(1) * b.pow(2).sum(1)
-            pending.append((prefix + "weight", lambda c, a=a, b=b: (b * c[:, None]).t() @ a))
+            pending.append((prefix + "weight", lambda c, keep, a=a, b=b: (_kept(b, keep) * c[:, None]).t()
+                            @ _kept(a, keep)))
             if module.bias is not None:
                 sq = sq + b.pow(2).sum(1)
                 pending.append((prefix + "bias", b))
@@ -143,10 +155,20 @@ def ghost_clip_and_sum(model: nn.Module, params: dict[str, torch.Tensor], buffer
             sq = sq + gw.pow(2).sum(1) + gb.pow(2).sum(1)
             pending += [(prefix + "weight", gw), (prefix + "bias", gb)]
 
+    missing = set(params) - {name for name, _ in pending}
+    if missing:  # a layer that never ran: its parameters' share of the norms is unknown
+        raise ValueError(f"ghost clipping saw no forward call of the layers holding {', '.join(sorted(missing))}")
+    # As in clip_and_sum: an example whose gradient is not finite (e.g. an overflow under autocast)
+    # contributes zero; its activations and output gradients are zeroed too, since 0 * inf is NaN.
     norms = sq.sqrt()
-    factor = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
+    finite = torch.isfinite(norms)
+    factor = torch.where(finite, torch.clamp(clip / norms.clamp_min(1e-12), max=1.0), torch.zeros_like(norms))
+    keep = None if bool(finite.all()) else finite
     summed = {}
     for name, term in pending:
-        value = term(factor) if callable(term) else (factor @ term.flatten(1)).view(term.shape[1:])
+        if callable(term):
+            value = term(factor, keep)
+        else:
+            value = (factor @ _kept(term, keep).flatten(1)).view(term.shape[1:])
         summed[name] = value.to(params[name].dtype)
     return {k: summed[k] for k in params}, norms

@@ -166,3 +166,42 @@ def test_training_with_either_path_reaches_the_same_parameters():
         out[method] = train_dpsgd(model, data, cfg, 1.0, 1.1, 0, torch.device("cpu"))
     for k in out["ghost"]:
         assert torch.allclose(out["ghost"][k], out["torch-func"][k], rtol=1e-3, atol=1e-5), k
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan")])
+@pytest.mark.parametrize("name", ["small-cnn", "resnet20"])
+def test_a_non_finite_example_contributes_zero_as_in_clip_and_sum(name, bad):
+    model, channels = _model(name)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x = torch.randn(5, channels, 8, 8, generator=_gen(5), dtype=torch.float64)
+    y = torch.tensor([0, 1, 2, 1, 0])
+    x[2, 0, 3, 3] = bad
+    ghost, norms = ghost_clip_and_sum(model, params, {}, x, y, 0.5)
+    assert not torch.isfinite(norms[2]) and torch.isfinite(norms[[0, 1, 3, 4]]).all()
+    rest = torch.tensor([0, 1, 3, 4])
+    expect, _ = clip_and_sum(per_sample_grads(model, params, {}, x[rest], y[rest]), 0.5)
+    func, _ = clip_and_sum(per_sample_grads(model, params, {}, x, y), 0.5)
+    for k in expect:
+        assert torch.isfinite(ghost[k]).all(), k
+        assert torch.allclose(ghost[k], expect[k], rtol=1e-9, atol=1e-12), k
+        assert torch.allclose(ghost[k], func[k], rtol=1e-9, atol=1e-12), k
+
+
+def test_auto_uses_ghost_only_for_the_projects_models():
+    class Other(nn.Module):  # ghost-shaped, but a forward the project has not tested: auto uses torch.func
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv, self.fc, self.unused = nn.Conv2d(1, 4, 3), nn.Linear(144, 3), nn.Linear(2, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(self.conv(x).flatten(1)) + 0.0 * self.unused.weight.sum()
+
+    model = Other()
+    assert supports_ghost(model)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x, y = torch.randn(4, 1, 8, 8, generator=_gen(6)), torch.tensor([0, 1, 2, 0])
+    auto, _ = clipped_sum(model, params, {}, x, y, 1.0, "auto")
+    func, _ = clip_and_sum(per_sample_grads(model, params, {}, x, y), 1.0)
+    assert all(torch.equal(auto[k], func[k]) for k in func)
+    with pytest.raises(ValueError, match="no forward call of the layers holding unused.bias, unused.weight"):
+        clipped_sum(model, params, {}, x, y, 1.0, "ghost")
