@@ -8,19 +8,20 @@ function of (a_i, b_i) only:
 
 - ``Linear`` on [batch, features]: g_i = b_i a_i^T, so ||g_i||^2 = ||a_i||^2 ||b_i||^2; bias b_i.
 - ``Conv2d``: with a_i unfolded to [C_in k k, L] and b_i to [C_out, L] (L output positions),
-  g_i = b_i a_i^T and ||g_i||^2 = <a_i^T a_i, b_i^T b_i> (the Gram or "ghost norm" trick, L^2 work per
-  example) or, when C_out C_in k k < L^2, directly from the [C_out, C_in k k] matrix b_i a_i^T
-  (mixed ghost clipping, Bu et al. 2022; one grouped convolution weight-backward with the batch as
-  groups), whose weighted sum is then the layer's clipped sum; bias: sum over positions of b_i.
+  g_i = b_i a_i^T, and either ||g_i||^2 = <a_i^T a_i, b_i^T b_i> (the Gram or "ghost norm" trick,
+  L^2 work per example; see ``GHOST_FACTOR`` for when) or directly from g_i formed for this layer
+  alone (mixed ghost clipping, Bu et al. 2022; one grouped convolution weight-backward with the
+  batch as groups), whose weighted sum is then the layer's clipped sum; bias: sum over positions of b_i.
 - ``GroupNorm`` affine parameters: g_i = sum over positions of xhat_i * b_i (weight) and of b_i (bias),
   per example (cheap: [batch, C]).
 
 The squared norms of all layers add up to ||g_i||^2, the factors c_i = min(1, C / ||g_i||) are those
-of ``clip_and_sum`` (zero for an example whose norm is not finite), and each layer's clipped sum is its ordinary weight gradient with b_i scaled by
-c_i (for convolutions, PyTorch's own convolution weight backward), so no second backward pass and no
-per-example gradient of the whole model is formed (Bu et al., "Differentially private optimization on
-large model at small cost", 2023). Any parameter outside these three layer types makes
-:func:`supports_ghost` false; a layer used twice, or not at all, in one forward pass is an error.
+of ``clip_and_sum`` (zero for an example whose norm is not finite), and each layer's clipped sum is
+its ordinary weight gradient with b_i scaled by c_i (for convolutions on the Gram route, PyTorch's
+own convolution weight backward) or the c-weighted sum of the per-example g_i just formed, so no
+second backward pass and no per-example gradient of the whole model is formed (Bu et al.,
+"Differentially private optimization on large model at small cost", 2023). Any parameter outside
+these three layer types makes :func:`supports_ghost` false; a layer used twice, or not at all, in one forward pass is an error.
 The norms are exact only if every parameter enters the loss through its own layer's call (a
 forward that also used, say, ``fc.weight`` directly would make them too small), so
 ``SGDConfig.clipping="auto"`` picks ghost clipping only for this project's models
