@@ -38,7 +38,8 @@ from .models import ResNet20, SmallCNN
 from .loop import (generator_states, load_checkpoint, lr_at, momentum_step, restore_generators,
                    save_checkpoint)
 
-__all__ = ["SGDConfig", "CLIPPING_METHODS", "per_sample_grads", "clip_and_sum", "clipped_sum", "add_noise", "scale", "dpsgd_step", "train_dpsgd",
+__all__ = ["SGDConfig", "CLIPPING_METHODS", "per_sample_grads", "clip_and_sum", "clipped_sum", "add_noise", "scale",
+           "dpsgd_step", "train_dpsgd",
            "evaluate_model"]
 
 

@@ -21,7 +21,8 @@ its ordinary weight gradient with b_i scaled by c_i (for convolutions on the Gra
 own convolution weight backward) or the c-weighted sum of the per-example g_i just formed, so no
 second backward pass and no per-example gradient of the whole model is formed (Bu et al.,
 "Differentially private optimization on large model at small cost", 2023). Any parameter outside
-these three layer types makes :func:`supports_ghost` false; a layer used twice, or not at all, in one forward pass is an error.
+these three layer types makes :func:`supports_ghost` false; a layer used twice, or not at all, in
+one forward pass is an error.
 The norms are exact only if every parameter enters the loss through its own layer's call (a
 forward that also used, say, ``fc.weight`` directly would make them too small), so
 ``SGDConfig.clipping="auto"`` picks ghost clipping only for this project's models
