@@ -67,6 +67,7 @@ class TrainContext:
         if problem.n != ds.n or problem.dim != ds.dim or problem.classes != ds.classes:
             raise ValueError(f"problem (n={problem.n}, dim={problem.dim}, classes={problem.classes}) does not match "
                              f"the data set (n={ds.n}, dim={ds.dim}, classes={ds.classes})")
+        device = torch.device(device)  # a name ("cpu", "cuda:0") or a device
 
         def t(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
             if device.type == "cpu" and a.dtype == {torch.float32: np.float32, torch.int64: np.int64}.get(dtype):

@@ -114,6 +114,8 @@ def test_every_method_has_its_own_marker_and_dash():
     assert BASELINE.dash not in dashes  # the reference alone is drawn "dash"
     lp, sa = REGISTRY["loss_perturbation"], REGISTRY["subsample_aggregate"]
     assert (lp.marker, lp.dash) != (sa.marker, sa.dash) and lp.marker != sa.marker and lp.dash != sa.dash
+    grey = lambda h: 0.299 * int(h[1:3], 16) + 0.587 * int(h[3:5], 16) + 0.114 * int(h[5:7], 16)  # noqa: E731
+    assert abs(grey(lp.colour) - grey(sa.colour)) > 30  # the two oranges differ in greyscale too
     fig = curve_figure(_rows("corrected"), "epsilon", title="t", log_x=True)
     drawn = {t.name: (t.marker.symbol, t.line.dash) for t in fig.data if t.mode == "lines+markers"}
     assert drawn["Subsample-and-aggregate"] == (sa.marker, sa.dash)
