@@ -45,6 +45,7 @@ _PAGES = [  # file, title, icon, URL path (kept from the earlier pages/ names, s
     ("learn.py", "Learn", ":material/school:", "Learn"),
     ("calibrate.py", "Calibrate", ":material/tune:", "Calibrate"),
     ("measured_leakage.py", "Measured leakage", ":material/policy:", "Measured_leakage"),
+    ("deep_models.py", "Deep models", ":material/hub:", "Deep_models"),
 ]
 nav = st.navigation([st.Page(f"app_pages/{file}", title=title, icon=icon, url_path=url, default=(i == 0))
                      for i, (file, title, icon, url) in enumerate(_PAGES)])

@@ -14,7 +14,8 @@ import streamlit as st
 from privcore.calibration import calibrate_all
 from privcore.knobs import LAM_AUTO_STANDIN
 from privcore.types import ACCOUNTING_MODES, CalibrationError, PrivacyBudget
-from ui import controls, display, setting, sidebar, state
+from ui import controls, display, setting, sidebar, state, userdata
+from ui.caption import add_caption, chart_settings
 from ui.export import export_buttons, rows_csv
 from ui.figures import accounting_comparison_figure, calibration_table, format_number, main_noise, method_label
 
@@ -58,8 +59,11 @@ with st.spinner("Calibrating..."):
     scales = calibrate_all(target, problem, side.accounting)
 st.subheader(f"Noise scales under “{side.accounting}” accounting (ε = {format_number(eps)}, δ = {format_number(delta)}, "
              f"B = {budget:,})")
-table = calibration_table(scales)
-st.dataframe(table, hide_index=True, width="stretch")
+table = calibration_table(scales)  # formulas and notes are long: typeset below, where text wraps
+st.dataframe(table, hide_index=True, width="stretch",
+             column_order=[c for c in table.columns if c not in ("Formula", "Notes")])
+display.show_formulas([{"method": m, "formula": sc.formula, "note": "; ".join(sc.notes)}
+                       for m, sc in scales.items() if not isinstance(sc, CalibrationError)], expanded=True)
 for m, sc in scales.items():
     if isinstance(sc, CalibrationError):
         st.warning(f"{method_label(m)}: {sc}")
@@ -77,6 +81,9 @@ if compare:
     st.dataframe(rows, hide_index=True, width="stretch")
     fig = accounting_comparison_figure(by_mode, title=f"Noise relative to corrected accounting (ε = {format_number(eps)}, "
                                                          f"δ = {format_number(delta)}, B = {budget:,})")
+    add_caption(fig, chart_settings([], dataset=userdata.dataset_label(side), accounting="paper / corrected / tight",
+                                    extra={"n": problem.n, "classes": problem.classes, "dim": problem.dim,
+                                           "lam": problem.lam, "teachers": problem.teachers}))
     display.show_figure(fig, key="fig_accounting")
     st.caption("Bars above 1 add more noise than the corrected calibration; bars below 1 add less. β is an inverse "
                "scale, so its ratio is inverted. 'paper' bars below 1 mark published calibrations that are too "

@@ -93,7 +93,9 @@ if point_spec is None:
     st.stop()
 with rec_area:  # progress (and a cancelled notice) where the recommendation will appear
     point = progress.run_with_progress(point_spec, key="point", label="Current setting")
-if point is None:
+if point is None:  # failed, cancelled or waiting for its Compute click: the previous chart stays
+    with tabs[list(TABS).index(active)]:
+        progress.show_previous(f"fig_{active}")
     st.stop()
 display.show_warnings(point.warnings)
 show_point(score_rows(point.rows, answered_only))
@@ -151,8 +153,9 @@ def curve_tab(axis: str) -> None:
         note = "δ = 0 (pure DP, no DP-SGD) cannot sit on a log axis: set δ = 0 above to see it in the table."
     else:
         lowest = setting.min_train_size(s)
-        top = max(n_eff, info.n_train)
-        values = tuple(sorted({v for v in N_VALUES if lowest <= v <= info.n_train} | {n_eff}))
+        avail = info.train_rows(s.classes)  # a class filter keeps fewer rows
+        top = max(n_eff, avail)
+        values = tuple(sorted({v for v in N_VALUES if lowest <= v <= avail} | {n_eff}))
         spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="n", values=values)
         x, log_x, current, xname = "n", True, n_eff, "N"
         title = f"Test accuracy vs training-set size N (ε = {format_number(s.eps)}, δ = {format_number(s.delta)})"
@@ -173,6 +176,7 @@ def curve_tab(axis: str) -> None:
     quick_key = f"curve_{axis}_quick"
     first = progress.run_with_progress(quick, key=quick_key, label="Quick methods") if quick else None
     if quick is not None and first is None and progress.was_cancelled(quick, quick_key):
+        progress.show_previous(f"fig_{axis}")
         return  # one Cancel stops the whole curve; its Resume box is shown
     if first is not None:
         with early.container():
@@ -180,8 +184,10 @@ def curve_tab(axis: str) -> None:
         pending.caption("Loss perturbation and DP-SGD train once per release and follow in a few seconds.")
     res = progress.run_with_progress(spec, key=f"curve_{axis}", label=f"Curve {TABS[axis]}")
     pending.empty()
-    if res is None:
-        return  # cancelled or failed (said inline): the quick chart, if any, stays
+    if res is None:  # cancelled, failed (said inline) or waiting for a click: the quick chart, if any, stays
+        if first is None:
+            progress.show_previous(f"fig_{axis}")
+        return
     early.empty()
     rows = score_rows(res.rows, answered_only)
     fig = chart(rows)

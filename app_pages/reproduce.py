@@ -125,8 +125,10 @@ for acc, spec in specs.items():
 missing = [acc for acc in specs if acc not in results]
 if missing:
     slot = st.empty()
+    seconds = [progress.estimate_seconds(specs[acc]) for acc in missing]
+    about = f", about {progress.fmt_seconds(sum(seconds))}" if None not in seconds else ""
     with slot.container():
-        clicked = st.button(f"Compute Figure {key} ({', '.join(missing)} accounting)", type="primary",
+        clicked = st.button(f"Compute Figure {key} ({', '.join(missing)} accounting{about})", type="primary",
                             key="repro_compute",
                             help="Runs on the device chosen in the sidebar; finished points are cached on disk.")
         if not clicked:
@@ -136,7 +138,7 @@ if missing:
         slot.empty()
         for acc in missing:
             res = progress.run_with_progress(specs[acc], key=f"repro_{key}_{acc}",
-                                            label=f"Figure {key}, {acc} accounting", show_done=True)
+                                            label=f"Figure {key}, {acc} accounting", show_done=True, ask=False)
             if res is None:
                 break
             store[specs[acc].key] = res

@@ -52,13 +52,16 @@ for e in errors:
     st.error(e)
 if errors:
     st.stop()
-display.show_warnings(w for w in warns if "ε =" not in w)
+_, warns_at_n = setting.setting_problems(side, s)  # the ε × B map runs at this N: who is left out there, and why
+display.show_warnings(w for w in warns + warns_at_n if "ε =" not in w)
 
 # ---------------------------------------------------------------- map 1: epsilon x B
 n_eff = s.effective_n(side.info)
 st.subheader("ε × number of predictions B")
 spec_b = display.spec_or_error(side, s, epsilons=eps_list, vary="budget", values=B_VALUES)
 res_b = progress.run_with_progress(spec_b, key="map_b", label="Map ε × B") if spec_b is not None else None
+if res_b is None and spec_b is not None:
+    progress.show_previous("fig_map_b")  # cancelled or waiting for its Compute click
 if res_b is not None:
     fig_b = winner_map_figure(res_b.rows, "epsilon", "budget",
                               title=f"Best method over ε and B (δ = {format_number(delta)}, N = "
@@ -88,6 +91,8 @@ spec_n = display.spec_or_error(side, s_n, epsilons=eps_list, vary="n", values=tu
 if not n_values:
     st.error(f"No N value is at least T = {s.teachers} and the DP-SGD batch size {s.batch_size}.")
 res_n = progress.run_with_progress(spec_n, key="map_n", label="Map ε × N") if spec_n is not None else None
+if res_n is None and spec_n is not None:
+    progress.show_previous("fig_map_n")
 if res_n is not None:
     fig_n = winner_map_figure(res_n.rows, "epsilon", "n",
                               title=f"Best method over ε and N (δ = {format_number(delta)}, B = {s.budget:,})")

@@ -35,7 +35,7 @@ from privcore.engine import runner  # noqa: E402
 from privcore.engine.cache import ResultCache  # noqa: E402
 from privcore.engine.executor import DaskExecutor, LocalExecutor  # noqa: E402
 from privcore.engine.runner import run_sweep  # noqa: E402
-from privcore.engine.specs import DataSpec, SweepSpec  # noqa: E402
+from privcore.engine.specs import SweepSpec  # noqa: E402
 from privcore.methods import REGISTRY  # noqa: E402
 
 EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)

@@ -67,6 +67,7 @@ class TrainContext:
         if problem.n != ds.n or problem.dim != ds.dim or problem.classes != ds.classes:
             raise ValueError(f"problem (n={problem.n}, dim={problem.dim}, classes={problem.classes}) does not match "
                              f"the data set (n={ds.n}, dim={ds.dim}, classes={ds.classes})")
+        device = torch.device(device)  # a name ("cpu", "cuda:0") or a device
 
         on_cpu = torch.device(device).type == "cpu"
 

@@ -153,7 +153,26 @@ def test_answered_only_toggle_inverse_view_and_risk_line():
     after = at.dataframe[0].value
     row_after = after[after["Method"].str.contains("Confident")].iloc[0]
     assert at.query_params["answered_only"] == "true"
-    if float(row["Answered"].rstrip("%")) < 100.0:
-        assert row_after["Accuracy"] != before  # scored on answered queries only
+    assert float(row["Answered"].rstrip("%")) < 100.0  # it abstains here (eps = 3, T = 40 on synthetic data)
+    assert row_after["Accuracy"] != before  # scored on answered queries only
+    assert row_after["Answered"] == row["Answered"]  # the answered fraction stays beside it
     at.number_input(key="w:target").set_value(0.3).run()
     assert at.query_params["target"] == "0.3"
+
+
+def test_n_below_the_dpsgd_batch_leaves_out_only_dpsgd():
+    # N = 100 with DP-SGD's default batch 256 (issue 14): DP-SGD is shown as unavailable, the others compute
+    at = app(n="100", methods='["dpsgd","model_sensitivity","subsample_aggregate"]').run()
+    assert not at.exception, at.exception
+    assert not at.error, texts(at.error)
+    assert any("DP-SGD is left out" in w and "256" in w for w in texts(at.warning)), texts(at.warning)
+    shown = set(at.dataframe[0].value["Method"])
+    assert {"Model sensitivity", "Subsample-and-aggregate"} <= shown and "DP-SGD" not in shown
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_chance_level_gets_an_honest_verdict():
+    at = app(eps="0.01", delta="0", budget="10000", methods='["model_sensitivity","subsample_aggregate"]').run()
+    assert not at.exception, at.exception
+    assert any("No method is useful at this setting" in t for t in texts(at.warning)), texts(at.warning)
+    assert not [t for t in texts(at.success) if "Recommended" in t]

@@ -6,6 +6,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 from apptest import PAGES, run, texts  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
 
 PAGE = str(PAGES / "learn.py")
 FAST = {"dataset": '"synthetic"', "repeats": "2"}

@@ -56,3 +56,13 @@ def test_reproduce_computes_a_small_figure_paper_and_corrected():
     fresh.multiselect(key="repro_accounting").set_value(["paper", "corrected", "tight"]).run()
     compute = [b for b in fresh.button if b.key == "repro_compute"]
     assert compute and "tight" in compute[0].label and "paper" not in compute[0].label
+
+
+def test_reproduce_shows_only_the_controls_of_the_chosen_figure():
+    at = page(PAGE).run()
+    at.selectbox(key="repro_figure").set_value("1a").run()  # S&A is in it: T applies
+    assert [s for s in at.select_slider if s.key == "repro_teachers"]
+    at.selectbox(key="repro_figure").set_value("6a").run()  # loss perturbation vs lambda: no teachers
+    assert not at.exception
+    assert not [s for s in at.select_slider if s.key == "repro_teachers"]
+    assert not any("T = " in t for t in texts(at.caption) if t.startswith("Data:"))

@@ -23,6 +23,9 @@ def test_who_wins_maps():
     assert not at.error, texts(at.error)
     assert len(at.get("plotly_chart")) == 2
     assert at.query_params["map_eps"] == "[1.0,10.0]"
+    code = [c.value for c in at.code]  # copy as code under each map
+    assert sum("python -m privcore sweep" in c and "--vary" in c for c in code) == 2
+    assert sum("run_sweep(spec)" in c for c in code) == 2
 
 
 def test_who_wins_with_augmentation_shows_the_group_privacy_caveat():
@@ -41,3 +44,12 @@ def test_who_wins_clamps_n_from_the_url():
     at.run()
     assert not at.exception, at.exception
     assert any("N = 10,000,000 is not available" in w.value for w in at.warning)
+
+
+def test_who_wins_at_n_below_the_dpsgd_batch_still_maps_the_others():
+    at = app(n="100", map_eps="[1.0,10.0]", methods='["dpsgd","model_sensitivity","subsample_aggregate"]').run()
+    at.switch_page("app_pages/who_wins.py").run()
+    assert not at.exception, at.exception
+    assert not at.error, texts(at.error)
+    assert any("DP-SGD is left out" in w for w in texts(at.warning)), texts(at.warning)
+    assert len(at.get("plotly_chart")) >= 1                    # the epsilon x B map, without DP-SGD

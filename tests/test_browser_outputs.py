@@ -1,7 +1,8 @@
 """Browser walk of issue 14's output points: own data with declared standardisation, export metadata,
 copy as code, an 800 px layout and a rejected URL value (Streamlit server + Chromium via Playwright).
 
-Skipped, with the reason, when Chromium or the playwright package is missing. About 40 s on CPU.
+Saves docs/screenshots/own_data.png (used by the README). Skipped, with the reason, when Chromium or the
+playwright package is missing. About a minute on CPU.
 """
 
 from __future__ import annotations
@@ -83,7 +84,14 @@ def test_own_data_exports_code_and_narrow_layout_in_chromium(tmp_path):
                                  "the non-private model here: 1.000").wait_for(timeout=60_000)
                 assert gap.count() == 0
                 sidebar.get_by_text("Preview: 180 rows, 2 features, 3 classes").click()
-                assert "f1" in sidebar.get_by_test_id("stDataFrame").first.inner_text() or True
+                assert sidebar.get_by_test_id("stDataFrame").count() == 1
+                page.wait_for_timeout(500)
+                page.screenshot(path=str(ROOT / "docs" / "screenshots" / "own_data.png"))  # used by the README
+
+                # ---- The calibrations, typeset by KaTeX without errors.
+                page.get_by_text("How each method's noise was calibrated").click()
+                page.locator(".katex").first.wait_for(timeout=30_000)
+                assert page.locator(".katex-error").count() == 0
 
                 # ---- Export metadata: the HTML carries the caption row and the settings, no server path.
                 page.wait_for_function(CHART, timeout=120_000)

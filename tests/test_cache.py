@@ -108,8 +108,10 @@ def test_check_result_accepts_a_real_result_and_rejects_non_finite_numbers(tmp_p
     assert check_result(value) is None
     for key, bad in [("accuracy_mean", float("inf")), ("accuracy_std", -1.0), ("lam", 0.0), ("device", 3),
                      ("accuracies", []), ("scale", {"noise": "gaussian", "sigma": float("nan")}),
-                     ("solver_grad_norm", float("inf"))]:
+                     ("solver_grad_norm", float("inf")), ("accuracy_answered_std", -0.1),
+                     ("epsilon_data_dependent", float("nan")), ("epsilon_dd_published", -1.0)]:
         assert check_result({**value, key: bad}) is not None, key
+    assert check_result({**value, "epsilon_data_dependent": 0.7, "epsilon_dd_published": 1.75}) is None
 
 
 def _populate(directory) -> None:  # noqa: ANN001
@@ -177,4 +179,4 @@ def test_a_cache_that_cannot_be_opened_for_writing_is_read_directly(tmp_path, mo
 
 
 def test_schema_version_was_bumped():
-    assert cache_mod.SCHEMA_VERSION >= 4
+    assert cache_mod.SCHEMA_VERSION >= 6  # 6: the published data-dependent epsilon changed (beta-smooth)

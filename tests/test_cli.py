@@ -132,3 +132,14 @@ def test_library_values_are_checked_exactly():
         NoiseScale("model_sensitivity", 1.0, 0.0, "paper", "gaussian", sigma=10**400)
     with pytest.raises(TypeError, match="notes"):
         NoiseScale("model_sensitivity", 1.0, 0.0, "paper", "none", notes=(1, 2))
+
+
+def test_a_method_that_cannot_run_fails_alone(capsys):
+    # N = 100 with DP-SGD's default batch 256: a warning for DP-SGD, rows for the others, exit 0
+    code, out, err = _run(["sweep", "--dataset", "synthetic", "--n", "100", "--repeats", "2", "--epsilons", "1",
+                           "--delta", "1e-5", "--methods", "dpsgd,model_sensitivity,subsample_aggregate", "--quiet"],
+                          capsys)
+    assert code == 0, err
+    assert "dpsgd batch_size must be at most N = 100, got 256" in err
+    methods = {line.split(",")[0] for line in out.strip().splitlines()[1:]}
+    assert {"model_sensitivity", "subsample_aggregate"} <= methods and "dpsgd" not in methods

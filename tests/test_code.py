@@ -74,3 +74,19 @@ def test_an_upload_appears_under_its_own_name_never_the_server_path():
         assert "/srv" not in text and "mine.csv" in text
     assert "--preprocess bounds:0:1+intercept" in cli and "--label-column kind" in cli
     assert "preprocess='bounds:0:1+intercept'" in py
+
+
+def test_the_views_own_spec_round_trips_through_the_cli(fresh_cache, capsys):
+    """The spec the Explore page builds (ui.setting.make_spec), not a hand-made one."""
+    from ui.setting import Setting, SidebarSettings, build_data_info, make_spec
+
+    info = build_data_info("digits")
+    side = SidebarSettings("digits", None, 2, "corrected", "cpu", info)
+    s = Setting(eps=1.0, delta=0.0, budget=10, n=300, teachers=10, methods=("model_sensitivity",))
+    spec = make_spec(side, s, epsilons=(1.0, 3.0))
+    view = _view(spec)
+    capsys.readouterr()
+    with contextlib.redirect_stderr(io.StringIO()):
+        assert main(shlex.split(cli_command(spec))[3:] + ["--quiet", "--no-cache"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {_key(r["method"], float(r["epsilon"])): float(r["accuracy_mean"]) for r in rows} == view

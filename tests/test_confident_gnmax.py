@@ -90,6 +90,9 @@ def test_data_dependent_epsilon_beside_the_guarantee(ctx):
         assert 0.0 <= x["epsilon_data_dependent"] <= b.epsilon * 1.02  # grid of orders vs the exact optimum
         assert x["epsilon_dd_published"] >= x["epsilon_data_dependent"]
         assert gnmax_epsilon(s.sigma, s.test_noise, ctx.problem.budget, 1e-5, "corrected") <= b.epsilon * (1 + 1e-9)
+    # independent of the batch: the eps = 30 point alone gives the same numbers
+    alone = _evaluate("confident_gnmax", ctx, budgets[1:], "corrected", 2)[4]
+    assert alone[0] == extras[1]
     # at eps = 30 with B = 10 and T = 40 the teachers often agree beyond the noise: the data-dependent value is lower
     assert extras[1]["epsilon_data_dependent"] < 30.0
     assert all(x == {} for x in get_method("subsample_aggregate").extra_results(ctx, scales, torch.zeros(2, 2, 3)))

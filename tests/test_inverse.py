@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from privcore.engine.rows import ResultRow
@@ -89,3 +90,18 @@ def test_risk_sentence():
     assert "∞" in risk_sentence(math.inf, 0.0)
     with pytest.raises(ValueError, match="false-positive rate"):
         risk_sentence(1.0, 0.0, 2.0)
+
+
+@pytest.mark.parametrize("eps,delta", [(0.5, 0.01), (1.0, 1e-5), (3.0, 0.05)])
+def test_max_tpr_is_the_exact_tradeoff_of_the_extremal_mechanism(eps, delta):
+    """Independent check at delta > 0: the (eps, delta) mechanism of Kairouz, Oh and Viswanath (2015)
+    (reveal with probability delta, else randomised response) has the Neyman-Pearson curve through
+    (0, delta), ((1-delta)/(1+e^eps), delta + (1-delta) e^eps/(1+e^eps)), (1-delta, 1), (1, 1). The
+    risk line must equal it everywhere: with the first bound alone (TPR <= e^eps FPR + delta) it is
+    too high past the middle kink."""
+    e = math.exp(eps)
+    xs = [0.0, (1 - delta) / (1 + e), 1 - delta, 1.0]
+    ys = [delta, delta + (1 - delta) * e / (1 + e), 1.0, 1.0]
+    for fpr in [0.0, 0.01, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95, 1.0]:
+        want = float(np.interp(fpr, xs, ys))
+        assert max_true_positive_rate(eps, delta, fpr) == pytest.approx(want, abs=1e-12), fpr

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from privcore.accounting.pate import svt_calibration
 from privcore.context import TrainContext
 from privcore.data import load_dataset
 from privcore.methods import get_method

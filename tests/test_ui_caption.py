@@ -114,6 +114,8 @@ def test_every_method_has_its_own_marker_and_dash():
     assert BASELINE.dash not in dashes  # the reference alone is drawn "dash"
     lp, sa = REGISTRY["loss_perturbation"], REGISTRY["subsample_aggregate"]
     assert (lp.marker, lp.dash) != (sa.marker, sa.dash) and lp.marker != sa.marker and lp.dash != sa.dash
+    grey = lambda h: 0.299 * int(h[1:3], 16) + 0.587 * int(h[3:5], 16) + 0.114 * int(h[5:7], 16)  # noqa: E731
+    assert abs(grey(lp.colour) - grey(sa.colour)) > 30  # the two oranges differ in greyscale too
     fig = curve_figure(_rows("corrected"), "epsilon", title="t", log_x=True)
     drawn = {t.name: (t.marker.symbol, t.line.dash) for t in fig.data if t.mode == "lines+markers"}
     assert drawn["Subsample-and-aggregate"] == (sa.marker, sa.dash)
@@ -147,3 +149,15 @@ def test_formulas_typeset_or_fall_back_to_text():
         r"\sigma =\left(K /\varepsilon \right)\sqrt{8\ln \left(2/\delta \right)+4\varepsilon }")
     assert to_latex("beta = eps / (2K") is None  # unbalanced: shown as text
     assert to_latex("x {y}") is None
+
+
+def test_n_under_a_class_filter_is_the_true_one():
+    from ui.setting import Setting, build_data_info, setting_problem
+
+    info = build_data_info("digits")
+    assert sum(info.class_counts) == info.n_train and len(info.class_counts) == 10
+    s = Setting(classes=2, n=None)
+    from privcore.data import load_dataset
+
+    assert s.effective_n(info) == load_dataset("digits", classes=2).n  # what the runner trains on
+    assert setting_problem(info, s).n == s.effective_n(info) < info.n_train

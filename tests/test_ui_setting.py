@@ -56,6 +56,10 @@ def test_available_methods_and_min_train_size_follow_the_registry():
 
 def test_curve_epsilons_and_grids():
     assert setting.curve_epsilons(1.0, 10.0, current=2.0) == (1.0, 2.0, 3.0, 10.0)
+    # the curve always covers the current epsilon: the range grows to include it
+    assert setting.curve_epsilons(0.1, 100.0, current=0.01)[0] == 0.01
+    assert setting.curve_epsilons(0.1, 100.0, current=1000.0)[-1] == 1000.0
+    assert 300.0 in setting.curve_epsilons(0.1, 100.0, current=1000.0)
     assert setting.with_value((1, 10), 5) == [1, 5, 10] and setting.with_value(("auto", 1e-3), 1e-2) == ["auto", 1e-3, 1e-2]
     assert setting.nearest((1, 10, 100), 30) == 10 and setting.nearest(("all", 5), "x") == "all"
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import string
-
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from apptest import ROOT

@@ -79,3 +79,15 @@ def test_a_missing_upload_is_reported(uploads):
     at.run()
     assert any("not on this server" in w for w in texts(at.warning))
     assert "data_file" not in at.query_params
+
+
+def test_delete_removes_the_upload_and_its_choices(uploads, tmp_path):
+    name = _upload(uploads, tmp_path)
+    at = _app(dataset='"file"', data_file=json.dumps(name), prep='"norm:150+intercept"', label_col='"label"')
+    at.run()
+    at.sidebar.button(key="delete_upload").click().run()
+    assert not at.exception
+    assert not (uploads / name).exists()
+    for key in ("data_file", "prep", "label_col"):
+        assert key not in at.query_params
+    assert any("Upload a CSV or NPZ file" in e for e in texts(at.error))

@@ -42,7 +42,10 @@ def show_warnings(messages: Iterable[str]) -> None:
 
 
 def show_figure(fig, *, key: str | None = None) -> None:  # noqa: ANN001
-    """``st.plotly_chart`` with the figure's own (print) styling, not Streamlit's theme."""
+    """``st.plotly_chart`` with the figure's own (print) styling, not Streamlit's theme. The figure
+    is remembered under ``key`` (:func:`ui.progress.show_previous` draws it again after a Cancel)."""
+    if key is not None and not key.endswith("_previous"):
+        st.session_state.setdefault("_last_figures", {})[key] = fig
     st.plotly_chart(fig, theme=None, key=key, width="stretch",
                     config={"displaylogo": False,
                             "toImageButtonOptions": {"format": "png", "scale": 2, "filename": key or "chart"}})

@@ -15,7 +15,8 @@ import streamlit as st
 
 from .display import show_error
 
-__all__ = ["run_with_progress", "quick_part", "was_cancelled", "device_text", "fmt_seconds"]
+__all__ = ["run_with_progress", "quick_part", "was_cancelled", "device_text", "fmt_seconds", "estimate_seconds",
+           "compute_approved", "show_previous"]
 
 
 def device_text(device: str) -> str:
@@ -75,11 +76,14 @@ def was_cancelled(spec, key: str) -> bool:  # noqa: ANN001
     return st.session_state.get("_cancelled", {}).get(key) == spec.key
 
 
-def cancellable_bar(key: str, sig: str, label: str, device: str, *, what: str = "points"):  # noqa: ANN201
+def cancellable_bar(key: str, sig: str, label: str, device: str, *, what: str = "points",  # noqa: ANN201
+                    predicted: float | None = None):
     """A progress bar with a Cancel button for the run ``sig`` under ``key``, or None when the user
     cancelled that run (a "Resume" box is shown instead). Returns (holder, progress) where
     ``progress(fraction, message)`` updates the bar with elapsed time and ETA and ``holder.empty()``
-    removes it. Shared by every long computation of the dashboard."""
+    removes it. With ``predicted`` (seconds, from :mod:`privcore.engine.cost`) the bar shows it
+    from the start and the ETA follows the cost model (:func:`privcore.engine.cost.eta`). Shared by
+    every long computation of the dashboard."""
     cancelled = st.session_state.setdefault("_cancelled", {})
     if cancelled.get(key) == sig:
         box = st.container(border=True)
@@ -90,7 +94,8 @@ def cancellable_bar(key: str, sig: str, label: str, device: str, *, what: str = 
         return None
     holder = st.empty()
     with holder.container(border=True):
-        bar = st.progress(0.0, text=f"{label} on {device}: starting...")
+        expected = "" if predicted is None else f" (expected about {fmt_seconds(predicted)})"
+        bar = st.progress(0.0, text=f"{label} on {device}: starting{expected}...")
         if st.button("Cancel", key=f"{key}_cancel", help=f"Stop now; finished {what} stay cached"):
             cancelled[key] = sig
             holder.empty()
@@ -100,18 +105,76 @@ def cancellable_bar(key: str, sig: str, label: str, device: str, *, what: str = 
     def progress(fraction: float, message: str) -> None:
         fraction = min(max(fraction, 0.0), 1.0)
         elapsed = time.perf_counter() - t0
-        eta = "estimating..." if fraction <= 0 else f"ETA {fmt_seconds(elapsed * (1 - fraction) / fraction)}"
+        if predicted is not None:
+            from privcore.engine.cost import eta as model_eta
+
+            eta = f"ETA {fmt_seconds(model_eta(predicted, fraction, elapsed))}"
+        else:
+            eta = "estimating..." if fraction <= 0 else f"ETA {fmt_seconds(elapsed * (1 - fraction) / fraction)}"
         bar.progress(fraction,
                      text=f"{label} on {device}: {message} · {fraction:.0%} · {fmt_seconds(elapsed)} elapsed · {eta}")
 
     return holder, progress
 
 
-def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bool = False):  # noqa: ANN001, ANN201
+def estimate_seconds(spec) -> float | None:  # noqa: ANN001 - SweepSpec
+    """Predicted seconds of computing what is not cached of ``spec`` (privcore's cost model), or
+    None when it cannot say (the run then reports the problem itself)."""
+    from privcore.engine.cost import estimate_spec
+
+    try:
+        return float(estimate_spec(spec).seconds)
+    except (ValueError, TypeError, RuntimeError, OSError):
+        return None
+
+
+def compute_approved(key: str, sig: str, label: str, predicted: float | None, device: str) -> bool:
+    """True when run ``sig`` may start: its estimate is at most the threshold, or the user clicked
+    "Compute (about N s)" for it. Otherwise shows that button (with the estimate) and returns False:
+    an expensive setting waits for an explicit click instead of starting on slider release."""
+    from privcore.engine.cost import THRESHOLD_SECONDS, threshold_seconds
+
+    approved = st.session_state.setdefault("_approved", {})
+    try:
+        limit = threshold_seconds()
+    except ValueError as err:
+        show_error(err)
+        limit = THRESHOLD_SECONDS
+    if predicted is None or predicted <= limit or approved.get(key) == sig:
+        return True
+    box = st.container(border=True)
+    box.info(f"{label}: this setting takes about {fmt_seconds(predicted)} to compute on {device} "
+             f"(more than {limit:g} s, so it waits for you). Finished points are cached: "
+             "coming back to it later is instant.")
+    if box.button(f"Compute (about {fmt_seconds(predicted)})", key=f"{key}_compute", type="primary"):
+        approved[key] = sig
+        box.empty()
+        return True
+    return False
+
+
+def show_previous(key: str) -> bool:
+    """Draw the last chart remembered under ``key`` when the new one was cancelled or waits for a
+    click, so Cancel keeps the previous chart (its title still names its own setting). Returns
+    whether there was one."""
+    from .display import show_figure
+
+    fig = st.session_state.get("_last_figures", {}).get(key)
+    if fig is None:
+        return False
+    st.caption("Previous chart, kept while the new setting is not computed (its title names its setting).")
+    show_figure(fig, key=f"{key}_previous")
+    return True
+
+
+def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bool = False,  # noqa: ANN001, ANN201
+                      ask: bool = True):
     """Run (or fetch) a sweep with a progress bar showing device, progress and ETA, and a Cancel button.
 
-    Returns the :class:`SweepResult`, or None when the run failed (shown inline) or was cancelled
-    (finished points stay cached; a "Resume" button continues). Results are memoised per session
+    Returns the :class:`SweepResult`, or None when the run failed (shown inline), was cancelled
+    (finished points stay cached; a "Resume" button continues) or waits for its "Compute (about
+    N s)" click: with ``ask`` (default) a run the cost model predicts above
+    :data:`privcore.engine.cost.THRESHOLD_SECONDS` starts only on that click (:func:`compute_approved`). Results are memoised per session
     and on disk, so repeating a spec is instant. Cancelling takes effect at the next progress
     update (at most 0.25 s apart, also inside a batch): the progress callback is where Streamlit
     can stop the script.
@@ -124,7 +187,13 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
         memo.move_to_end(sig)
         return memo[sig]
     device = device_text(spec.device)
-    box = cancellable_bar(key, sig, label, device, what="points")
+    if was_cancelled(spec, key):
+        cancellable_bar(key, sig, label, device, what="points")  # the Resume box
+        return None
+    predicted = estimate_seconds(spec)
+    if ask and not compute_approved(key, sig, label, predicted, device):
+        return None
+    box = cancellable_bar(key, sig, label, device, what="points", predicted=predicted)
     if box is None:
         return None
     holder, progress = box

@@ -47,6 +47,14 @@ class DataInfo:
     classes: int
     notes: tuple[str, ...] = ()
     image: bool = False
+    #: Training rows of each class 0..C-1 (full split), so that N under a class filter is the true one.
+    class_counts: tuple[int, ...] = ()
+
+    def train_rows(self, classes: int | None = None) -> int:
+        """Training rows the loader keeps with labels ``0..classes-1`` (all of them for None)."""
+        if classes is None or not self.class_counts or classes >= len(self.class_counts):
+            return self.n_train
+        return int(sum(self.class_counts[: max(int(classes), 0)]))
 
 
 def build_data_info(name: str, data_file: str | None = None, preprocess: str = "none",
@@ -56,8 +64,11 @@ def build_data_info(name: str, data_file: str | None = None, preprocess: str = "
 
     extra = dict(preprocess=preprocess, label_column=label_column) if name == "file" else {}
     ds = load_dataset(name, data_file=data_file, **extra)
+    import numpy as np
+
+    counts = tuple(int(c) for c in np.bincount(np.asarray(ds.y_train), minlength=int(ds.classes)))
     return DataInfo(name, int(ds.n), int(ds.x_test.shape[0]), int(ds.dim), int(ds.classes), tuple(ds.notes),
-                    name in ("mnist-5k", "mnist", "digits"))
+                    name in ("mnist-5k", "mnist", "digits"), counts)
 
 
 @dataclass(frozen=True)
@@ -110,9 +121,10 @@ class Setting:
     augment: bool = False
 
     def effective_n(self, info: DataInfo | None) -> int | None:
+        """The N the training set will have: the chosen N, else every training row of the kept classes."""
         if self.n is not None:
             return self.n
-        return info.n_train if info is not None else None
+        return info.train_rows(self.classes) if info is not None else None
 
 
 def setting_from_values(v: Mapping[str, Any]) -> Setting:
@@ -175,8 +187,8 @@ def setting_problems(side: SidebarSettings, s: Setting) -> tuple[list[str], list
         warnings.append("λ = auto chooses λ privately: 10 % of ε (and δ) pays for a noisy choice among 6 candidates "
                         "trained on 80 % of the data and scored on the rest; the release gets the other 90 %. It is "
                         "about 6× slower.")
-    if s.n is not None and side.info is not None and s.n > side.info.n_train:
-        warnings.append(augmentation_caveat(side.info.n_train, s.n, s.eps))
+    if s.n is not None and side.info is not None and s.n > side.info.train_rows(s.classes):
+        warnings.append(augmentation_caveat(side.info.train_rows(s.classes), s.n, s.eps))
     if s.dim is not None and side.info is not None and s.dim < side.info.dim:
         warnings.append(f"D = {s.dim} uses PCA fitted on the training split: a data-dependent step that the privacy "
                         "guarantee does not cover (fit it on public data to include it).")
@@ -204,7 +216,7 @@ def make_spec(side: SidebarSettings, s: Setting, *, epsilons: Sequence[float], v
     meths = tuple(methods if methods is not None else s.methods)
     if vary not in ("delta", "n"):  # methods that cannot run here are left out (setting_problems says why)
         meths = available_methods(s, s.effective_n(side.info), meths) or meths
-    augment = bool(s.augment or (s.n is not None and side.info is not None and s.n > side.info.n_train))
+    augment = bool(s.augment or (s.n is not None and side.info is not None and s.n > side.info.train_rows(s.classes)))
     return SweepSpec(
         data=side.data_spec(n=s.n, dim=s.dim, classes=s.classes, augment=augment),
         methods=meths, epsilons=tuple(float(e) for e in epsilons), delta=float(s.delta), budget=int(s.budget),

@@ -33,7 +33,8 @@ example changes one teacher; within distance d every gap ``n_i* - n_i`` moves by
 union bound lies between ``q_lo(d) = sum sf(g_i + 2d)`` and ``q_hi(d) = sum sf(max(g_i - 2d, 0))``
 (the plurality may change; both bounds still hold, see :func:`gnmax_logq_range`), and the local
 sensitivity at distance d is at most ``f(q_hi(d+1)) - f(q_lo(d+1))`` with f the non-decreasing cost.
-The beta-smooth sensitivity is ``max_d e^(-beta d) LS_d``, summed over the charged queries.
+The beta-smooth sensitivity is ``max_d e^(-beta d) LS_d`` over every distance d (a coarse grid of
+distances would not be beta-smooth), summed over the charged queries.
 Publishing the RDP at order lambda with Gaussian noise scaled by it (GNSS) costs
 ``lambda e^(2 beta)/sigma_s^2 + (beta lambda - log(1 - 2 lambda beta)/2)/(lambda - 1)`` more
 (Papernot et al. 2018, Theorem 23); the published number is shifted up by 2 sigma_s SS so that it
@@ -90,16 +91,33 @@ def gnmax_logq_range(votes: np.ndarray, sigma: float, dist: int) -> tuple[np.nda
     least n'_i* - n'_l >= g_l - 2d (l != i*) or 0 (l = i*), and at most g_l + 2d (l != i*) or 2d
     (l = i*; and then g_j* <= 2d). Summing sf over l != j* gives the bounds with gaps g_l +- 2d.
     """
+    return _range_from_gaps(_masked_gaps(votes), sigma, dist)
+
+
+def _masked_gaps(votes: np.ndarray) -> np.ndarray:
+    """g_i = n_i* - n_i per row, +inf at the plurality i* (its term drops out of every sum)."""
     v = np.asarray(votes, dtype=np.float64)
-    c = v.shape[-1]
     top = v.max(axis=-1, keepdims=True)
-    gaps = top - v
     first = ((v == top).cumsum(axis=-1) == 1) & (v == top)
+    return np.where(first, np.inf, top - v)
+
+
+def _range_from_gaps(gaps: np.ndarray, sigma: float, dist: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`gnmax_logq_range` from :func:`_masked_gaps` (the smooth-sensitivity loop reuses them)."""
     s = math.sqrt(2.0) * sigma
-    lo = np.where(first, -np.inf, log_ndtr(-(gaps + 2 * dist) / s))
-    hi = np.where(first, -np.inf, log_ndtr(-np.maximum(gaps - 2 * dist, 0.0) / s))
-    cap = math.log(1.0 - 1.0 / c)
-    return np.minimum(logsumexp(lo, axis=-1), cap), np.minimum(logsumexp(hi, axis=-1), cap)
+    cap = math.log(1.0 - 1.0 / gaps.shape[-1])
+    lo = log_ndtr(-(gaps + 2 * dist) / s)
+    hi = log_ndtr(-np.maximum(gaps - 2 * dist, 0.0) / s)
+    return np.minimum(_logsumexp_last(lo), cap), np.minimum(_logsumexp_last(hi), cap)
+
+
+def _logsumexp_last(x: np.ndarray) -> np.ndarray:
+    """log sum exp over the last axis (-inf entries allowed; all -inf gives -inf); plain numpy, as
+    the smooth-sensitivity loop calls it once per distance."""
+    top = x.max(axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return top[..., 0] + np.log(np.exp(x - top).sum(axis=-1))
 
 
 def _theorem6(logq: np.ndarray, sigma: float, order: float) -> tuple[np.ndarray, np.ndarray]:
@@ -207,31 +225,32 @@ class DataDependent:
     epsilon_published: float
 
 
-def _distance_grid(teachers: int) -> list[int]:
-    """Distances 0, 1, ..., 8 then growing by 25% up to ``teachers`` + 1 (the smooth-sensitivity grid)."""
-    out = list(range(min(9, teachers + 2)))
-    while out[-1] < teachers + 1:
-        out.append(min(teachers + 1, max(out[-1] + 1, int(out[-1] * 1.25))))
-    return out
-
-
 def _local_sensitivity_gnmax(votes: np.ndarray, sigma: float, order: float, beta: float, teachers: int) -> np.ndarray:
     """An upper bound [M] on each query's beta-smooth sensitivity of the GNMax cost at ``order``.
 
-    LS_d <= f(q_hi(d+1)) - f(q_lo(d+1)) is non-decreasing in d, so on a grid d_0 < d_1 < ... the
-    value e^(-beta d_k) LS_(d_(k+1) - 1) bounds e^(-beta d) LS_d for every d in [d_k, d_(k+1)).
+    With B_D(d) = f(q_hi(d+1)) - f(q_lo(d+1)) >= max LS over the histograms within d of D, the value
+    ``S(D) = max(max_{d < K} e^(-beta d) B_D(d), e^(-beta K) lambda/sigma^2)`` (K = 2 (T + 1) + 7/beta,
+    a constant) is at least LS(D) and is beta-smooth: one moved vote shifts every gap by at most 2,
+    so B_D(d) <= B_D'(d + 1), and B <= lambda/sigma^2 covers d >= K. Every distance is visited (a
+    coarser grid of distances, with e^(-beta d_k) B(d_(k+1) - 1) per interval, is an upper bound
+    but NOT beta-smooth, which GNSS's Theorem 23 needs; ``tests/accounting/test_pate_dd.py`` checks
+    smoothness on every histogram). A query leaves the loop once e^(-beta d) lambda/sigma^2 is below
+    its running maximum: nothing later can change its S.
     """
     m = votes.shape[0]
-    best = np.zeros(m)
     indep = order / sigma ** 2
-    grid = _distance_grid(teachers)
-    for d, nxt in zip(grid[:-1], grid[1:]):
+    cap = 2 * (teachers + 1) + math.ceil(7.0 / beta)  # the tail term is then at most e^-7 lambda/sigma^2
+    best = np.full(m, math.exp(-beta * cap) * indep)
+    active = np.arange(m)
+    gaps = _masked_gaps(votes)
+    for d in range(cap):
         weight = math.exp(-beta * d)
-        if m == 0 or weight * indep <= best.min():
+        active = active[weight * indep > best[active]]  # the others are final
+        if active.size == 0:
             break
-        lo, hi = gnmax_logq_range(votes, sigma, nxt)  # distance (nxt - 1) + 1
+        lo, hi = _range_from_gaps(gaps[active], sigma, d + 1)
         ls = dd_rdp(hi, sigma, order) - dd_rdp(lo, sigma, order)
-        best = np.maximum(best, weight * ls)
+        best[active] = np.maximum(best[active], weight * ls)
     return best
 
 

@@ -130,7 +130,7 @@ def run_deep_command(args: argparse.Namespace) -> int:
             print(f"{len(res.rows)} rows ({res.computed} computed, {res.cached} cached) in "
                   f"{time.perf_counter() - t0:.1f} s on {res.device}", file=sys.stderr)
             results.append(res)
-    except (DataUnavailableError, DataFileError, TrainingCancelled) as err:
+    except (DataUnavailableError, DataFileError, TrainingCancelled, RuntimeError) as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     if args.figure7 is not None:

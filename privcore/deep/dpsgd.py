@@ -69,11 +69,21 @@ def per_sample_grads(model: nn.Module, params: dict[str, torch.Tensor], buffers:
 
 
 def clip_and_sum(grads: dict[str, torch.Tensor], clip: float) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    """Sum over examples of each gradient scaled to norm at most ``clip``; also the norms [b]."""
+    """Sum over examples of each gradient scaled to norm at most ``clip``; also the norms [b].
+
+    An example whose gradient is not finite (NaN or inf, e.g. an overflow under autocast)
+    contributes zero: otherwise one example could turn the released sum into NaN, an influence that
+    no clipping bounds. Zeroing is a fixed per-example map, so each contribution keeps norm <= clip.
+    """
     sq = sum(g.reshape(g.shape[0], -1).pow(2).sum(dim=1) for g in grads.values())
     norms = sq.sqrt()
-    factor = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
-    return {k: torch.einsum("b,b...->...", factor, g) for k, g in grads.items()}, norms
+    finite = torch.isfinite(norms)
+    factor = torch.where(finite, torch.clamp(clip / norms.clamp_min(1e-12), max=1.0), torch.zeros_like(norms))
+
+    def kept(g: torch.Tensor) -> torch.Tensor:
+        return torch.where(finite.view(-1, *([1] * (g.dim() - 1))), g, torch.zeros_like(g))
+
+    return {k: torch.einsum("b,b...->...", factor, kept(g)) for k, g in grads.items()}, norms
 
 
 def add_noise(summed: dict[str, torch.Tensor], std: float, generator: torch.Generator) -> dict[str, torch.Tensor]:

@@ -23,7 +23,7 @@ import torch
 
 from ..device import make_generator, resolve_device
 from ..engine.cache import ResultCache, point_key
-from ..methods import get_method
+from ..methods import BASELINE, get_method
 from ..types import PrivacyBudget, Problem
 from .data import load_images
 from .dpsgd import SGDConfig, evaluate_model, train_dpsgd
@@ -34,7 +34,7 @@ from .spec import DeepRow, DeepSpec, check_row
 from .teachers import teacher_predictions, train_teachers, votes_from_predictions
 from .votes import dpsgd_methods, private_vote_accuracy, vote_methods, vote_problem
 
-__all__ = ["run_deep", "DeepResult", "missing_units", "deep_dir", "TrainingCancelled", "estimate_seconds"]
+__all__ = ["run_deep", "DeepResult", "missing_units", "deep_dir", "TrainingCancelled", "cached_rows"]
 
 ProgressFn = Callable[[float, str], None]
 
@@ -73,26 +73,51 @@ def missing_units(spec: DeepSpec, cache: ResultCache | None = None, data: ImageD
     if any(m in vote_methods() for m in spec.methods):
         need = [(m, e, b) for m in spec.methods if m in vote_methods() for e in spec.epsilons for b in spec.budgets]
         if any(store.get(point_key(spec.vote_point(*p), data.fingerprint), validate=check_row) is None for p in need):
-            if not _predictions_path(spec, data).is_file():
+            if not (store.enabled and _predictions_path(spec, data).is_file()):  # no cache: retrain
                 out.append(("teachers",))
     for m in spec.methods:
         if m in dpsgd_methods():
             for e in spec.epsilons:
                 if store.get(point_key(spec.dpsgd_point(m, e), data.fingerprint), validate=check_row) is None:
                     out.append(("dpsgd", m, e))
+    if spec.baseline and store.get(point_key(spec.baseline_point(), data.fingerprint), validate=check_row) is None:
+        out.append(("baseline",))
     return out
 
 
-def estimate_seconds(spec: DeepSpec, units: list[tuple], data: ImageData, throughput: dict[str, float]) -> float:
-    """Rough time of ``units`` from examples/s figures {"dpsgd": ..., "teachers": ...}."""
-    n = len(data.y_train)
-    total = 0.0
-    for u in units:
-        if u[0] == "teachers":
-            total += spec.teacher_epochs * (n // spec.teachers) * spec.teachers / throughput["teachers"]
+def cached_rows(spec: DeepSpec, cache: ResultCache | None = None) -> tuple[list[DeepRow], int]:
+    """(the rows of ``spec`` the cache holds, how many are missing): reads only, trains nothing."""
+    data = load_images(spec.dataset, spec.n_train, spec.n_test)
+    store = cache if cache is not None else ResultCache()
+    rows, missing = [], 0
+    for m in spec.methods:
+        for e in spec.epsilons:
+            if m in dpsgd_methods():
+                hit = store.get(point_key(spec.dpsgd_point(m, e), data.fingerprint), validate=check_row)
+                if hit is None:
+                    missing += len(spec.budgets)
+                else:
+                    base = DeepRow.from_dict(hit, cached=True)
+                    rows.extend(replace(base, budget=b) for b in spec.budgets)
+                continue
+            for b in spec.budgets:
+                hit = store.get(point_key(spec.vote_point(m, e, b), data.fingerprint), validate=check_row)
+                if hit is None:
+                    missing += 1
+                else:
+                    rows.append(DeepRow.from_dict(hit, cached=True))
+    if spec.baseline:
+        hit = store.get(point_key(spec.baseline_point(), data.fingerprint), validate=check_row)
+        if hit is not None:
+            rows.extend(_spread(DeepRow.from_dict(hit, cached=True), spec))
         else:
-            total += spec.epochs * n / throughput["dpsgd"]
-    return total
+            missing += 1
+    return rows, missing
+
+
+def _spread(base: DeepRow, spec: DeepSpec) -> list[DeepRow]:
+    """The non-private reference at every (epsilon, B) of ``spec``: a flat line."""
+    return [replace(base, epsilon=e, budget=b) for e in spec.epsilons for b in spec.budgets]
 
 
 def _predictions_path(spec: DeepSpec, data: ImageData) -> Path:
@@ -101,7 +126,7 @@ def _predictions_path(spec: DeepSpec, data: ImageData) -> Path:
 
 def _weights(spec: DeepSpec, units: list[tuple], n: int) -> list[float]:
     """Relative cost of each unit: a per-example gradient costs about 3 plain ones."""
-    return [spec.teacher_epochs * n if u[0] == "teachers" else 3.0 * spec.epochs * n for u in units]
+    return [3.0 * spec.epochs * n if u[0] == "dpsgd" else spec.teacher_epochs * n for u in units]
 
 
 def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
@@ -141,6 +166,12 @@ def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Call
             pred = teacher_predictions(model, params, data, device)
             save_checkpoint(_predictions_path(spec, data), {"tag": tag, "predictions": pred.to(torch.int16).cpu()})
             (ckpt_dir / f"{tag[:32]}.pt").unlink(missing_ok=True)
+        elif unit[0] == "baseline":
+            poll.message = "training the non-private reference"
+            row = _train_baseline(spec, data, device, ckpt_dir, poll, checkpoint_every, y_test)
+            key = point_key(spec.baseline_point(), data.fingerprint)
+            store.put(key, row.to_dict())
+            fresh[key] = row
         else:
             _, method, eps = unit
             poll.message = f"DP-SGD at ε = {eps:g}"
@@ -151,6 +182,12 @@ def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Call
         done += w
         poll(1.0, force=True)
     rows = _rows(spec, data, store, device, y_test, fresh)
+    if spec.baseline:
+        key = point_key(spec.baseline_point(), data.fingerprint)
+        stored = store.get(key, validate=check_row) if key not in fresh else None
+        base = fresh.get(key) or (DeepRow.from_dict(stored, cached=True) if stored is not None else None)
+        if base is not None:
+            rows.extend(_spread(base, spec))
     if progress is not None:
         progress(1.0, "done")
     new = sum(not r.cached for r in rows)
@@ -176,6 +213,23 @@ def _train_dpsgd(spec: DeepSpec, data: ImageData, method: str, eps: float, devic
                    len(data.y_test), acc, 0.0, 1, time.perf_counter() - t0, str(device),
                    noise_multiplier=float(scale.noise_multiplier), sigma=float(scale.sigma), steps=problem.steps,
                    formula=scale.formula)
+
+
+def _train_baseline(spec: DeepSpec, data: ImageData, device: torch.device, ckpt_dir: Path, poll: Poller,
+                    checkpoint_every: float, y_test: torch.Tensor) -> DeepRow:
+    """One non-private model on all training images (a single "teacher"), its test accuracy."""
+    t0 = time.perf_counter()
+    tag = point_key(spec.baseline_point(), data.fingerprint)
+    cfg = SGDConfig(spec.teacher_epochs, spec.teacher_batch, spec.teacher_lr, spec.momentum, spec.augment, amp=spec.amp)
+    params = train_teachers(_model_fn(spec, data, device), data, cfg, 1, spec.seed, device, batched=False,
+                            checkpoint=ckpt_dir / f"{tag[:32]}.pt", tag=tag, checkpoint_every=checkpoint_every,
+                            poll=poll)
+    model = _model_fn(spec, data, device)(make_generator(0, "unused", device=device))
+    acc = float((teacher_predictions(model, params, data, device)[0] == y_test).double().mean())
+    (ckpt_dir / f"{tag[:32]}.pt").unlink(missing_ok=True)
+    return DeepRow(spec.dataset, spec.model, BASELINE.name, 0.0, 0.0, 0, None, spec.accounting, len(data.y_train),
+                   len(data.y_test), acc, 0.0, 1, time.perf_counter() - t0, str(device),
+                   formula="non-private: the teachers' training on all images, no noise")
 
 
 def _rows(spec: DeepSpec, data: ImageData, store: ResultCache, device: torch.device, y_test: torch.Tensor,
@@ -221,6 +275,10 @@ def _rows(spec: DeepSpec, data: ImageData, store: ResultCache, device: torch.dev
 def _load_votes(spec: DeepSpec, data: ImageData, device: torch.device) -> torch.Tensor:
     tag = point_key(spec.teacher_point(), data.fingerprint)
     state = load_checkpoint(_predictions_path(spec, data), tag, device)
-    if state is None:
-        raise RuntimeError("the teachers' predictions are missing or unreadable: run again to retrain them")
-    return votes_from_predictions(state["predictions"].to(torch.int64), data.classes)
+    pred = None if state is None else state.get("predictions")
+    if (not isinstance(pred, torch.Tensor) or pred.shape != (spec.teachers, len(data.y_test))
+            or pred.dtype.is_floating_point or int(pred.min()) < 0 or int(pred.max()) >= data.classes):
+        _predictions_path(spec, data).unlink(missing_ok=True)  # not what we wrote: retrained next time
+        raise RuntimeError("the teachers' predictions file was missing or not valid and has been removed: run again "
+                           "to retrain the teachers")
+    return votes_from_predictions(pred.to(torch.int64), data.classes)

@@ -62,6 +62,9 @@ class DeepSpec:
     seed: int = 0
     device: str = "auto"
     physical_batch: int = 256
+    #: Also train one non-private model on all the training images (the teachers' settings): the
+    #: dashed reference line of the figures.
+    baseline: bool = True
 
     def __post_init__(self) -> None:
         from .votes import deep_methods
@@ -98,7 +101,7 @@ class DeepSpec:
             check_real(name, getattr(self, name), low=0.0, low_open=True)
         check_real("momentum", self.momentum, low=0.0, high=1.0, high_open=True)
         knobs.check("device", self.device)
-        for name in ("augment", "amp"):
+        for name in ("augment", "amp", "baseline"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
@@ -117,6 +120,10 @@ class DeepSpec:
         """Identity of the T teachers (non-private training, shared by every vote method)."""
         return {**self.common_point(), "kind": "teachers", "teachers": self.teachers, "epochs": self.teacher_epochs,
                 "batch_size": self.teacher_batch, "lr": self.teacher_lr}
+
+    def baseline_point(self) -> dict[str, Any]:
+        """Identity of the non-private reference model (one model, the teachers' settings, all images)."""
+        return {**self.teacher_point(), "kind": "baseline", "teachers": 1}
 
     def vote_point(self, method: str, epsilon: float, budget: int) -> dict[str, Any]:
         return {**self.teacher_point(), "kind": "votes", "method": method, "epsilon": epsilon, "delta": self.delta,

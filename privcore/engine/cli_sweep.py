@@ -100,10 +100,15 @@ def format_rows(rows: list[dict[str, Any]], fmt: str) -> str:
 def run_sweep_command(args: argparse.Namespace) -> int:
     """Build the spec (validation errors propagate as ValueError/TypeError -> exit 2) and run it."""
     from ..data import DataFileError, DataUnavailableError
-    from .runner import run_sweep
 
     data = DataSpec(name=args.dataset, data_file=args.data_file, n=args.n, dim=args.dim, classes=args.classes,
                     preprocess=args.preprocess, label_column=args.label_column)
+    if data.name == "file":  # a bad or hostile file is refused from its headers, before torch is imported
+        from ..data.userfile import load_user_file
+
+        load_user_file(data.data_file, data.label_column)
+    from .runner import run_sweep
+
     spec = SweepSpec(data=data, methods=args.methods, epsilons=args.epsilons, delta=args.delta, budget=args.budget,
                      lam=args.lam, teachers=args.teachers, batch_size=args.batch_size, epochs=args.epochs,
                      clip=args.clip, learning_rate=args.lr, accounting=args.accounting, repeats=args.repeats,

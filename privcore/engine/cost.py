@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -31,7 +32,7 @@ from ..methods.base import CostPart, data_work
 from ..types import Problem
 from .specs import LAM_AUTO_GRID, SweepSpec
 
-__all__ = ["DEFAULT_COEFFS", "THRESHOLD_SECONDS", "DataSizes", "Estimate", "estimate", "coefficients",
+__all__ = ["DEFAULT_COEFFS", "THRESHOLD_SECONDS", "threshold_seconds", "DataSizes", "Estimate", "estimate", "coefficients",
            "coefficients_path", "save_coefficients", "data_sizes", "plan_state", "estimate_spec", "eta"]
 
 #: Seconds per unit of work of each kind of piece: bench/bench_cost.py on the 2-core development machine
@@ -40,8 +41,26 @@ DEFAULT_COEFFS: dict[str, float] = {
     "fixed": 0.0, "data": 0.21, "eig": 0.27, "solve": 0.93, "perturbed": 2.58, "teachers": 0.81,
     "sgd": 1.99, "sgd_steps": 0.22, "student": 0.04, "answers": 0.06, "augment": 1.0,
 }
-#: Above this estimate the dashboard waits for an explicit "Compute" click.
-THRESHOLD_SECONDS = 10.0
+#: Above this estimate the dashboard waits for an explicit "Compute" click (the first view of
+#: mnist-5k, about 15 s cold on 2 loaded cores, starts by itself; lambda = 1e-6, lambda = auto or
+#: 50 DP-SGD epochs wait). ``PRIVCORE_COMPUTE_THRESHOLD_S`` changes it (see :func:`threshold_seconds`).
+THRESHOLD_SECONDS = 20.0
+
+
+def threshold_seconds() -> float:
+    """:data:`THRESHOLD_SECONDS`, or the environment variable ``PRIVCORE_COMPUTE_THRESHOLD_S``."""
+    text = os.environ.get("PRIVCORE_COMPUTE_THRESHOLD_S", "").strip()
+    if not text:
+        return THRESHOLD_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"environment variable PRIVCORE_COMPUTE_THRESHOLD_S must be a number of seconds >= 0, "
+                         f"got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"environment variable PRIVCORE_COMPUTE_THRESHOLD_S must be a number of seconds >= 0, "
+                         f"got {text!r}")
+    return value
 
 
 @dataclass(frozen=True)

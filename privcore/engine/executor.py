@@ -24,6 +24,7 @@ Dask is an optional extra (``requirements-cluster.txt``): this module imports it
 from __future__ import annotations
 
 import argparse
+import importlib
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -140,7 +141,7 @@ class DaskExecutor(Executor):
     def __init__(self, scheduler: str | None = None, workers: int = 2, *, threads: int = 1, processes: bool = True,
                  client: Any = None, retries: int = 2) -> None:
         try:
-            import distributed  # noqa: F401
+            importlib.import_module("distributed")  # only whether it is installed
         except ImportError:
             raise ValueError(DASK_MISSING) from None
         if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):

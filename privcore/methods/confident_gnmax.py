@@ -65,7 +65,8 @@ class ConfidentGNMax(TeacherVoteMethod):
     wins_when = ("Many teachers that agree and few queries; data-independently it pays for every query, so it rarely "
                  "beats the noisy vote of subsample-and-aggregate; abstentions count as wrong.")
     assumptions = ("Disjoint parts; one example changes one vote (histogram sensitivity sqrt 2, max 1); threshold "
-                   "0.8 T and sigma_1 = 3.75 sigma_2 as in PATE's MNIST setting; the guarantee covers B queries.")
+                   "0.8 T and sigma_1 = 3.75 sigma_2 as in PATE's MNIST setting; the guarantee covers B queries. PATE's "
+                   "data-dependent ε (lower when the teachers agree) is shown beside it, not as the guarantee.")
 
     def win_reason(self, s: WinContext) -> str:
         return (f"the Gaussian noisy argmax over T = {_fmt(s.teachers)} teachers, answering only confident queries, "

@@ -19,6 +19,8 @@ from privcore.accounting.pate import gnmax_epsilon
 from privcore.accounting.pate_dd import (
     ORDERS,
     confident_gnmax_data_dependent,
+    _local_sensitivity_gnmax,
+    _local_sensitivity_threshold,
     crossover_logq,
     dd_rdp,
     gnmax_logq,
@@ -179,3 +181,82 @@ def test_bad_inputs():
         confident_gnmax_data_dependent(np.ones((3, 2)), np.ones((1, 3), bool), 1.0, 2.0, 1.0, 5, 0.0)
     with pytest.raises(ValueError, match="order"):
         dd_rdp(np.array(-1.0), 1.0, 1.0)
+
+
+# ---------------------------------------------------------------- review: the smooth sensitivity itself
+
+
+def _neighbours(h):
+    """Histograms one teacher away (one vote moved from class a to class b)."""
+    for a in range(len(h)):
+        for b in range(len(h)):
+            if a != b and h[a] > 0:
+                g = list(h)
+                g[a] -= 1
+                g[b] += 1
+                yield tuple(g)
+
+
+def _exact_cost(h, sigma, lam):
+    return float(dd_rdp(np.array(float(gnmax_logq(np.array(h, dtype=float), sigma))), sigma, lam))
+
+
+@pytest.mark.parametrize("teachers,classes,sigma,lam", [(8, 3, 1.0, 4.0), (7, 4, 1.0, 3.0)])
+def test_gnmax_smooth_sensitivity_covers_the_exact_one_by_enumeration(teachers, classes, sigma, lam):
+    """Independent: every histogram's exact local sensitivity (max over its neighbours), the max of
+    it within distance d, weighted by e^(-beta d): the method's bound must be at least that."""
+    hs = [tuple(int(v) for v in h) for h in _histograms(teachers, classes)]
+    cost = {h: _exact_cost(h, sigma, lam) for h in hs}
+    ls = {h: max(abs(cost[h] - cost[g]) for g in _neighbours(h)) for h in hs}
+    beta = 0.4 / lam
+    for h in hs[::4]:
+        exact = max(math.exp(-beta * d) * max(ls[g] for g in hs if sum(max(x - y, 0) for x, y in zip(g, h)) <= d)
+                    for d in range(teachers + 1))
+        got = float(_local_sensitivity_gnmax(np.array([h], dtype=float), sigma, lam, beta, teachers)[0])
+        assert exact <= got * (1 + 1e-12) + 1e-15, (h, exact, got)
+
+
+@pytest.mark.parametrize("teachers,classes,sigma,lam", [(40, 2, 3.0, 6.0), (30, 3, 2.0, 4.0), (60, 2, 5.0, 20.0)])
+def test_smooth_sensitivity_is_beta_smooth(teachers, classes, sigma, lam):
+    """GNSS (Theorem 23) needs SS(D) <= e^beta SS(D') for every neighbour: checked on every histogram."""
+    hs = [tuple(int(v) for v in h) for h in _histograms(teachers, classes)]
+    index = {h: i for i, h in enumerate(hs)}
+    beta = 0.4 / lam
+    ss = _local_sensitivity_gnmax(np.array(hs, dtype=float), sigma, lam, beta, teachers)
+    top = np.array(hs).max(axis=1)
+    ss_check = _local_sensitivity_threshold(top, teachers, 0.7 * teachers, 3.75 * sigma, lam, beta)
+    for s in (ss, ss_check):
+        ratio = max(s[i] / s[index[g]] for i, h in enumerate(hs) for g in _neighbours(h) if s[index[g]] > 0)
+        assert ratio <= math.exp(beta) * (1 + 1e-9), ratio
+
+
+def _gnmax_output_probs(h, sigma):
+    """Exact Pr[argmax_i (h_i + N(0, sigma^2)) = i] by quadrature (no union bound)."""
+    x = np.linspace(min(h) - 12 * sigma, max(h) + 12 * sigma, 20001)
+    out = []
+    for i in range(len(h)):
+        f = norm.pdf(x, h[i], sigma)
+        for j in range(len(h)):
+            if j != i:
+                f = f * norm.cdf(x, h[j], sigma)
+        out.append(f.sum())
+    p = np.array(out)
+    return p / p.sum()
+
+
+@pytest.mark.parametrize("sigma", [1.0, 1.5])
+def test_three_class_gnmax_exact_divergences_are_covered(sigma):
+    """Three classes (the union bound is not exact): D_lam(M(D) || M(D')) on every neighbour, from
+    the exact output distributions, never exceeds the data-dependent bound at D."""
+    checked = 0
+    for h in [(12, 0, 0), (11, 1, 0), (10, 1, 1), (9, 2, 1), (8, 4, 0)]:
+        p = _gnmax_output_probs(h, sigma)
+        bound = {lam: float(dd_rdp(np.array(float(gnmax_logq(np.array(h, dtype=float), sigma))), sigma, lam))
+                 for lam in (2.0, 4.0, 8.0)}
+        for g in _neighbours(h):
+            pg = _gnmax_output_probs(g, sigma)
+            for lam, b in bound.items():
+                d = float(np.log(np.sum(p ** lam * pg ** (1 - lam)))) / (lam - 1)
+                assert d <= b * (1 + 1e-6) + 1e-12, (h, g, lam, d, b)
+                checked += 1
+    assert checked > 50

@@ -129,3 +129,65 @@ def test_cancel_checkpoints_then_resumes(tmp_path):
     assert load_checkpoint(tmp_path / "a.pt", "t", torch.device("cpu"))["step"] == 4
     resumed = _train(data, tmp_path)
     assert all(torch.equal(full[k], resumed[k]) for k in full)
+
+
+# ---------------------------------------------------------------- review: one step, end to end
+
+
+def test_a_non_finite_per_example_gradient_cannot_leak_through_the_sum():
+    """A NaN/inf gradient (an overflow, e.g. under bfloat16 autocast) must not make the released sum
+    NaN: that would reveal that this example was sampled, with no bound on its influence. The sum of
+    b examples clipped to ``clip`` has norm at most b clip whatever one example's gradient is."""
+    grads = {"w": torch.tensor([[3.0, 4.0], [float("nan"), 1.0], [float("inf"), 0.0]]),
+             "b": torch.tensor([[0.0], [2.0], [1.0]])}
+    summed, _ = clip_and_sum(grads, 1.0)
+    total = torch.cat([v.flatten() for v in summed.values()])
+    assert torch.isfinite(total).all()
+    assert float(total.norm()) <= 3 * 1.0 * (1 + 1e-6)
+    # the finite example is clipped as before: (3, 4, 0) / 5
+    only = clip_and_sum({k: v[:1] for k, v in grads.items()}, 1.0)[0]
+    assert torch.allclose(only["w"], torch.tensor([0.6, 0.8])) and float(only["b"]) == 0.0
+
+
+def _step_setup(n: int = 400, batch: int = 40):
+    from privcore.deep.dpsgd import dpsgd_step
+
+    data = _tiny_data(n, 4)
+    model = build_model("small-cnn", 1, 3, _gen(), size=8)
+    params = {k: v.detach().clone() for k, v in model.named_parameters()}
+    cfg = SGDConfig(epochs=1, batch_size=batch, physical_batch=7)
+    x_u8, y = torch.tensor(data.x_train), torch.as_tensor(data.y_train)
+    return dpsgd_step, model, params, cfg, data, x_u8, y
+
+
+def test_one_step_is_poisson_sampled_clipped_noised_and_scaled_by_the_expected_batch():
+    """dpsgd_step against an independent re-computation: the examples with u_i < q (u from the
+    sampling generator), each gradient clipped, the sum plus N(0, sigma^2) noise from the noise
+    generator, divided by q N (not by the drawn batch size)."""
+    dpsgd_step, model, params, cfg, data, x_u8, y = _step_setup()
+    n, clip, sigma = y.shape[0], 0.1, 0.7
+    gens = {"sample": _gen(11), "noise": _gen(12), "augment": _gen(13)}
+    got = dpsgd_step(model, params, {}, x_u8, y, data, cfg, clip, sigma, gens)
+    q = cfg.batch_size / n
+    chosen = torch.nonzero(torch.rand(n, generator=_gen(11)) < q).flatten()
+    assert chosen.numel() != cfg.batch_size  # the drawn batch differs from the expected one here
+    from privcore.deep.images import to_float
+    xb = to_float(x_u8[chosen], data.mean, data.std)
+    summed, _ = clip_and_sum(per_sample_grads(model, params, {}, xb, y[chosen]), clip)
+    noise_gen = _gen(12)
+    for k in params:  # the same key order as dpsgd_step draws its noise
+        want = (summed[k] + sigma * torch.randn(summed[k].shape, generator=noise_gen)) / (q * n)
+        assert torch.allclose(got[k], want, atol=1e-6, rtol=1e-4), k
+
+
+def test_sampling_rate_and_noise_scale_over_many_steps():
+    """Inclusion frequency q per example (independently: the batch size varies as Binomial(N, q))
+    and, with gradients clipped to ~0, the released gradient's spread sigma / (q N)."""
+    dpsgd_step, model, params, cfg, data, x_u8, y = _step_setup(n=200, batch=20)
+    n, q, sigma = 200, 0.1, 2.0
+    gens = {"sample": _gen(21), "noise": _gen(22), "augment": _gen(23)}
+    sizes = [int((torch.rand(n, generator=_gen(100 + s)) < q).sum()) for s in range(300)]
+    assert abs(np.mean(sizes) - q * n) < 1.0 and np.std(sizes) == pytest.approx(math.sqrt(n * q * (1 - q)), rel=0.2)
+    out = [dpsgd_step(model, params, {}, x_u8, y, data, cfg, 1e-9, sigma, gens) for _ in range(3)]
+    flat = torch.cat([torch.cat([v.flatten() for v in o.values()]) for o in out])
+    assert float(flat.std()) == pytest.approx(sigma / (q * n), rel=0.05)

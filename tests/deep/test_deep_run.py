@@ -15,7 +15,7 @@ from privcore.deep import fashion
 from privcore.deep.run import deep_dir, missing_units, run_deep
 from privcore.deep.spec import DeepRow, DeepSpec, check_row, figure7_specs
 from privcore.deep.votes import VoteContext, deep_methods, dpsgd_methods, private_vote_accuracy, vote_methods
-from privcore.methods import REGISTRY
+from privcore.methods import BASELINE, REGISTRY
 from privcore.types import Problem
 
 
@@ -46,7 +46,9 @@ def test_run_rows_cache_and_reuse(fake_fashion):
     spec = DeepSpec(**SMALL)
     assert spec.methods == deep_methods() and set(dpsgd_methods()) < set(deep_methods())
     first = run_deep(spec)
-    assert len(first.rows) == len(spec.methods) * 2 * 2 and first.computed == len(first.rows)
+    assert len(first.rows) == (len(spec.methods) + 1) * 2 * 2 and first.computed == len(first.rows)
+    ref = [r for r in first.rows if r.method == BASELINE.name]  # the non-private reference: one model, flat
+    assert len(ref) == 4 and len({r.accuracy_mean for r in ref}) == 1
     by = {(r.method, r.epsilon, r.budget): r for r in first.rows}
     for m in dpsgd_methods():  # one training per epsilon serves every B
         assert by[(m, 1.0, 1)].accuracy_mean == by[(m, 1.0, 10)].accuracy_mean
@@ -59,6 +61,25 @@ def test_run_rows_cache_and_reuse(fake_fashion):
     # Another B reuses the teachers and the DP-SGD models: nothing is trained.
     more = run_deep(replace(spec, budgets=(3,)))
     assert sum(not r.cached for r in more.rows) == len(vote_methods()) * 2
+    assert run_deep(replace(spec, baseline=False)).computed == 0
+
+
+def test_a_tampered_predictions_file_is_refused_then_retrained(fake_fashion):
+    from privcore.deep.loop import save_checkpoint
+    from privcore.deep.run import _predictions_path
+    from privcore.deep.data import load_images
+    from privcore.engine.cache import point_key
+
+    spec = DeepSpec(**{**SMALL, "methods": vote_methods()[:1], "epsilons": (1.0,), "baseline": False})
+    run_deep(spec)
+    data = load_images(spec.dataset, spec.n_train, spec.n_test)
+    path = _predictions_path(spec, data)
+    tag = point_key(spec.teacher_point(), data.fingerprint)
+    save_checkpoint(path, {"tag": tag, "predictions": torch.full((4, 60), 99, dtype=torch.int16)})
+    with pytest.raises(RuntimeError, match="not valid and has been removed"):
+        run_deep(replace(spec, budgets=(7,)))
+    assert not path.exists()
+    assert len(run_deep(replace(spec, budgets=(7,))).rows) == 1
 
 
 def test_cancel_keeps_finished_units(fake_fashion):
@@ -74,8 +95,8 @@ def test_cancel_keeps_finished_units(fake_fashion):
     with pytest.raises(TrainingCancelled):
         run_deep(spec, cancel=cancel)
     left = missing_units(spec)
-    assert 0 < len(left) < 3
-    assert len(run_deep(spec).rows) == 16
+    assert ("teachers",) not in left and ("dpsgd", dpsgd_methods()[0], 1.0) in left  # finished unit kept
+    assert len(run_deep(spec).rows) == 20
 
 
 def test_votes_go_through_the_registry_methods():
@@ -121,13 +142,24 @@ def test_cli_rows_and_bad_inputs(fake_fashion, capsys):
             "--teacher-epochs", "1", "--epsilons", "2", "--budget", "5", "--device", "cpu", "--format", "json"]
     assert main(args + ["--methods", ",".join(vote_methods())]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["method"] for r in rows] == list(vote_methods()) and rows[0]["n_train"] == 240
+    assert [r["method"] for r in rows] == list(vote_methods()) + [BASELINE.name] and rows[0]["n_train"] == 240
     for bad, what in ((["--dataset", "svhn"], "--dataset"), (["--model", "vgg"], "--model"),
                       (["--epsilons", "-1"], "epsilon"), (["--methods", "dpsgd,nope"], "unknown method"),
                       (["--teachers", "0"], "teachers"), (["--budget", "0"], "budget")):
         assert main(["deep"] + bad) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error:") and what in err and "\n" not in err, bad
+
+
+def test_cli_figure7_writes_both_panels(fake_fashion, tmp_path, capsys):
+    args = ["deep", "--n-train", "all", "--n-test", "all", "--teachers", "4", "--teacher-epochs", "1",
+            "--device", "cpu", "--methods", vote_methods()[0], "--figure7", str(tmp_path / "figs")]
+    assert main(args) == 0
+    a = (tmp_path / "figs" / "fig7a_fashion-mnist_small-cnn.csv").read_text().splitlines()
+    b = (tmp_path / "figs" / "fig7b_fashion-mnist_small-cnn.csv").read_text().splitlines()
+    assert a[0].startswith("dataset,model,method,epsilon") and len(a) == 1 + 2 * 5 and len(b) == 1 + 2 * 7
+    assert main(args + ["--epsilons", "1"]) == 2
+    assert "leave out --epsilons" in capsys.readouterr().err
 
 
 def test_cli_offline_cifar_is_one_line(tmp_path, monkeypatch, capsys):

@@ -1,0 +1,63 @@
+"""app_pages/deep_models.py (AppTest, the page on its own), on a small generated Fashion-MNIST folder."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+pytest.importorskip("streamlit")
+from apptest import APP, PAGES, run, texts  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("app_env")
+PAGE = str(PAGES / "deep_models.py")  # the page alone: it reads nothing from the shared sidebar
+
+
+@pytest.fixture()
+def tiny_preset(tmp_path, monkeypatch):
+    from privcore.deep import fashion
+    from privcore.deep.spec import PRESETS
+
+    rng = np.random.default_rng(0)
+    for split, k in (("train", 240), ("t10k", 60)):
+        y = np.arange(k) % 10
+        for kind, arr in (("images-idx3", rng.integers(0, 100, (k, 28, 28)) + 15 * y.reshape(-1, 1, 1)),
+                          ("labels-idx1", y)):
+            head = (2048 + arr.ndim).to_bytes(4, "big") + b"".join(int(s).to_bytes(4, "big") for s in arr.shape)
+            with gzip.open(tmp_path / f"{split}-{kind}-ubyte.gz", "wb") as fh:
+                fh.write(head + arr.astype(np.uint8).tobytes())
+    monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))
+    monkeypatch.setitem(PRESETS, "cpu-small", dict(model="small-cnn", n_train=None, n_test=None, epochs=1,
+                                                    batch_size=60, teachers=4, teacher_epochs=1, teacher_batch=30))
+
+
+def test_deep_page_computes_missing_points_and_draws_figure_7(tiny_preset):
+    at = run(PAGE, {}).run()
+    assert not at.exception
+    assert any("No GPU here" in t and "GPU job" in t for t in texts(at.info))
+    button = [b for b in at.button if b.key == "deep_compute"]
+    assert button and "missing points" in button[0].label
+    assert len(at.get("plotly_chart")) == 2  # empty charts before computing
+    button[0].click().run()
+    assert not at.exception, at.exception
+    assert not at.error, texts(at.error)
+    assert not [b for b in at.button if b.key == "deep_compute"]  # nothing missing any more
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_page_is_in_the_navigation():
+    import ast
+
+    tree = ast.parse(open(APP).read())
+    pages = [n for n in ast.walk(tree) if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "_PAGES"]
+    assert ("deep_models.py", "Deep models") in [tuple(ast.literal_eval(e))[:2] for e in pages[0].value.elts]
+
+
+def test_deep_page_without_the_data_says_which_package(tmp_path, monkeypatch):
+    from privcore.deep import fashion
+
+    monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))
+    at = run(PAGE, {}).run()
+    assert not at.exception
+    assert any("dataset-fashion-mnist" in t for t in texts(at.error))

@@ -1,0 +1,118 @@
+"""privcore/engine/cost.py: the time model behind "Compute (about N s)" and the dashboard's ETAs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from privcore.engine import cost
+from privcore.engine.runner import run_sweep
+from privcore.engine.specs import DataSpec, SweepSpec
+from privcore.methods import METHOD_NAMES, REGISTRY
+
+MNIST = cost.DataSizes(4000, 784, 10)
+BASE = SweepSpec(epsilons=(3.0,), delta=1e-5, repeats=20, device="cpu")
+
+
+def secs(spec: SweepSpec, **kw) -> float:
+    return cost.estimate(spec, MNIST, **kw).seconds
+
+
+def test_every_method_declares_its_cost():
+    for name in METHOD_NAMES:
+        assert cost.estimate(replace(BASE, methods=(name,), baseline=False), MNIST).seconds > 0, name
+        assert all(p.kind in cost.DEFAULT_COEFFS for p in REGISTRY[name].cost_parts(_problem(), 1, 20)), name
+
+
+def _problem():  # noqa: ANN202
+    from privcore.types import Problem
+
+    return Problem(n=4000, dim=784, classes=10, lam=1e-3)
+
+
+def test_the_expensive_knobs_cost_more():
+    base = secs(BASE)
+    assert secs(replace(BASE, lam=1e-6)) > 2 * base            # small lambda: more solver iterations
+    assert secs(replace(BASE, lam="auto")) > 2 * base          # six candidates per method
+    assert secs(replace(BASE, epochs=50)) > 2 * base           # DP-SGD trains 10x longer
+    assert secs(replace(BASE, repeats=100)) > secs(BASE)
+    assert secs(replace(BASE, data=DataSpec(n=1000))) < base
+    assert secs(replace(BASE, data=DataSpec(dim=50))) < base
+    curve = replace(BASE, epsilons=(0.1, 0.3, 1.0, 3.0, 10.0))
+    assert secs(curve) > base
+    # DP-SGD ignores lambda, only DP-SGD depends on the epochs
+    dp = replace(BASE, methods=("dpsgd",), baseline=False)
+    assert secs(replace(dp, lam=1e-6)) == pytest.approx(secs(dp))
+    ms = replace(BASE, methods=("model_sensitivity",), baseline=False)
+    assert secs(replace(ms, epochs=50)) == pytest.approx(secs(ms))
+
+
+def test_shared_pieces_are_counted_once_and_cached_points_cost_nothing():
+    one = secs(replace(BASE, methods=("subsample_aggregate",), baseline=False))
+    two = secs(replace(BASE, methods=("subsample_aggregate", "confident_gnmax"), baseline=False))
+    assert two < 2 * one                                       # the teachers are trained once for both
+    est = cost.estimate(BASE, MNIST, missing={})
+    assert est.seconds == 0 and set(est.jobs.values()) == {0.0}
+    half = cost.estimate(replace(BASE, epsilons=(1.0, 3.0)), MNIST, missing={(0, "loss_perturbation"): 1})
+    assert 0 < half.seconds < secs(replace(BASE, methods=("loss_perturbation",), epsilons=(1.0, 3.0)))
+    # pieces this process already holds (the live context) are not paid again
+    warm = cost.estimate(BASE, MNIST, warm={0: {("ctx", "data"), ("ctx", "eig"), ("np", 1e-3)}})
+    assert warm.seconds < secs(BASE)
+
+
+def test_variants_add_up_and_pure_dp_skips_dpsgd():
+    vary = replace(BASE, vary="n", values=(1000, 2000, 4000))
+    est = cost.estimate(vary, MNIST)
+    assert {vi for vi, _ in est.jobs} == {0, 1, 2}
+    assert secs(vary) > secs(BASE)
+    assert cost.estimate(replace(BASE, delta=0.0), MNIST).jobs[(0, "dpsgd")] == 0.0
+
+
+def test_plan_state_sees_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    spec = SweepSpec(data=DataSpec(name="synthetic"), methods=("model_sensitivity", "subsample_aggregate"),
+                     epsilons=(1.0,), delta=0.0, repeats=2, device="cpu")
+    before = cost.estimate_spec(spec)
+    assert before.seconds > 0
+    run_sweep(spec)
+    after = cost.estimate_spec(spec)
+    assert after.seconds == 0.0
+
+
+def test_eta_follows_the_model_then_the_observed_speed():
+    assert cost.eta(60.0, 0.0, 0.0) == 60.0
+    assert cost.eta(60.0, 0.5, 30.0) == pytest.approx(30.0)     # on schedule
+    assert cost.eta(60.0, 0.5, 60.0) == pytest.approx(60.0)     # twice as slow: twice the time left
+    assert cost.eta(60.0, 1.0, 70.0) == 0.0
+    assert cost.eta(60.0, 0.0, 90.0) == 0.0                     # over time, nothing measured yet
+
+
+def test_coefficients_file_and_threshold(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    assert cost.coefficients() == cost.DEFAULT_COEFFS
+    doubled = {k: 2 * v for k, v in cost.DEFAULT_COEFFS.items()}
+    cost.save_coefficients(doubled)
+    assert cost.coefficients() == doubled
+    assert cost.estimate(BASE, MNIST).seconds == pytest.approx(2 * cost.estimate(BASE, MNIST,
+                                                                                coeffs=cost.DEFAULT_COEFFS).seconds)
+    cost.coefficients_path().write_text(json.dumps({"coefficients": {"solve": "fast", "sgd": -1}}))
+    assert cost.coefficients() == cost.DEFAULT_COEFFS            # junk is ignored, never raised
+    cost.coefficients_path().write_text("{not json")
+    assert cost.coefficients() == cost.DEFAULT_COEFFS
+    monkeypatch.setenv("PRIVCORE_COMPUTE_THRESHOLD_S", "5")
+    assert cost.threshold_seconds() == 5.0
+    monkeypatch.setenv("PRIVCORE_COMPUTE_THRESHOLD_S", "soon")
+    with pytest.raises(ValueError, match="PRIVCORE_COMPUTE_THRESHOLD_S.*'soon'"):
+        cost.threshold_seconds()
+
+
+def test_runner_progress_is_weighted_by_the_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    spec = SweepSpec(data=DataSpec(name="synthetic"), methods=("model_sensitivity", "loss_perturbation"),
+                     epsilons=(1.0, 3.0), delta=0.0, repeats=2, device="cpu")
+    seen: list[float] = []
+    run_sweep(spec, progress=lambda f, m: seen.append(f))
+    assert seen[-1] == 1.0 and all(0.0 <= f <= 1.0 for f in seen)
+    assert seen == sorted(seen)                                   # never goes backwards

@@ -1,0 +1,49 @@
+"""ui/controls.py: typed values beside the sliders (AppTest of the Explore page; synthetic data,
+2 repetitions, 1 DP-SGD epoch)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+from apptest import APP, run, texts  # noqa: E402
+
+FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0", "eps_max": "10.0"}
+
+pytestmark = pytest.mark.usefixtures("app_env")
+
+
+def test_typed_values_set_the_slider_and_the_url():
+    at = run(APP, FAST).run()
+    assert not at.exception, at.exception
+    keys = {ni.key for ni in at.number_input}
+    assert {"t:eps", "t:delta", "t:budget", "t:n", "t:teachers", "t:lam", "t:lr", "t:clip", "t:epochs",
+            "t:batch_size"} <= keys
+    at.number_input(key="t:eps").set_value(8.0).run()
+    at.number_input(key="t:budget").set_value(250).run()
+    at.number_input(key="t:delta").set_value(2.5e-7).run()
+    assert not at.exception, at.exception
+    assert at.select_slider(key="w:eps").value == 8.0 and at.query_params["eps"] == "8.0"
+    assert at.select_slider(key="w:budget").value == 250 and at.query_params["budget"] == "250"
+    assert at.query_params["delta"] == "2.5e-07"
+    assert any("B = 250" in t for t in texts(at.subheader))       # the computed setting uses it
+    # moving the slider rewrites the box
+    at.select_slider(key="w:eps").set_value(30.0).run()
+    assert at.number_input(key="t:eps").value == 30.0
+    # lambda and DP-SGD's learning rate (exposed here) take typed values too
+    at.number_input(key="t:lam").set_value(2e-4).run()
+    at.number_input(key="t:lr").set_value(3.5).run()
+    assert not at.exception, at.exception
+    assert at.query_params["lam"] == "0.0002" and at.select_slider(key="w:lam").value == 2e-4
+    assert at.query_params["lr"] == "3.5"
+
+
+def test_out_of_range_values_are_refused_with_the_range():
+    at = run(APP, FAST).run()
+    at.number_input(key="t:eps").set_value(1e6).run()
+    assert not at.exception
+    msgs = [t for t in texts(at.warning) if "ignored" in t]
+    assert msgs and "10,000" in msgs[0] and "1,000,000" in msgs[0]
+    assert at.query_params.get("eps") is None                   # still the default
+    at.number_input(key="t:n").set_value(10**6).run()           # synthetic data cannot grow
+    assert any("N must be at most" in t for t in texts(at.warning))

@@ -1,0 +1,36 @@
+"""ui/progress.py: an expensive setting waits for "Compute (about N s)", and a chart that is not
+recomputed keeps the previous one (AppTest of the Explore page, synthetic data)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+from apptest import APP, run, texts  # noqa: E402
+
+FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0", "eps_max": "10.0"}
+
+pytestmark = pytest.mark.usefixtures("app_env")
+
+
+def test_expensive_settings_wait_for_compute_and_the_previous_chart_stays(monkeypatch):
+    at = run(APP, FAST).run()
+    assert not at.exception and len(at.get("plotly_chart")) == 1
+    monkeypatch.setenv("PRIVCORE_COMPUTE_THRESHOLD_S", "0")       # everything counts as expensive now
+    at.number_input(key="t:eps").set_value(7.0).run()
+    assert not at.exception, at.exception
+    compute = [b for b in at.button if b.label.startswith("Compute (about")]
+    assert compute, [b.label for b in at.button]
+    assert any("takes about" in t and "waits for you" in t for t in texts(at.info))
+    assert not [t for t in texts(at.success) if "Recommended" in t]           # nothing ran
+    assert any("Previous chart" in t for t in texts(at.caption)) and len(at.get("plotly_chart")) == 1
+    compute[0].click().run()                                                   # the current setting
+    assert any("ε = 7" in t for t in texts(at.subheader)), texts(at.subheader)
+    curve = [b for b in at.button if b.label.startswith("Compute (about")]    # the curve asks in turn
+    assert curve and len(at.get("plotly_chart")) == 1
+    curve[0].click().run()
+    assert not [b for b in at.button if b.label.startswith("Compute (about")]
+    assert not any("Previous chart" in t for t in texts(at.caption))
+    monkeypatch.setenv("PRIVCORE_COMPUTE_THRESHOLD_S", "1000")
+    at.number_input(key="t:eps").set_value(4.0).run()                           # cheap: starts by itself
+    assert not [b for b in at.button if b.label.startswith("Compute (about")]

@@ -1,0 +1,99 @@
+"""The Deep models page's logic: which preset this device can run, cached rows, computing with a bar.
+
+The page (app_pages/deep_models.py) only arranges these. Nothing here trains unless the user asks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from .progress import cancellable_bar, device_text
+
+__all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "compute", "gpu_work_text", "panel_rows"]
+
+#: What each preset trains, for the page's text (plain numbers from privcore.deep.spec.PRESETS).
+PRESET_LABELS = {"cpu-small": "Small CNN on 5,000 Fashion-MNIST images (CPU, about a minute)",
+                 "paper": "ResNet-20 (GroupNorm) on all images, the paper's settings (GPU)"}
+
+
+def device_kind() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def preset_choices() -> list[str]:
+    """Presets offered here: the small one everywhere, the paper's only with a GPU."""
+    from privcore.deep.spec import PRESETS
+
+    return [p for p in PRESETS if p == "cpu-small" or device_kind() == "cuda"]
+
+
+def figure_specs(preset: str, dataset: str) -> tuple[Any, Any] | None:
+    from privcore.deep.spec import figure7_specs
+
+    try:
+        return figure7_specs(preset, dataset=dataset)
+    except (ValueError, TypeError) as err:
+        st.error(str(err))
+        return None
+
+
+def cached(spec) -> tuple[list[dict], int] | None:  # noqa: ANN001
+    """(rows as dicts, missing count) from the cache, or None after showing why the data are unavailable."""
+    from privcore.data.errors import DataFileError, DataUnavailableError
+    from privcore.deep.run import cached_rows
+
+    try:
+        rows, missing = cached_rows(spec)
+    except (DataUnavailableError, DataFileError, ValueError) as err:
+        st.error(" ".join(str(err).split()))
+        return None
+    return [dict(r.to_dict(), classes=10) for r in rows], missing
+
+
+def panel_rows(rows: list[dict], budget: int | None = None) -> list[dict]:
+    return [r for r in rows if budget is None or r["budget"] == budget]
+
+
+def compute(specs, key: str) -> bool:  # noqa: ANN001
+    """Run the specs with one progress bar (device, ETA) and Cancel; True when everything finished."""
+    from privcore.data.errors import DataFileError, DataUnavailableError
+    from privcore.deep.run import TrainingCancelled, run_deep
+
+    sig = "|".join(s.to_json() for s in specs)
+    box = cancellable_bar(key, sig, "Training", device_text("auto"), what="trainings")
+    if box is None:
+        return False
+    holder, progress = box
+    try:
+        for i, spec in enumerate(specs):
+            part = lambda f, m, i=i: progress((i + f) / len(specs), m)  # noqa: E731
+            run_deep(spec, progress=part)
+    except TrainingCancelled:
+        holder.empty()
+        st.info("Cancelled; finished trainings are cached and the one in progress resumes from its checkpoint.")
+        return False
+    except (DataUnavailableError, DataFileError, ValueError, RuntimeError) as err:
+        holder.empty()
+        st.error(" ".join(str(err).split()))
+        return False
+    holder.empty()
+    return True
+
+
+def gpu_work_text(dataset: str) -> str:
+    """What the paper preset trains (counts, not a measured time: no GPU has run it yet)."""
+    from privcore.deep.spec import FIG7_EPSILONS, PRESETS
+
+    p = PRESETS["paper"]
+    n = 60_000 if dataset == "fashion-mnist" else 50_000
+    dp = len(FIG7_EPSILONS) * p["epochs"] * n
+    teach = p["teacher_epochs"] * (n // p["teachers"]) * p["teachers"]
+    return (f"The paper's settings (ResNet-20, {n:,} images, DP-SGD {p['epochs']} epochs at {len(FIG7_EPSILONS)} "
+            f"epsilons, {p['teachers']} teachers × {p['teacher_epochs']} epochs) need {dp / 1e6:.0f} million "
+            f"per-example gradients and {teach / 1e6:.0f} million ordinary ones: a GPU job (bench/figure7_deep.sh). "
+            f"At the ~50 examples/s of one CPU core for ResNet-20 per-example gradients that would take about "
+            f"{dp / 50 / 86400:.0f} days; its GPU time has not been measured yet.")
