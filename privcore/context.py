@@ -68,8 +68,7 @@ class TrainContext:
             raise ValueError(f"problem (n={problem.n}, dim={problem.dim}, classes={problem.classes}) does not match "
                              f"the data set (n={ds.n}, dim={ds.dim}, classes={ds.classes})")
         device = torch.device(device)  # a name ("cpu", "cuda:0") or a device
-
-        on_cpu = torch.device(device).type == "cpu"
+        on_cpu = device.type == "cpu"
 
         def t(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
             if on_cpu and a.dtype == {torch.float32: np.float32, torch.int64: np.int64}.get(dtype):
