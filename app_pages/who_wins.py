@@ -13,7 +13,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from ui import controls, display, progress, setting, sidebar, state, userdata
+from privcore.inverse import score_rows
+from ui import controls, display, inverse, progress, setting, sidebar, state, userdata
 from ui.caption import add_caption, rows_n, settings_of
 from ui.export import export_buttons
 from ui.figures import format_number, winner_map_figure
@@ -36,6 +37,7 @@ with c2:
     eps_list = sorted(st.multiselect("ε values (columns)", list(EPS_CHOICES), key=eps_key, format_func=format_number))
 eps_list = state.commit("map_eps", eps_list)
 methods = controls.methods_select()
+answered_only = inverse.answered_only_toggle()  # default off: abstentions count as wrong
 s = replace(controls.current_setting(), delta=float(delta), methods=tuple(methods))
 n_checked, n_note = setting.checked_n(side.info, s.n)  # N comes from the URL here: same rule as the N slider
 if n_note:
@@ -63,7 +65,7 @@ res_b = progress.run_with_progress(spec_b, key="map_b", label="Map ε × B") if 
 if res_b is None and spec_b is not None:
     progress.show_previous("fig_map_b")  # cancelled or waiting for its Compute click
 if res_b is not None:
-    fig_b = winner_map_figure(res_b.rows, "epsilon", "budget",
+    fig_b = winner_map_figure(score_rows(res_b.rows, answered_only), "epsilon", "budget",
                               title=f"Best method over ε and B (δ = {format_number(delta)}, N = "
                                     f"{rows_n(res_b.rows) or n_eff:,})")
     add_caption(fig_b, settings_of(spec_b, res_b.rows, dataset=userdata.dataset_label(side)))
@@ -94,7 +96,7 @@ res_n = progress.run_with_progress(spec_n, key="map_n", label="Map ε × N") if 
 if res_n is None and spec_n is not None:
     progress.show_previous("fig_map_n")
 if res_n is not None:
-    fig_n = winner_map_figure(res_n.rows, "epsilon", "n",
+    fig_n = winner_map_figure(score_rows(res_n.rows, answered_only), "epsilon", "n",
                               title=f"Best method over ε and N (δ = {format_number(delta)}, B = {s.budget:,})")
     add_caption(fig_n, settings_of(spec_n, res_n.rows, dataset=userdata.dataset_label(side)))
     display.show_figure(fig_n, key="fig_map_n")

@@ -5,10 +5,16 @@ small preset end to end.
     python bench/bench_deep.py --device cuda --batch 600            # on a GPU
     python bench/bench_deep.py --skip-preset --models resnet20      # one part only
 
-1. DP-SGD step throughput (examples/s) on one fixed batch: ours (torch.func vmap(grad) with
-   functional_call, clip, sum, Gaussian noise, momentum step) against Opacus' GradSampleModule with
-   its standard hooks (forward, backward, per-sample gradients from ``grad_sample``, the same clip,
-   noise and step), same model, batch and device, interleaved round by round; medians.
+1. DP-SGD step throughput (examples/s) on one fixed batch: ours by book-keeping ghost clipping
+   (``ghost``: one forward and one backward pass, per-layer norms, no per-example gradients of the
+   model) and by torch.func (``torch_func``: vmap(grad) with functional_call), each with clip, sum,
+   Gaussian noise and momentum step, against Opacus' GradSampleModule with its standard hooks
+   (forward, backward, per-sample gradients from ``grad_sample``, the same clip, noise and step),
+   same model, batch and device, interleaved round by round; medians. ``non_private`` (forward and
+   backward of the summed loss and the momentum step, no clipping or noise) is the floor that no
+   per-example clipping can beat. ``--channels-last`` adds
+   the ghost step with channels-last input and weights. (torch.compile of the forward is not
+   offered: it breaks the forward hooks that ghost clipping records layer outputs with.)
 2. S&A teachers: T = 16 teachers, one epoch each, trained vmapped (stack_module_state + vmap) and
    one by one; examples/s (medians of interleaved rounds).
 3. The ``cpu-small`` preset's Figure 7 (both panels) end to end in a fresh cache.
@@ -34,6 +40,7 @@ import torch  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
 from privcore.deep.dpsgd import SGDConfig, add_noise, clip_and_sum, per_sample_grads, scale  # noqa: E402
+from privcore.deep.ghost import ghost_clip_and_sum  # noqa: E402
 from privcore.deep.images import ImageData  # noqa: E402
 from privcore.deep.loop import momentum_step  # noqa: E402
 from privcore.deep.models import build_model  # noqa: E402
@@ -55,7 +62,7 @@ def _gen(seed: int, device: torch.device) -> torch.Generator:
 
 
 def dpsgd_throughput(model_name: str, channels: int, size: int, batch: int, rounds: int, device: torch.device,
-                     steps: int) -> dict:
+                     steps: int, channels_last: bool = False) -> dict:
     x = torch.randn(batch, channels, size, size, generator=_gen(1, device), device=device)
     y = torch.randint(0, 10, (batch,), generator=_gen(2, device), device=device)
     clip, sigma, lr = 1.0, 1.0, 0.05
@@ -68,6 +75,32 @@ def dpsgd_throughput(model_name: str, channels: int, size: int, batch: int, roun
     def ours() -> None:
         summed, _ = clip_and_sum(per_sample_grads(ours_model, params, {}, x, y), clip)
         momentum_step(params, scale(add_noise(summed, sigma * clip, noise_gen), batch), buf, lr, 0.9)
+
+    g_params = {k: v.detach().clone() for k, v in ours_model.named_parameters()}
+    g_buf = {k: torch.zeros_like(v) for k, v in g_params.items()}
+    g_gen = _gen(3, device)
+
+    def ghost_step(model: torch.nn.Module, xin: torch.Tensor, p: dict, b: dict, gen: torch.Generator) -> None:
+        summed, _ = ghost_clip_and_sum(model, p, {}, xin, y, clip)
+        momentum_step(p, scale(add_noise(summed, sigma * clip, gen), batch), b, lr, 0.9)
+
+    variants = {"ghost": lambda: ghost_step(ours_model, x, g_params, g_buf, g_gen)}
+
+    np_params = {k: v.detach().clone().requires_grad_(True) for k, v in ours_model.named_parameters()}
+    np_buf = {k: torch.zeros_like(v) for k, v in np_params.items()}
+
+    def non_private() -> None:  # the floor: one forward and backward of the summed loss, no clipping or noise
+        loss = F.cross_entropy(torch.func.functional_call(ours_model, np_params, (x,)), y, reduction="sum")
+        grads = torch.autograd.grad(loss, list(np_params.values()))
+        with torch.no_grad():
+            momentum_step(np_params, {k: g / batch for k, g in zip(np_params, grads)}, np_buf, lr, 0.9)
+
+    if channels_last:
+        cl_params = {k: (v.detach().clone().contiguous(memory_format=torch.channels_last) if v.dim() == 4
+                         else v.detach().clone()) for k, v in ours_model.named_parameters()}
+        cl_buf = {k: torch.zeros_like(v) for k, v in cl_params.items()}
+        x_cl, cl_gen = x.contiguous(memory_format=torch.channels_last), _gen(3, device)
+        variants["ghost_channels_last"] = lambda: ghost_step(ours_model, x_cl, cl_params, cl_buf, cl_gen)
 
     from opacus import GradSampleModule
 
@@ -92,11 +125,12 @@ def dpsgd_throughput(model_name: str, channels: int, size: int, batch: int, roun
                 b.mul_(0.9).add_(noisy)
                 p.sub_(lr * b)
 
-    times: dict[str, list[float]] = {"torch_func": [], "opacus": []}
-    for fn in (ours, opacus):  # warm-up
+    fns = {**variants, "torch_func": ours, "opacus": opacus, "non_private": non_private}
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for fn in fns.values():  # warm-up
         fn()
     for _ in range(rounds):
-        for name, fn in (("torch_func", ours), ("opacus", opacus)):
+        for name, fn in fns.items():
             _sync(device)
             t0 = time.perf_counter()
             for _ in range(steps):
@@ -105,7 +139,7 @@ def dpsgd_throughput(model_name: str, channels: int, size: int, batch: int, roun
             times[name].append((time.perf_counter() - t0) / steps)
     med = {k: statistics.median(v) for k, v in times.items()}
     return {"model": model_name, "batch": batch, "examples_per_s": {k: batch / v for k, v in med.items()},
-            "ratio_ours_over_opacus": med["opacus"] / med["torch_func"]}
+            "ratio_over_opacus": {k: med["opacus"] / v for k, v in med.items() if k != "opacus"}}
 
 
 def teachers_throughput(model_name: str, channels: int, size: int, teachers: int, per_teacher: int, batch: int,
@@ -167,6 +201,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--skip-preset", action="store_true")
     p.add_argument("--skip-teachers", action="store_true")
+    p.add_argument("--channels-last", action="store_true", help="also time the ghost step in channels-last")
     args = p.parse_args()
     device = resolve_device(args.device)
     gpu = device.type == "cuda"
@@ -177,7 +212,8 @@ def main() -> None:
         size, channels = (32, 3) if name == "resnet20" else (28, 1)
         b = batch if (gpu or name == "small-cnn") else min(batch, 32)
         steps = 1 if (name == "resnet20" and not gpu) else 3
-        out["dpsgd"].append(dpsgd_throughput(name, channels, size, b, args.rounds, device, steps))
+        out["dpsgd"].append(dpsgd_throughput(name, channels, size, b, args.rounds, device, steps,
+                                             args.channels_last))
         print(json.dumps(out["dpsgd"][-1]), file=sys.stderr)
         if not args.skip_teachers:
             per = 600 if gpu else (64 if name == "resnet20" else 256)

@@ -53,3 +53,15 @@ def test_who_wins_at_n_below_the_dpsgd_batch_still_maps_the_others():
     assert not at.error, texts(at.error)
     assert any("DP-SGD is left out" in w for w in texts(at.warning)), texts(at.warning)
     assert len(at.get("plotly_chart")) >= 1                    # the epsilon x B map, without DP-SGD
+
+
+def test_who_wins_offers_the_answered_only_scoring_and_keeps_it_in_the_url():
+    at = app(map_eps="[3.0]", methods='["confident_gnmax","subsample_aggregate"]', teachers="40").run()
+    at.switch_page("app_pages/who_wins.py").run()
+    assert not at.exception, at.exception
+    before = [f.proto.spec for f in at.get("plotly_chart")]
+    at.toggle(key="w:answered_only").set_value(True).run()
+    assert not at.exception, at.exception
+    assert at.query_params["answered_only"] == "true"
+    after = [f.proto.spec for f in at.get("plotly_chart")]
+    assert len(after) == 2 and after != before  # Confident-GNMax abstains here: its scores change

@@ -124,3 +124,14 @@ def test_winner_map_marks_chance_cells():
     fig = winner_map_figure(rows, "epsilon", "budget")
     texts = [t for row in fig.data[0].text for t in row]
     assert any(t.startswith("≈ chance") for t in texts) and any(t.startswith("Model sens.") for t in texts)
+
+
+@pytest.mark.parametrize("newcomer", ["pate_student", "confident_gnmax", "sparse_vector"])
+def test_a_method_added_after_the_paper_can_be_recommended_with_its_reason(newcomer):
+    # issue 10: the recommendation may pick one of the newer methods when it is best (B = 1,000, delta > 0)
+    rows = [row("dpsgd", 0.40, 0.02, delta=1e-5, budget=1000), row("subsample_aggregate", 0.30, 0.02, delta=1e-5, budget=1000),
+            row(newcomer, 0.70, 0.02, delta=1e-5, budget=1000)]
+    rec = recommend(rows)
+    assert rec.winner == newcomer and rec.significant
+    assert rec.reason and rec.reason.endswith(".")
+    assert newcomer not in rec.summary  # the label is shown, never the code name

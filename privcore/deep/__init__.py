@@ -2,7 +2,8 @@
 
 One small module per concern: ``images`` (the container, augmentation), ``fashion`` and ``cifar``
 (the readers), ``data`` (by name), ``models`` (GroupNorm ResNet-20, small CNN), ``dpsgd``
-(per-example gradients with torch.func, clip, noise, scale), ``teachers`` (T teachers, vmapped or
+(clipped sums, noise, scale, the training loop), ``ghost`` (book-keeping ghost clipping: the
+clipped sum from one backward pass; ``torch.func`` per-example gradients are the fallback), ``teachers`` (T teachers, vmapped or
 one by one), ``votes`` (the registry's teacher-vote methods over their votes), ``loop``
 (schedule, momentum, checkpoints), ``spec`` (DeepSpec, presets, DeepRow), ``run`` (run_deep),
 ``cli`` (``python -m privcore deep``). Nothing here imports torchvision.

@@ -10,7 +10,10 @@ steps = ceil(epochs N / batch_size). Momentum and the learning-rate schedule act
 noisy gradients only (post-processing).
 
 Per-example gradients: ``vmap(grad(loss))`` over the examples of a physical batch with
-``functional_call`` (GroupNorm keeps examples independent). Sampling, noise and augmentation draw
+``functional_call`` (GroupNorm keeps examples independent), or, for models made of Linear, Conv2d
+and GroupNorm layers only, book-keeping ghost clipping (:mod:`privcore.deep.ghost`: the same clipped
+sum from one backward pass, without per-example gradients of the whole model); ``SGDConfig.clipping``
+chooses ("auto": ghost for the project's ResNet-20 and small CNN). Sampling, noise and augmentation draw
 from three generators on the model's device; with them the state checkpointed every
 ``checkpoint_every`` seconds (:mod:`privcore.deep.loop`) resumes to the same result.
 """
@@ -29,12 +32,18 @@ from torch.func import functional_call, grad, vmap
 from torch.nn import functional as F
 
 from ..device import make_generator
+from .ghost import ghost_clip_and_sum, supports_ghost
 from .images import ImageData, augment_batch, to_float
+from .models import ResNet20, SmallCNN
 from .loop import (generator_states, load_checkpoint, lr_at, momentum_step, restore_generators,
                    save_checkpoint)
 
-__all__ = ["SGDConfig", "per_sample_grads", "clip_and_sum", "add_noise", "scale", "dpsgd_step", "train_dpsgd",
+__all__ = ["SGDConfig", "CLIPPING_METHODS", "per_sample_grads", "clip_and_sum", "clipped_sum", "add_noise", "scale",
+           "dpsgd_step", "train_dpsgd",
            "evaluate_model"]
+
+
+CLIPPING_METHODS = ("auto", "ghost", "torch-func")
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,11 @@ class SGDConfig:
     physical_batch: int = 256
     lr_drops: int = 3
     amp: bool = False  # bfloat16 autocast on CUDA (an option; not measured without a GPU)
+    clipping: str = "auto"  # one of CLIPPING_METHODS: how the clipped sum is computed (same result)
+
+    def __post_init__(self) -> None:
+        if self.clipping not in CLIPPING_METHODS:
+            raise ValueError(f"clipping must be one of {', '.join(CLIPPING_METHODS)}, got {self.clipping!r}")
 
     def steps(self, n: int) -> int:
         """ceil(epochs n / batch_size): the number of steps the accountant composes."""
@@ -86,6 +100,27 @@ def clip_and_sum(grads: dict[str, torch.Tensor], clip: float) -> tuple[dict[str,
     return {k: torch.einsum("b,b...->...", factor, kept(g)) for k, g in grads.items()}, norms
 
 
+def clipped_sum(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor],
+                x: torch.Tensor, y: torch.Tensor, clip: float, method: str = "auto", amp: bool = False
+                ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """The clipped sum and the norms [b] of the examples (x, y), by ``method`` (see ``SGDConfig.clipping``):
+    "ghost" (:func:`privcore.deep.ghost.ghost_clip_and_sum`), "torch-func" (:func:`per_sample_grads`
+    then :func:`clip_and_sum`), "auto" (ghost for this project's ResNet-20 and small CNN, else torch-func)."""
+    if method not in CLIPPING_METHODS:
+        raise ValueError(f"clipping must be one of {', '.join(CLIPPING_METHODS)}, got {method!r}")
+    # "auto": ghost only for the project's own models, whose forward passes are tested against a naive
+    # loop (ghost norms would be too small for a forward that used a layer's weight outside its call).
+    ghost_ok = supports_ghost(model) and (method == "ghost" or isinstance(model, (ResNet20, SmallCNN)))
+    if method == "ghost" and not ghost_ok:
+        raise ValueError("clipping='ghost' needs a model whose parameters all belong to Linear, Conv2d and "
+                         f"GroupNorm layers; use 'auto' or 'torch-func' for {type(model).__name__}")
+    if ghost_ok and method != "torch-func":
+        return ghost_clip_and_sum(model, params, buffers, x, y, clip, amp)
+    if x.shape[0] == 0:
+        return {k: torch.zeros_like(v) for k, v in params.items()}, x.new_zeros(0)
+    return clip_and_sum(per_sample_grads(model, params, buffers, x, y, amp), clip)
+
+
 def add_noise(summed: dict[str, torch.Tensor], std: float, generator: torch.Generator) -> dict[str, torch.Tensor]:
     """summed + N(0, std^2) per coordinate, drawn from ``generator`` (on the tensors' device)."""
     return {k: v + std * torch.randn(v.shape, generator=generator, device=v.device, dtype=v.dtype)
@@ -109,7 +144,7 @@ def dpsgd_step(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[
         xb = to_float(x_u8[part], data.mean, data.std)
         if cfg.augment:
             xb = augment_batch(xb, gens["augment"], 4 if data.shape[1] >= 32 else 2)
-        summed, _ = clip_and_sum(per_sample_grads(model, params, buffers, xb, y[part], cfg.amp), clip)
+        summed, _ = clipped_sum(model, params, buffers, xb, y[part], clip, cfg.clipping, cfg.amp)
         for k in total:
             total[k] += summed[k]
     return scale(add_noise(total, sigma, gens["noise"]), q * n)

@@ -125,8 +125,9 @@ def _predictions_path(spec: DeepSpec, data: ImageData) -> Path:
 
 
 def _weights(spec: DeepSpec, units: list[tuple], n: int) -> list[float]:
-    """Relative cost of each unit: a per-example gradient costs about 3 plain ones."""
-    return [3.0 * spec.epochs * n if u[0] == "dpsgd" else spec.teacher_epochs * n for u in units]
+    """Relative cost of each unit: a DP-SGD example (ghost clipping) costs about 1.3 plain ones
+    (bench/bench_deep.py: 75-78 % of the non-private step's throughput on a CPU)."""
+    return [1.3 * spec.epochs * n if u[0] == "dpsgd" else spec.teacher_epochs * n for u in units]
 
 
 def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,

@@ -67,3 +67,21 @@ def test_small_preset_runs_on_the_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
     res = run_deep(DeepSpec(n_train=2000, n_test=500, epochs=2, teacher_epochs=2, epsilons=(2.0,), device="cuda"))
     assert res.device.startswith("cuda") and all(0.0 <= r.accuracy_mean <= 1.0 for r in res.rows)
+
+
+@pytest.mark.parametrize("name, channels, size", [("small-cnn", 1, 28), ("resnet20", 3, 32)])
+def test_ghost_clipping_matches_torch_func_on_the_gpu(name, channels, size):
+    from privcore.deep.ghost import ghost_clip_and_sum
+
+    model = build_model(name, channels, 10, _gen(0, "cuda"), "cuda", size=size)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x = torch.randn(24, channels, size, size, generator=_gen(1, "cuda"), device="cuda")
+    y = torch.arange(24, device="cuda") % 10
+    func, f_norms = clip_and_sum(per_sample_grads(model, params, {}, x, y), 1.0)
+    ghost, g_norms = ghost_clip_and_sum(model, params, {}, x, y, 1.0)
+    assert torch.allclose(f_norms, g_norms, rtol=1e-3)
+    for k in func:
+        assert torch.allclose(func[k], ghost[k], atol=1e-4, rtol=1e-3), k
+    amp, a_norms = ghost_clip_and_sum(model, params, {}, x, y, 1.0, amp=True)  # bfloat16 forward
+    assert all(torch.isfinite(v).all() and v.dtype == torch.float32 for v in amp.values())
+    assert torch.allclose(a_norms, f_norms, rtol=0.1)
