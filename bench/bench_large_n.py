@@ -33,12 +33,13 @@ def cpu():
     u = resource.getrusage(resource.RUSAGE_SELF)
     return u.ru_utime + u.ru_stime
 
-n, device = int(sys.argv[1]), sys.argv[2]
+n, device, only = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 w0, c0 = time.perf_counter(), cpu()
 load_dataset("mnist-5k", n=n, seed=11)
 w1, c1 = time.perf_counter(), cpu()
 rss_data = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-methods = tuple(m for m in REGISTRY if REGISTRY[m].from_paper and REGISTRY[m].supports(0.0))
+methods = tuple(m for m in REGISTRY if REGISTRY[m].from_paper and REGISTRY[m].supports(0.0)
+                and (only == "all" or m in only.split(",")))
 res = run_sweep(SweepSpec(data=DataSpec(n=n), epsilons=(1.0,), delta=0.0, repeats=20, seed=11, device=device,
                           methods=methods), use_cache=False)
 w2, c2 = time.perf_counter(), cpu()
@@ -53,13 +54,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, nargs="+", default=[250_000, 1_000_000])
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--methods", default="all", help="comma-separated subset of the four (a quicker memory probe)")
     args = ap.parse_args()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PRIVCORE_CACHE": tempfile.mkdtemp(prefix="privcore-bench-")}
     print("| N | load before | data build wall / CPU s | sweep wall / CPU s | peak RSS MB | load after |")
     print("|---|---|---|---|---|---|")
     for n in args.n:
         before = os.getloadavg()[0]
-        out = subprocess.run([sys.executable, "-c", CHILD, str(n), args.device], cwd=ROOT, env=env,
+        out = subprocess.run([sys.executable, "-c", CHILD, str(n), args.device, args.methods], cwd=ROOT, env=env,
                              capture_output=True, text=True)
         if out.returncode != 0:
             print(f"| {n:,} | {before:.2f} | failed: {out.stderr.strip().splitlines()[-1:]} |")

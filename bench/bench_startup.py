@@ -1,12 +1,13 @@
 """Start-up of the light CLI (issue 16): median wall time of fresh interpreters vs a bare one.
 
-    python bench/bench_startup.py [--runs 7]
+    python bench/bench_startup.py [--runs 7] [--repo PATH]
 
 Prints, for each command, the median of ``--runs`` fresh processes and its ratio to a bare
 ``python -c "import numpy"`` (the target is at most 3x). ``calibrate`` without data imports neither
 torch nor scipy for the pure-DP and Laplace methods; the Gaussian ones load ``scipy.special``
 (log-space normal tails) and DP-SGD loads ``dp_accounting`` (its replace-one PLD accountant): those
-are listed separately. The first line prints the load average: compare figures at similar load.
+are listed separately. ``--repo`` times another checkout (e.g. a ``git worktree`` of an older
+commit) the same way. The first line prints the load average: compare figures at similar load.
 """
 
 from __future__ import annotations
@@ -37,11 +38,11 @@ ACCOUNTANTS = {
 }
 
 
-def median_time(argv: list[str], runs: int, env: dict[str, str]) -> float:
+def median_time(argv: list[str], runs: int, env: dict[str, str], cwd: Path = ROOT) -> float:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -49,10 +50,11 @@ def median_time(argv: list[str], runs: int, env: dict[str, str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--repo", type=Path, default=ROOT, help="checkout to time (default: this one)")
     args = parser.parse_args()
     env = dict(os.environ, PRIVCORE_CACHE=tempfile.mkdtemp(prefix="privcore-bench-"))
     py = sys.executable
-    print(f"load average {os.getloadavg()[0]:.2f}, {args.runs} runs each, median seconds")
+    print(f"{args.repo}: load average {os.getloadavg()[0]:.2f}, {args.runs} runs each, median seconds")
     bare = median_time([py, "-c", "pass"], args.runs, env)
     numpy = median_time([py, "-c", "import numpy"], args.runs, env)
     print(f"{'bare python -c pass':<62} {bare:6.3f} s")
@@ -61,7 +63,7 @@ def main() -> None:
     for title, group in (("no heavy import", LIGHT), ("with its accountant", ACCOUNTANTS)):
         print(f"-- {title}")
         for label, argv in group.items():
-            t = median_time([py, "-m", "privcore", *argv], args.runs, env)
+            t = median_time([py, "-m", "privcore", *argv], args.runs, env, args.repo)
             print(f"{label:<62} {t:6.3f} s  {t / numpy:5.2f}x numpy start")
     print(f"load average {os.getloadavg()[0]:.2f} (after)")
 

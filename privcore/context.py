@@ -68,9 +68,10 @@ class TrainContext:
             raise ValueError(f"problem (n={problem.n}, dim={problem.dim}, classes={problem.classes}) does not match "
                              f"the data set (n={ds.n}, dim={ds.dim}, classes={ds.classes})")
         device = torch.device(device)  # a name ("cpu", "cuda:0") or a device
+        on_cpu = device.type == "cpu"
 
         def t(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
-            if device.type == "cpu" and a.dtype == {torch.float32: np.float32, torch.int64: np.int64}.get(dtype):
+            if on_cpu and a.dtype == {torch.float32: np.float32, torch.int64: np.int64}.get(dtype):
                 # One copy of the data on the CPU: the tensor shares the data set's (read-only)
                 # memory; nothing here writes to it (unit_ball_float32 copies first if it must).
                 with warnings.catch_warnings():
@@ -79,7 +80,7 @@ class TrainContext:
             return torch.from_numpy(np.array(a, copy=True)).to(device=device, dtype=dtype)
 
         x_train = t(ds.x_train, torch.float32)
-        x_train = unit_ball_float32(x_train, shared=x_train.device.type == "cpu")
+        x_train = unit_ball_float32(x_train, shared=on_cpu)
         return cls(x_train, t(ds.y_train, torch.int64), t(ds.x_test, torch.float32),
                    t(ds.y_test, torch.int64), ds.classes, problem, seed, device, gtol)
 
