@@ -7,11 +7,15 @@ average. Run: ``OMP_NUM_THREADS=1 python bench/bench_pate_dd.py``.
 from __future__ import annotations
 
 import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from privcore.accounting.pate_dd import confident_gnmax_data_dependent
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
+
+from privcore.accounting.pate_dd import confident_gnmax_data_dependent  # noqa: E402
 
 CASES = [  # teachers, classes, sigma_2, queries, Dirichlet concentration
     (250, 10, 40.0, 10_000, 0.3),
