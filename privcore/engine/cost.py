@@ -38,14 +38,15 @@ __all__ = ["DEFAULT_COEFFS", "THRESHOLD_SECONDS", "threshold_seconds", "DataSize
            "coefficients_path", "save_coefficients", "slowdown", "fit_slowdown", "DEFAULT_FIT_SLOWDOWN", "data_sizes", "plan_state", "estimate_spec", "eta"]
 
 #: Seconds per unit of work of each kind of piece: bench/bench_cost.py on the 2-core development machine
-#: (OMP_NUM_THREADS=1, load average 3.4; "augment" is a guess, not fitted).
+#: (OMP_NUM_THREADS=1, quiet: load average 1.0-1.4, 47 runs, median ratio 0.98, worst 1.80; "augment"
+#: is a guess, not fitted).
 DEFAULT_COEFFS: dict[str, float] = {
-    "fixed": 0.0, "data": 0.21, "eig": 0.27, "solve": 0.93, "perturbed": 2.58, "teachers": 0.81,
-    "sgd": 1.99, "sgd_steps": 0.22, "student": 0.04, "answers": 0.06, "augment": 1.0,
+    "fixed": 0.0, "data": 0.0685, "eig": 0.1498, "solve": 0.4448, "perturbed": 1.2735, "teachers": 0.3812,
+    "sgd": 1.3439, "sgd_steps": 0.1291, "student": 0.1358, "answers": 0.018, "augment": 1.0,
 }
 #: How much slower than idle the machine ran while :data:`DEFAULT_COEFFS` were fitted
-#: (:func:`slowdown` = load average / cores: 3.4 on 2 cores).
-DEFAULT_FIT_SLOWDOWN = 1.7
+#: (:func:`slowdown` = load average / cores, at least 1: 1.0 on the quiet 2 cores).
+DEFAULT_FIT_SLOWDOWN = 1.0
 #: Above this estimate the dashboard waits for an explicit "Compute" click (the first view of
 #: mnist-5k, about 15 s cold on 2 loaded cores, starts by itself; lambda = 1e-6, lambda = auto or
 #: 50 DP-SGD epochs wait). ``PRIVCORE_COMPUTE_THRESHOLD_S`` changes it (see :func:`threshold_seconds`).
