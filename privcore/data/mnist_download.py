@@ -1,27 +1,25 @@
 """The full 70,000-digit MNIST: fetched once into a cache folder, checksummed, parsed from idx.
 
-Nothing here touches the network unless a file is missing. Downloads go to a temporary file in the
-target folder and are moved into place with ``os.replace`` only after the checksum matches, so an
-interrupted or corrupted download never leaves a file that a later run would trust.
+Nothing here touches the network unless a file is missing. Downloads go through
+:func:`privcore.data.fetch.download_verified` (a temporary file in the target folder, moved into
+place only after the checksum matches), so an interrupted or corrupted download never leaves a file
+that a later run would trust.
 """
 
 from __future__ import annotations
 
 import functools
-import gzip
-import hashlib
 import http.client
 import logging
 import os
-import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 
 from .errors import DataFileError, DataUnavailableError
+from .fetch import download_verified as _download  # a module name of its own: tests replace it
+from .fetch import file_md5, read_idx_gz
 from .sources import RawSource, readonly
 
 __all__ = [
@@ -47,8 +45,6 @@ MNIST_MIRRORS: tuple[str, ...] = (
     "https://ossci-datasets.s3.amazonaws.com/mnist/",
     "https://storage.googleapis.com/cvdf-datasets/mnist/",
 )
-_TIMEOUT_S = 60.0
-_IDX_IMAGES, _IDX_LABELS = 2051, 2049  # idx magic numbers: unsigned bytes, 3-d and 1-d
 
 
 def default_cache_dir() -> Path:
@@ -67,11 +63,7 @@ def mnist_folder(cache_dir: str | os.PathLike[str] | None) -> Path:
 def _md5(path: str, mtime_ns: int, size: int) -> str:
     # Keyed by mtime and size so a replaced file is hashed again; hashing 55 MB costs ~0.1 s.
     del mtime_ns, size
-    h = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return file_md5(path)
 
 
 def _file_md5(path: Path) -> str:
@@ -87,24 +79,6 @@ def _unavailable_message(folder: Path, reason: str) -> str:
         f"or run once with network access; mirrors tried: {', '.join(MNIST_MIRRORS)}. "
         f"The offline default 'mnist-5k' needs no download."
     )
-
-
-def _download(url: str, target: Path, md5: str) -> None:
-    """Fetch ``url`` into ``target`` atomically; raise ``OSError``/``ValueError`` on any failure."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    try:
-        h = hashlib.md5(usedforsecurity=False)
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=_TIMEOUT_S) as resp:
-            for block in iter(lambda: resp.read(1 << 20), b""):
-                h.update(block)
-                out.write(block)
-        if h.hexdigest() != md5:
-            raise ValueError(f"{url} has md5 {h.hexdigest()}, expected {md5}")
-        os.replace(tmp_name, target)
-    except BaseException:
-        # Also on KeyboardInterrupt: a half-written file must never survive.
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
 
 
 #: A ``.part`` file untouched for this long belongs to a download that was killed (an active one
@@ -173,23 +147,6 @@ def _fetch_one(name: str, target: Path) -> None:
     raise DataUnavailableError(_unavailable_message(target.parent, f"could not download {name} ({'; '.join(errors)})"))
 
 
-def _read_idx(path: Path, magic: int) -> np.ndarray:
-    """Parse one gzipped idx file of unsigned bytes into a uint8 array ``[N, ...]``."""
-    try:
-        with gzip.open(path, "rb") as fh:
-            raw = fh.read()
-    except (OSError, EOFError) as exc:
-        raise DataFileError(f"MNIST file {path} is not a valid gzip file: {exc}") from None
-    ndim = magic - 2048
-    head = 4 + 4 * ndim
-    if len(raw) < head or int.from_bytes(raw[:4], "big") != magic:
-        raise DataFileError(f"MNIST file {path} is not an idx file with magic number {magic}")
-    shape = tuple(int.from_bytes(raw[4 + 4 * k : 8 + 4 * k], "big") for k in range(ndim))
-    if len(raw) - head != int(np.prod(shape)):
-        raise DataFileError(f"MNIST file {path}: header promises shape {shape} but holds {len(raw) - head} bytes")
-    return np.frombuffer(raw, dtype=np.uint8, offset=head).reshape(shape)
-
-
 @functools.lru_cache(maxsize=2)
 def _parse(folder: str, stamp: tuple[tuple[int, int], ...]) -> RawSource:
     # ``stamp`` (mtime, size of each file) is only a cache key: replaced files are parsed afresh.
@@ -198,8 +155,8 @@ def _parse(folder: str, stamp: tuple[tuple[int, int], ...]) -> RawSource:
     parts = []
     shapes = []
     for split in ("train", "t10k"):
-        images = _read_idx(base / f"{split}-images-idx3-ubyte.gz", _IDX_IMAGES)
-        labels = _read_idx(base / f"{split}-labels-idx1-ubyte.gz", _IDX_LABELS)
+        images = read_idx_gz(base / f"{split}-images-idx3-ubyte.gz", 3, "MNIST")
+        labels = read_idx_gz(base / f"{split}-labels-idx1-ubyte.gz", 1, "MNIST")
         if images.shape[0] != labels.shape[0]:
             raise DataFileError(f"MNIST {split} files disagree: {images.shape[0]} images but {labels.shape[0]} labels")
         if labels.size and labels.max() > 9:

@@ -2,8 +2,9 @@
 
 Where it lives: ``directory``, else ``$PRIVCORE_CIFAR10_DIR``, else ``<PRIVCORE_CACHE or repo
 cache>/cifar-10``; the file is ``cifar-10-python.tar.gz`` (md5 ``c58f30108f718f92721af3b95e74349a``).
-A download goes to a temporary file in that folder and is moved into place (``os.replace``) only
-after its md5 matches, so an interrupted or corrupted download leaves nothing behind. Offline,
+A download (:func:`privcore.data.fetch.download_verified`) goes to a temporary file in that folder
+and is moved into place (``os.replace``) only after its md5 matches, so an interrupted or corrupted
+download leaves nothing behind. Offline,
 :class:`~privcore.data.errors.DataUnavailableError` says where to put the archive.
 
 The batches inside are Python pickles. They are read with :class:`RestrictedUnpickler`, which
@@ -16,22 +17,19 @@ labels 0..9). Only the six expected members of the archive are read, never extra
 from __future__ import annotations
 
 import functools
-import hashlib
 import http.client
 import importlib
 import io
 import os
 import pickle
 import tarfile
-import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..data.errors import DataFileError, DataUnavailableError
+from ..data.fetch import FolderNotWritable, download_verified, file_md5
 from .images import ImageData
 
 __all__ = ["CIFAR_URL", "CIFAR_MD5", "CIFAR_ARCHIVE", "CIFAR_ENV", "cifar_dir", "ensure_cifar_archive",
@@ -89,14 +87,6 @@ def cifar_dir(directory: str | os.PathLike[str] | None = None) -> Path:
     return default_cache_dir() / "cifar-10"
 
 
-def _md5_of(path: Path) -> str:
-    h = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _offline_message(folder: Path, reason: str) -> str:
     return (f"CIFAR-10 is not available: {reason}. Download {CIFAR_URL} (md5 {CIFAR_MD5}) and put "
             f"{CIFAR_ARCHIVE} in {folder} (or set {CIFAR_ENV} to the folder holding it), or run once with "
@@ -110,7 +100,7 @@ def ensure_cifar_archive(directory: str | os.PathLike[str] | None = None, *, dow
     folder = cifar_dir(directory)
     target = folder / CIFAR_ARCHIVE
     if target.is_file():
-        got = _md5_of(target)
+        got = file_md5(target)
         if got != md5:
             raise DataUnavailableError(f"CIFAR-10 archive {target} failed its checksum (md5 {got}, expected {md5}): "
                                        "it is corrupt or not the original file; delete or replace it")
@@ -120,25 +110,18 @@ def ensure_cifar_archive(directory: str | os.PathLike[str] | None = None, *, dow
     created = not folder.exists()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{CIFAR_ARCHIVE}.", suffix=".part", dir=folder)
     except OSError as exc:
         raise DataUnavailableError(_offline_message(folder, f"cannot write to the folder ({exc})")) from None
     try:
-        h = hashlib.md5(usedforsecurity=False)
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=_TIMEOUT_S) as resp:
-            for block in iter(lambda: resp.read(1 << 20), b""):
-                h.update(block)
-                out.write(block)
-        if h.hexdigest() != md5:
-            raise ValueError(f"the download has md5 {h.hexdigest()}, expected {md5}")
-        os.replace(tmp, target)
-    except BaseException as exc:  # also KeyboardInterrupt: a half-written file never survives
-        Path(tmp).unlink(missing_ok=True)
+        download_verified(url, target, md5, timeout=_TIMEOUT_S)
+    except BaseException as exc:  # also KeyboardInterrupt (download_verified has removed its temporary file)
         if created:
             try:
                 folder.rmdir()
             except OSError:
                 pass
+        if isinstance(exc, FolderNotWritable):
+            raise DataUnavailableError(_offline_message(folder, f"cannot write to the folder ({exc})")) from None
         if isinstance(exc, (OSError, ValueError, http.client.HTTPException)):
             raise DataUnavailableError(_offline_message(folder, f"could not download {url} ({exc})")) from None
         raise

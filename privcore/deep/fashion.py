@@ -10,16 +10,16 @@ environment variable. Nothing is downloaded; a missing file raises
 from __future__ import annotations
 
 import functools
-import gzip
 import os
 from pathlib import Path
 
 import numpy as np
 
 from ..data.errors import DataFileError, DataUnavailableError
+from ..data.fetch import read_idx_gz
 from .images import ImageData
 
-__all__ = ["FASHION_ENV", "FASHION_DEFAULT_DIR", "FASHION_FILES", "fashion_dir", "load_fashion_mnist", "read_idx_gz"]
+__all__ = ["FASHION_ENV", "FASHION_DEFAULT_DIR", "FASHION_FILES", "fashion_dir", "load_fashion_mnist"]
 
 FASHION_ENV = "PRIVCORE_FASHION_MNIST_DIR"
 FASHION_DEFAULT_DIR = Path("/usr/share/datasets/fashion-mnist")
@@ -35,23 +35,6 @@ def fashion_dir(directory: str | os.PathLike[str] | None = None) -> Path:
         return Path(directory).expanduser()
     env = os.environ.get(FASHION_ENV)
     return Path(env).expanduser() if env else FASHION_DEFAULT_DIR
-
-
-def read_idx_gz(path: Path, ndim: int) -> np.ndarray:
-    """One gzipped idx file of unsigned bytes with ``ndim`` dimensions -> uint8 array."""
-    try:
-        with gzip.open(path, "rb") as fh:
-            raw = fh.read()
-    except (OSError, EOFError) as exc:
-        raise DataFileError(f"Fashion-MNIST file {path} is not a valid gzip file: {exc}") from None
-    head, magic = 4 + 4 * ndim, 2048 + ndim
-    if len(raw) < head or int.from_bytes(raw[:4], "big") != magic:
-        raise DataFileError(f"Fashion-MNIST file {path} is not an idx file of bytes with {ndim} dimensions "
-                            f"(magic number {magic})")
-    shape = tuple(int.from_bytes(raw[4 + 4 * k: 8 + 4 * k], "big") for k in range(ndim))
-    if len(raw) - head != int(np.prod(shape)):
-        raise DataFileError(f"Fashion-MNIST file {path}: header promises shape {shape} but holds {len(raw) - head} bytes")
-    return np.frombuffer(raw, dtype=np.uint8, offset=head).reshape(shape)
 
 
 def load_fashion_mnist(directory: str | os.PathLike[str] | None = None) -> ImageData:
@@ -73,8 +56,8 @@ def _parse(folder: str, stamp: tuple[int, ...]) -> ImageData:
     base = Path(folder)
     parts = []
     for split in ("train", "t10k"):
-        x = read_idx_gz(base / f"{split}-images-idx3-ubyte.gz", 3)
-        y = read_idx_gz(base / f"{split}-labels-idx1-ubyte.gz", 1)
+        x = read_idx_gz(base / f"{split}-images-idx3-ubyte.gz", 3, "Fashion-MNIST")
+        y = read_idx_gz(base / f"{split}-labels-idx1-ubyte.gz", 1, "Fashion-MNIST")
         if x.shape[0] != y.shape[0]:
             raise DataFileError(f"Fashion-MNIST {split} files disagree: {x.shape[0]} images, {y.shape[0]} labels")
         if y.size and int(y.max()) > 9:

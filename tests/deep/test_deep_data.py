@@ -9,6 +9,7 @@ import os
 import pickle
 import tarfile
 import urllib.error
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -132,7 +133,7 @@ def test_offline_download_fails_clearly_and_leaves_nothing(tmp_path, monkeypatch
     def offline(*a, **k):
         raise urllib.error.URLError("network is unreachable")
 
-    monkeypatch.setattr(cifar.urllib.request, "urlopen", offline)
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
     folder = tmp_path / "cifar"
     with pytest.raises(DataUnavailableError) as err:
         cifar.load_cifar10(folder)
@@ -153,7 +154,7 @@ def test_interrupted_or_corrupt_download_leaves_no_file(tmp_path, monkeypatch, f
         def __exit__(self, *a):
             return False
 
-    monkeypatch.setattr(cifar.urllib.request, "urlopen", lambda *a, **k: Response(b"not the archive at all"))
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: Response(b"not the archive at all"))
     tmp_path.joinpath("keep").write_text("x")  # an existing folder is kept, with nothing added
     with pytest.raises(DataUnavailableError, match="could not download"):
         cifar.ensure_cifar_archive(tmp_path)
@@ -162,7 +163,7 @@ def test_interrupted_or_corrupt_download_leaves_no_file(tmp_path, monkeypatch, f
 
 def test_download_is_moved_into_place_after_its_checksum(tmp_path, monkeypatch):
     blob = _small_cifar(tmp_path / "src.tar.gz").read_bytes()
-    monkeypatch.setattr(cifar.urllib.request, "urlopen", lambda *a, **k: io.BytesIO(blob))
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: io.BytesIO(blob))
     folder = tmp_path / "dst"
     path = cifar.ensure_cifar_archive(folder, md5=hashlib.md5(blob).hexdigest())
     assert path.read_bytes() == blob and [p.name for p in folder.iterdir()] == [cifar.CIFAR_ARCHIVE]

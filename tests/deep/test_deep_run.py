@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import urllib.request
 from dataclasses import replace
 
 import numpy as np
@@ -166,7 +167,7 @@ def test_cli_offline_cifar_is_one_line(tmp_path, monkeypatch, capsys):
     from privcore.deep import cifar
 
     monkeypatch.setenv(cifar.CIFAR_ENV, str(tmp_path / "c"))
-    monkeypatch.setattr(cifar.urllib.request, "urlopen", lambda *a, **k: (_ for _ in ()).throw(OSError("offline")))
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: (_ for _ in ()).throw(OSError("offline")))
     assert main(["deep", "--dataset", "cifar-10"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: CIFAR-10 is not available") and "\n" not in err

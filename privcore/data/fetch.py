@@ -1,0 +1,83 @@
+"""Shared pieces of the data-set downloads and readers (full MNIST, CIFAR-10, Fashion-MNIST).
+
+``download_verified`` writes to a temporary ``.part`` file in the target folder and moves it into
+place with ``os.replace`` only after the MD5 matches, so an interrupted or corrupted download never
+leaves a file that a later run would trust. ``read_idx_gz`` parses the gzipped idx format of the
+MNIST family (unsigned bytes only), checking the header against the payload.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import tempfile
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+from .errors import DataFileError
+
+__all__ = ["FolderNotWritable", "file_md5", "download_verified", "read_idx_gz"]
+
+_BLOCK = 1 << 20
+
+
+class FolderNotWritable(OSError):
+    """The temporary file of a download could not be created in the target folder."""
+
+
+def file_md5(path: str | os.PathLike[str]) -> str:
+    """Hex MD5 of the file at ``path``, read in 1 MiB blocks."""
+    h = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(_BLOCK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def download_verified(url: str, target: Path, md5: str, *, timeout: float = 60.0) -> None:
+    """Fetch ``url`` into ``target`` atomically, only if its MD5 is ``md5``.
+
+    Raises :class:`FolderNotWritable` (an ``OSError``) when no temporary file can be made next to
+    ``target``, ``ValueError`` on a checksum mismatch, and whatever ``urlopen`` raises (``OSError``,
+    ``http.client.HTTPException``) otherwise; the temporary file never survives a failure.
+    """
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    except OSError as exc:
+        raise FolderNotWritable(exc.errno, exc.strerror, exc.filename) from None
+    try:
+        h = hashlib.md5(usedforsecurity=False)
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+            for block in iter(lambda: resp.read(_BLOCK), b""):
+                h.update(block)
+                out.write(block)
+        if h.hexdigest() != md5:
+            raise ValueError(f"the download has md5 {h.hexdigest()}, expected {md5}")
+        os.replace(tmp_name, target)
+    except BaseException:
+        # Also on KeyboardInterrupt: a half-written file must never survive.
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def read_idx_gz(path: Path, ndim: int, what: str = "idx") -> np.ndarray:
+    """One gzipped idx file of unsigned bytes with ``ndim`` dimensions -> uint8 array ``[N, ...]``.
+
+    ``what`` names the data set in the :class:`DataFileError` raised for a file that is not one.
+    """
+    try:
+        with gzip.open(path, "rb") as fh:
+            raw = fh.read()
+    except (OSError, EOFError) as exc:
+        raise DataFileError(f"{what} file {path} is not a valid gzip file: {exc}") from None
+    head, magic = 4 + 4 * ndim, 2048 + ndim
+    if len(raw) < head or int.from_bytes(raw[:4], "big") != magic:
+        raise DataFileError(f"{what} file {path} is not an idx file of bytes with {ndim} dimensions "
+                            f"(magic number {magic})")
+    shape = tuple(int.from_bytes(raw[4 + 4 * k: 8 + 4 * k], "big") for k in range(ndim))
+    if len(raw) - head != int(np.prod(shape)):
+        raise DataFileError(f"{what} file {path}: header promises shape {shape} but holds {len(raw) - head} bytes")
+    return np.frombuffer(raw, dtype=np.uint8, offset=head).reshape(shape)
