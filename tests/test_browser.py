@@ -13,63 +13,16 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
-import pytest
+from browser_helpers import ROOT, chromium, idle, needs_browser, no_exception, streamlit_server
 
-ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "docs" / "screenshots"
-CHROMIUM = "/usr/bin/chromium" if os.path.isfile("/usr/bin/chromium") else shutil.which("chromium")
 FAST = "dataset=%22digits%22&repeats=3&epochs=1&eps_min=1.0&eps_max=10.0"
 LEAKAGE = ("dataset=%22digits%22&eps=10.0&budget=5&teachers=4&lk_refs=8&lk_audit=32"
            "&methods=%5B%22model_sensitivity%22%2C%22subsample_aggregate%22%5D")
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 CHART_DATA = """() => { const el = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
   return el && el.data ? JSON.stringify(el.data.map(d => [d.name, d.x, d.y])) : null; }"""
-
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - depends on the machine
-    sync_playwright = None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for_server(url: str, proc: subprocess.Popen, log: Path, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"streamlit exited with code {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    pytest.fail(f"streamlit did not answer within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
-
-
-def _idle(page, timeout_ms: int = 180_000) -> None:
-    """Wait until the script run triggered by the last action has finished."""
-    page.wait_for_timeout(600)
-    page.wait_for_selector(IDLE, timeout=timeout_ms)
-    page.wait_for_timeout(700)
-
-
-def _no_exception(page, where: str) -> None:
-    exc = page.locator('[data-testid="stException"]')
-    assert exc.count() == 0, f"{where}: {exc.first.inner_text()[:2000]}"
 
 
 def _recommendation(page) -> str:
@@ -78,118 +31,93 @@ def _recommendation(page) -> str:
     return box.inner_text()
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Chromium not found (/usr/bin/chromium or `chromium` on PATH): "
-                                             "the browser test needs it")
-@pytest.mark.skipif(sync_playwright is None, reason="the playwright Python package is not installed")
+@needs_browser
 def test_dashboard_end_to_end_in_chromium(tmp_path):
     SHOTS.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = tmp_path / "streamlit.log"
-    env = dict(os.environ, PRIVCORE_CACHE=str(tmp_path / "cache"), PRIVCORE_EXPORT_WARMUP="0",
-               PRIVCORE_CORE_WARMUP="0")
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none", "--client.toolbarMode", "viewer"]  # clean screenshots
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        _wait_for_server(base, proc, log)
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            try:
-                context = browser.new_context(viewport={"width": 1400, "height": 1900}, accept_downloads=True)
-                page = context.new_page()
+    with streamlit_server(tmp_path) as base, chromium() as browser:
+        context = browser.new_context(viewport={"width": 1400, "height": 1900}, accept_downloads=True)
+        page = context.new_page()
 
-                # ---- Explore: the current setting, its recommendation and the accuracy-vs-ε curve.
-                page.goto(f"{base}/?{FAST}")
-                _idle(page)
-                _no_exception(page, "Explore")
-                page.wait_for_function(CHART_DATA, timeout=120_000)
-                rec_before = _recommendation(page)
-                chart_before = page.evaluate(CHART_DATA)
-                assert "Model sensitivity" in chart_before and "Non-private" in chart_before
+        # ---- Explore: the current setting, its recommendation and the accuracy-vs-ε curve.
+        page.goto(f"{base}/?{FAST}")
+        idle(page)
+        no_exception(page, "Explore")
+        page.wait_for_function(CHART_DATA, timeout=120_000)
+        rec_before = _recommendation(page)
+        chart_before = page.evaluate(CHART_DATA)
+        assert "Model sensitivity" in chart_before and "Non-private" in chart_before
 
-                # Move ε from 3 down two steps (3 -> 2 -> 1) with the keyboard, as a user would.
-                slider = page.get_by_test_id("stSlider").filter(has_text="Privacy loss ε").get_by_role("slider")
-                assert slider.get_attribute("aria-valuetext") == "3"
-                for step in ("2", "1"):  # one key at a time: each press reruns the app, which may re-draw the slider
+        # Move ε from 3 down two steps (3 -> 2 -> 1) with the keyboard, as a user would.
+        slider = page.get_by_test_id("stSlider").filter(has_text="Privacy loss ε").get_by_role("slider")
+        assert slider.get_attribute("aria-valuetext") == "3"
+        for step in ("2", "1"):  # one key at a time: each press reruns the app, which may re-draw the slider
+            slider.focus()
+            page.keyboard.press("ArrowLeft")
+            for _ in range(60):  # the value shows at once, or the press was lost in a re-draw: press again
+                if slider.get_attribute("aria-valuetext") == step:
+                    break
+                page.wait_for_timeout(250)
+                if _ in (20, 40) and slider.get_attribute("aria-valuetext") not in (step, "1"):
                     slider.focus()
                     page.keyboard.press("ArrowLeft")
-                    for _ in range(60):  # the value shows at once, or the press was lost in a re-draw: press again
-                        if slider.get_attribute("aria-valuetext") == step:
-                            break
-                        page.wait_for_timeout(250)
-                        if _ in (20, 40) and slider.get_attribute("aria-valuetext") not in (step, "1"):
-                            slider.focus()
-                            page.keyboard.press("ArrowLeft")
-                    _idle(page)
-                page.wait_for_function(CHART_DATA, timeout=120_000)
-                _no_exception(page, "Explore after moving ε")
-                assert slider.get_attribute("aria-valuetext") == "1"
-                assert "eps=1.0" in page.url  # the URL records the new setting
-                rec_after = _recommendation(page)
-                chart_after = page.evaluate(CHART_DATA)
-                assert rec_after != rec_before, rec_after
-                assert chart_after != chart_before  # the current-setting marker (and the ε grid) moved
-                page.screenshot(path=str(SHOTS / "explore.png"))
+            idle(page)
+        page.wait_for_function(CHART_DATA, timeout=120_000)
+        no_exception(page, "Explore after moving ε")
+        assert slider.get_attribute("aria-valuetext") == "1"
+        assert "eps=1.0" in page.url  # the URL records the new setting
+        rec_after = _recommendation(page)
+        chart_after = page.evaluate(CHART_DATA)
+        assert rec_after != rec_before, rec_after
+        assert chart_after != chart_before  # the current-setting marker (and the ε grid) moved
+        page.screenshot(path=str(SHOTS / "explore.png"))
 
-                # Download the chart's numbers with its CSV export button and check them.
-                with page.expect_download(timeout=60_000) as dl:
-                    page.get_by_role("button", name="CSV", exact=True).first.click()
-                text = Path(dl.value.path()).read_text(encoding="utf-8")
-                assert dl.value.suggested_filename.endswith(".csv")
-                rows = list(csv.DictReader(io.StringIO(text)))
-                header = text.splitlines()[0].split(",")
-                assert {"method", "epsilon", "accuracy_mean"} <= set(header)
-                methods = {r["method"] for r in rows}
-                assert {"model_sensitivity", "loss_perturbation", "dpsgd", "prediction_sensitivity",
-                        "subsample_aggregate", "non_private"} <= methods
-                assert {float(r["epsilon"]) for r in rows if r["method"] == "dpsgd"} >= {1.0, 10.0}
-                assert all(0.0 <= float(r["accuracy_mean"]) <= 1.0 for r in rows)
+        # Download the chart's numbers with its CSV export button and check them.
+        with page.expect_download(timeout=60_000) as dl:
+            page.get_by_role("button", name="CSV", exact=True).first.click()
+        text = Path(dl.value.path()).read_text(encoding="utf-8")
+        assert dl.value.suggested_filename.endswith(".csv")
+        rows = list(csv.DictReader(io.StringIO(text)))
+        header = text.splitlines()[0].split(",")
+        assert {"method", "epsilon", "accuracy_mean"} <= set(header)
+        methods = {r["method"] for r in rows}
+        assert {"model_sensitivity", "loss_perturbation", "dpsgd", "prediction_sensitivity",
+                "subsample_aggregate", "non_private"} <= methods
+        assert {float(r["epsilon"]) for r in rows if r["method"] == "dpsgd"} >= {1.0, 10.0}
+        assert all(0.0 <= float(r["accuracy_mean"]) <= 1.0 for r in rows)
 
-                # ---- Learn, through the sidebar navigation: ε, δ, B follow from Explore (shared state).
-                page.get_by_test_id("stSidebarNav").get_by_text("Learn", exact=True).click()
-                _idle(page)
-                _no_exception(page, "Learn")
-                page.wait_for_function(CHART_DATA, timeout=60_000)
-                learn_eps = page.get_by_test_id("stSlider").filter(has_text="Privacy loss ε").get_by_role("slider")
-                assert learn_eps.get_attribute("aria-valuetext") == "1"
-                assert page.get_by_text("Gaussian σ (analytic)").count() == 1
-                page.screenshot(path=str(SHOTS / "learn.png"))
+        # ---- Learn, through the sidebar navigation: ε, δ, B follow from Explore (shared state).
+        page.get_by_test_id("stSidebarNav").get_by_text("Learn", exact=True).click()
+        idle(page)
+        no_exception(page, "Learn")
+        page.wait_for_function(CHART_DATA, timeout=60_000)
+        learn_eps = page.get_by_test_id("stSlider").filter(has_text="Privacy loss ε").get_by_role("slider")
+        assert learn_eps.get_attribute("aria-valuetext") == "1"
+        assert page.get_by_text("Gaussian σ (analytic)").count() == 1
+        page.screenshot(path=str(SHOTS / "learn.png"))
 
-                # ---- Reproduce: compute Figure 1a (as published | corrected) on demand.
-                page.get_by_test_id("stSidebarNav").get_by_text("Reproduce the paper", exact=True).click()
-                _idle(page)
-                assert "1,438 training" in page.get_by_test_id("stSidebar").inner_text()  # digits carried over
-                _no_exception(page, "Reproduce")
-                page.get_by_role("button", name="Compute Figure 1a").click()
-                _idle(page)
-                page.wait_for_function(
-                    "() => document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .js-plotly-plot').length >= 2",
-                    timeout=180_000)
-                _no_exception(page, "Reproduce after computing")
-                assert page.get_by_text("What the paper found.").count() == 1
-                page.screenshot(path=str(SHOTS / "reproduce.png"))
+        # ---- Reproduce: compute Figure 1a (as published | corrected) on demand.
+        page.get_by_test_id("stSidebarNav").get_by_text("Reproduce the paper", exact=True).click()
+        idle(page)
+        assert "1,438 training" in page.get_by_test_id("stSidebar").inner_text()  # digits carried over
+        no_exception(page, "Reproduce")
+        page.get_by_role("button", name="Compute Figure 1a").click()
+        idle(page)
+        page.wait_for_function(
+            "() => document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .js-plotly-plot').length >= 2",
+            timeout=180_000)
+        no_exception(page, "Reproduce after computing")
+        assert page.get_by_text("What the paper found.").count() == 1
+        page.screenshot(path=str(SHOTS / "reproduce.png"))
 
-                # ---- Measured leakage: attacks and the audit beside each method's bound (a quick setting).
-                page.goto(f"{base}/Measured_leakage?{LEAKAGE}")
-                _idle(page)
-                _no_exception(page, "Measured leakage")
-                page.wait_for_function(CHART_DATA, timeout=240_000)
-                _idle(page)
-                _no_exception(page, "Measured leakage after computing")
-                roc = page.evaluate(CHART_DATA)
-                assert "Model sensitivity" in roc, roc[:200]
-                page.screenshot(path=str(SHOTS / "leakage.png"))
-            finally:
-                browser.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait(timeout=5)
+        # ---- Measured leakage: attacks and the audit beside each method's bound (a quick setting).
+        page.goto(f"{base}/Measured_leakage?{LEAKAGE}")
+        idle(page)
+        no_exception(page, "Measured leakage")
+        page.wait_for_function(CHART_DATA, timeout=240_000)
+        idle(page)
+        no_exception(page, "Measured leakage after computing")
+        roc = page.evaluate(CHART_DATA)
+        assert "Model sensitivity" in roc, roc[:200]
+        page.screenshot(path=str(SHOTS / "leakage.png"))
     for name in ("explore", "learn", "reproduce", "leakage"):
         assert (SHOTS / f"{name}.png").stat().st_size > 20_000, name

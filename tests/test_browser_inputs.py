@@ -17,14 +17,9 @@ Skipped, with the reason, when Chromium or the playwright package is missing. Ab
 from __future__ import annotations
 
 import math
-import os
 import re
-import subprocess
-import sys
 
-import pytest
-
-from test_browser import CHROMIUM, ROOT, _free_port, _idle, _no_exception, _wait_for_server, sync_playwright
+from browser_helpers import chromium, idle, needs_browser, no_exception, streamlit_server
 
 METHODS = "%5B%22model_sensitivity%22%2C%22loss_perturbation%22%2C%22dpsgd%22%2C%22subsample_aggregate%22%5D"
 FAST = f"dataset=%22digits%22&repeats=2&epochs=1&eps_min=1.0&eps_max=10.0&methods={METHODS}"
@@ -57,14 +52,14 @@ def _compute_all(page) -> None:
         if more.count() == 0:
             return
         more.first.click()
-        _idle(page)
+        idle(page)
 
 
 def _type(page, label: str, value: str) -> None:
     box = page.get_by_role("spinbutton", name=f"{label} (type a value)", exact=True)
     box.fill(value)
     box.press("Enter")
-    _idle(page)
+    idle(page)
 
 
 def _expander(page) -> None:
@@ -74,89 +69,65 @@ def _expander(page) -> None:
         page.wait_for_timeout(300)
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Chromium not found (/usr/bin/chromium or `chromium` on PATH): "
-                                             "the browser test needs it")
-@pytest.mark.skipif(sync_playwright is None, reason="the playwright Python package is not installed")
+@needs_browser
 def test_typed_values_cost_warning_and_cancel_in_chromium(tmp_path):
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = tmp_path / "streamlit.log"
-    env = dict(os.environ, PRIVCORE_CACHE=str(tmp_path / "cache"), PRIVCORE_EXPORT_WARMUP="0",
-               PRIVCORE_CORE_WARMUP="0", PRIVCORE_COMPUTE_THRESHOLD_S=f"{_threshold():.4f}")
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        _wait_for_server(base, proc, log)
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1900})
-                page.goto(f"{base}/?{FAST}")
-                _idle(page)
-                page.wait_for_function(CHARTS + " >= 1", timeout=120_000)
-                _no_exception(page, "Explore")
+    threshold = {"PRIVCORE_COMPUTE_THRESHOLD_S": f"{_threshold():.4f}"}
+    with streamlit_server(tmp_path, threshold, viewer_toolbar=False) as base, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1900})
+        page.goto(f"{base}/?{FAST}")
+        idle(page)
+        page.wait_for_function(CHARTS + " >= 1", timeout=120_000)
+        no_exception(page, "Explore")
 
-                # 1. a typed ε: the slider and the URL follow
-                _type(page, "Privacy loss ε", "8")
-                slider = page.get_by_test_id("stSlider").filter(has_text="Privacy loss ε").get_by_role("slider")
-                assert slider.get_attribute("aria-valuetext") == "8"
-                assert "eps=8.0" in page.url
-                page.wait_for_function(CHARTS + " >= 1", timeout=120_000)
+        # 1. a typed ε: the slider and the URL follow
+        _type(page, "Privacy loss ε", "8")
+        slider = page.get_by_test_id("stSlider").filter(has_text="Privacy loss ε").get_by_role("slider")
+        assert slider.get_attribute("aria-valuetext") == "8"
+        assert "eps=8.0" in page.url
+        page.wait_for_function(CHARTS + " >= 1", timeout=120_000)
 
-                # 2. λ = 1e-6 costs more than the threshold: it waits for a click, the chart stays
-                _expander(page)
-                _type(page, "L2 weight λ (average form)", "1e-6")
-                _no_exception(page, "Explore at λ = 1e-6")
-                button = page.get_by_role("button", name=COMPUTE).first
-                button.wait_for(timeout=30_000)
-                assert page.get_by_text("waits for you", exact=False).count() >= 1
-                assert page.get_by_text("Previous chart", exact=False).count() >= 1
-                assert page.evaluate(CHARTS) >= 1
-                _compute_all(page)  # the point, then the curve asks in turn
-                page.get_by_text("Recommended:", exact=False).first.wait_for(timeout=120_000)
-                _no_exception(page, "Explore after Compute")
+        # 2. λ = 1e-6 costs more than the threshold: it waits for a click, the chart stays
+        _expander(page)
+        _type(page, "L2 weight λ (average form)", "1e-6")
+        no_exception(page, "Explore at λ = 1e-6")
+        button = page.get_by_role("button", name=COMPUTE).first
+        button.wait_for(timeout=30_000)
+        assert page.get_by_text("waits for you", exact=False).count() >= 1
+        assert page.get_by_text("Previous chart", exact=False).count() >= 1
+        assert page.evaluate(CHARTS) >= 1
+        _compute_all(page)  # the point, then the curve asks in turn
+        page.get_by_text("Recommended:", exact=False).first.wait_for(timeout=120_000)
+        no_exception(page, "Explore after Compute")
 
-                # 3. N = 100 (below DP-SGD's batch 256): DP-SGD is left out, the others still run
-                _type(page, "L2 weight λ (average form)", "0.001")
-                _expander(page)
-                _type(page, "Training examples N", "100")
-                _compute_all(page)
-                _no_exception(page, "Explore at N = 100")
-                assert page.get_by_text("DP-SGD is left out", exact=False).count() >= 1
-                table = page.get_by_test_id("stDataFrame").first
-                table.wait_for(timeout=60_000)
-                assert "n=100" in page.url
+        # 3. N = 100 (below DP-SGD's batch 256): DP-SGD is left out, the others still run
+        _type(page, "L2 weight λ (average form)", "0.001")
+        _expander(page)
+        _type(page, "Training examples N", "100")
+        _compute_all(page)
+        no_exception(page, "Explore at N = 100")
+        assert page.get_by_text("DP-SGD is left out", exact=False).count() >= 1
+        table = page.get_by_test_id("stDataFrame").first
+        table.wait_for(timeout=60_000)
+        assert "n=100" in page.url
 
-                # 4. a chance-level setting gets an honest verdict (a fresh session)
-                page.goto(f"{base}/?{CHANCE}")
-                _idle(page)
-                _compute_all(page)
-                page.get_by_text("No method is useful at this setting", exact=False).first.wait_for(timeout=120_000)
-                page.wait_for_function(CHARTS + " >= 1", timeout=120_000)
-                _no_exception(page, "chance-level verdict")
+        # 4. a chance-level setting gets an honest verdict (a fresh session)
+        page.goto(f"{base}/?{CHANCE}")
+        idle(page)
+        _compute_all(page)
+        page.get_by_text("No method is useful at this setting", exact=False).first.wait_for(timeout=120_000)
+        page.wait_for_function(CHARTS + " >= 1", timeout=120_000)
+        no_exception(page, "chance-level verdict")
 
-                # 5. an expensive setting: Compute, then Cancel; the previous chart stays
-                _expander(page)
-                _type(page, "L2 weight λ (average form)", "1e-6")
-                page.get_by_role("button", name=COMPUTE).first.click()
-                cancel = page.get_by_role("button", name="Cancel").first
-                cancel.wait_for(timeout=30_000)
-                cancel.click()
-                page.get_by_text("cancelled", exact=False).first.wait_for(timeout=60_000)
-                _idle(page)
-                _no_exception(page, "after Cancel")
-                assert page.get_by_role("button", name="Resume").count() >= 1
-                assert page.get_by_text("Previous chart", exact=False).count() >= 1
-                assert page.evaluate(CHARTS) >= 1
-            finally:
-                browser.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait(timeout=5)
+        # 5. an expensive setting: Compute, then Cancel; the previous chart stays
+        _expander(page)
+        _type(page, "L2 weight λ (average form)", "1e-6")
+        page.get_by_role("button", name=COMPUTE).first.click()
+        cancel = page.get_by_role("button", name="Cancel").first
+        cancel.wait_for(timeout=30_000)
+        cancel.click()
+        page.get_by_text("cancelled", exact=False).first.wait_for(timeout=60_000)
+        idle(page)
+        no_exception(page, "after Cancel")
+        assert page.get_by_role("button", name="Resume").count() >= 1
+        assert page.get_by_text("Previous chart", exact=False).count() >= 1
+        assert page.evaluate(CHARTS) >= 1

@@ -7,14 +7,9 @@ playwright package is missing. About a minute on CPU.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-from test_browser import CHROMIUM, IDLE, ROOT, _free_port, _no_exception, _wait_for_server, sync_playwright
+from browser_helpers import ROOT, chromium, idle, needs_browser, no_exception, streamlit_server
 from test_preprocess import offset_csv
 
 FAST = ("dataset=%22file%22&repeats=2&eps_min=1.0&eps_max=10.0&eps=3.0"
@@ -22,132 +17,106 @@ FAST = ("dataset=%22file%22&repeats=2&eps_min=1.0&eps_max=10.0&eps=3.0"
 CHART = "() => !!document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot')"
 
 
-def _idle(page, timeout_ms: int = 120_000) -> None:
-    page.wait_for_timeout(400)
-    page.wait_for_selector(IDLE, timeout=timeout_ms)
-    page.wait_for_timeout(400)
+def _idle(page, timeout_ms: int = 120_000) -> None:  # noqa: ANN001
+    idle(page, timeout_ms, before_ms=400, after_ms=400)
 
 
 def _texts(page, testid: str) -> list[str]:
     return page.get_by_test_id(testid).all_inner_texts()
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Chromium not found (/usr/bin/chromium or `chromium` on PATH)")
-@pytest.mark.skipif(sync_playwright is None, reason="the playwright Python package is not installed")
+@needs_browser
 def test_own_data_exports_code_and_narrow_layout_in_chromium(tmp_path):
     csv_path = offset_csv(tmp_path / "sep.csv")
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = tmp_path / "streamlit.log"
-    env = dict(os.environ, PRIVCORE_CACHE=str(tmp_path / "cache"), PRIVCORE_EXPORT_WARMUP="0",
-               PRIVCORE_CORE_WARMUP="0")
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none", "--client.toolbarMode", "viewer"]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        _wait_for_server(base, proc, log)
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            try:
-                page = browser.new_context(viewport={"width": 1400, "height": 1600}, accept_downloads=True).new_page()
+    with streamlit_server(tmp_path) as base, chromium() as browser:
+        page = browser.new_context(viewport={"width": 1400, "height": 1600}, accept_downloads=True).new_page()
 
-                # ---- Upload the separable 3-class CSV: as given, the app's model is far below plain LR.
-                page.goto(f"{base}/?{FAST}")
-                _idle(page)
-                page.locator('[data-testid="stSidebar"] input[type="file"]').set_input_files(str(csv_path))
-                _idle(page)
-                _no_exception(page, "after the upload")
-                sidebar = page.get_by_test_id("stSidebar")
-                assert "Using sep.csv" in sidebar.inner_text()
-                assert "data_file=" in page.url and "uploads" not in page.url and str(tmp_path) not in page.url
-                page.wait_for_function(CHART, timeout=120_000)
-                gap = page.get_by_test_id("stAlert").filter(has_text="plain (non-private) logistic regression")
-                gap.first.wait_for(timeout=60_000)
-                assert "reaches 1.00" in gap.first.inner_text()
+        # ---- Upload the separable 3-class CSV: as given, the app's model is far below plain LR.
+        page.goto(f"{base}/?{FAST}")
+        _idle(page)
+        page.locator('[data-testid="stSidebar"] input[type="file"]').set_input_files(str(csv_path))
+        _idle(page)
+        no_exception(page, "after the upload")
+        sidebar = page.get_by_test_id("stSidebar")
+        assert "Using sep.csv" in sidebar.inner_text()
+        assert "data_file=" in page.url and "uploads" not in page.url and str(tmp_path) not in page.url
+        page.wait_for_function(CHART, timeout=120_000)
+        gap = page.get_by_test_id("stAlert").filter(has_text="plain (non-private) logistic regression")
+        gap.first.wait_for(timeout=60_000)
+        assert "reaches 1.00" in gap.first.inner_text()
 
-                # ---- Declare public bounds and an intercept: the gap closes.
-                sidebar.get_by_text("Standardise with declared public bounds").click()
-                _idle(page)
-                bounds = sidebar.get_by_label("Public bounds low:high", exact=True).and_(sidebar.get_by_test_id("stTextInputField"))
-                bounds.fill("80:140, -5:5")
-                bounds.press("Enter")
-                _idle(page)
-                sidebar.get_by_text("Add an intercept feature").click()
-                _idle(page)
-                _no_exception(page, "after the preprocessing")
-                assert "prep=%22bounds%3A80%3A140%2C-5%3A5%2Bintercept%22" in page.url or "bounds" in page.url
-                assert "D = 3" in sidebar.inner_text()
-                page.wait_for_function(CHART, timeout=120_000)
-                page.get_by_text("Plain (non-private) logistic regression on the same split: 1.000; "
-                                 "the non-private model here: 1.000").wait_for(timeout=60_000)
-                assert gap.count() == 0
-                sidebar.get_by_text("Preview: 180 rows, 2 features, 3 classes").click()
-                assert sidebar.get_by_test_id("stDataFrame").count() == 1
-                page.wait_for_timeout(500)
-                page.screenshot(path=str(ROOT / "docs" / "screenshots" / "own_data.png"))  # used by the README
+        # ---- Declare public bounds and an intercept: the gap closes.
+        sidebar.get_by_text("Standardise with declared public bounds").click()
+        _idle(page)
+        bounds = sidebar.get_by_label("Public bounds low:high", exact=True).and_(sidebar.get_by_test_id("stTextInputField"))
+        bounds.fill("80:140, -5:5")
+        bounds.press("Enter")
+        _idle(page)
+        sidebar.get_by_text("Add an intercept feature").click()
+        _idle(page)
+        no_exception(page, "after the preprocessing")
+        assert "prep=%22bounds%3A80%3A140%2C-5%3A5%2Bintercept%22" in page.url or "bounds" in page.url
+        assert "D = 3" in sidebar.inner_text()
+        page.wait_for_function(CHART, timeout=120_000)
+        page.get_by_text("Plain (non-private) logistic regression on the same split: 1.000; "
+                         "the non-private model here: 1.000").wait_for(timeout=60_000)
+        assert gap.count() == 0
+        sidebar.get_by_text("Preview: 180 rows, 2 features, 3 classes").click()
+        assert sidebar.get_by_test_id("stDataFrame").count() == 1
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(ROOT / "docs" / "screenshots" / "own_data.png"))  # used by the README
 
-                # ---- The calibrations, typeset by KaTeX without errors.
-                page.get_by_text("How each method's noise was calibrated").click()
-                page.locator(".katex").first.wait_for(timeout=30_000)
-                assert page.locator(".katex-error").count() == 0
+        # ---- The calibrations, typeset by KaTeX without errors.
+        page.get_by_text("How each method's noise was calibrated").click()
+        page.locator(".katex").first.wait_for(timeout=30_000)
+        assert page.locator(".katex-error").count() == 0
 
-                # ---- Export metadata: the HTML carries the caption row and the settings, no server path.
-                page.wait_for_function(CHART, timeout=120_000)
-                _idle(page)
-                with page.expect_download(timeout=60_000) as dl:
-                    page.get_by_role("button", name="HTML", exact=True).first.click()
-                html = Path(dl.value.path()).read_text(encoding="utf-8")
-                assert '<meta name="privcore-settings"' in html
-                for part in ("own file sep.csv", "N = 144", "C = 3", "D = 3", "R = 2", "accounting: corrected",
-                             "seed = 0", "bounds:80:140,-5:5+intercept"):
-                    assert part in html, part
-                assert "/uploads/" not in html and str(tmp_path) not in html
+        # ---- Export metadata: the HTML carries the caption row and the settings, no server path.
+        page.wait_for_function(CHART, timeout=120_000)
+        _idle(page)
+        with page.expect_download(timeout=60_000) as dl:
+            page.get_by_role("button", name="HTML", exact=True).first.click()
+        html = Path(dl.value.path()).read_text(encoding="utf-8")
+        assert '<meta name="privcore-settings"' in html
+        for part in ("own file sep.csv", "N = 144", "C = 3", "D = 3", "R = 2", "accounting: corrected",
+                     "seed = 0", "bounds:80:140,-5:5+intercept"):
+            assert part in html, part
+        assert "/uploads/" not in html and str(tmp_path) not in html
 
-                # ---- Copy as code: the CLI command and the Python call, under the user's file name.
-                page.get_by_text("Copy as code").first.click()
-                code = "\n".join(page.get_by_test_id("stCode").all_inner_texts())
-                assert "python -m privcore sweep --dataset file --data-file sep.csv" in code
-                assert "--preprocess bounds:80:140,-5:5+intercept" in code and "run_sweep(spec)" in code
-                assert "/uploads/" not in code and str(tmp_path) not in code
-                url = page.url
+        # ---- Copy as code: the CLI command and the Python call, under the user's file name.
+        page.get_by_text("Copy as code").first.click()
+        code = "\n".join(page.get_by_test_id("stCode").all_inner_texts())
+        assert "python -m privcore sweep --dataset file --data-file sep.csv" in code
+        assert "--preprocess bounds:80:140,-5:5+intercept" in code and "run_sweep(spec)" in code
+        assert "/uploads/" not in code and str(tmp_path) not in code
+        url = page.url
 
-                # ---- 800 px: export buttons readable, legend below the x axis, a screenshot.
-                narrow = browser.new_context(viewport={"width": 800, "height": 1400}).new_page()
-                narrow.goto(url)
-                _idle(narrow)
-                narrow.wait_for_function(CHART, timeout=120_000)
-                _idle(narrow)
-                for label in ("PNG", "SVG", "PDF", "HTML", "CSV"):
-                    button = narrow.get_by_role("button", name=label, exact=True).first
-                    assert button.inner_text().strip() == label
-                    clipped = button.evaluate("b => [...b.querySelectorAll('*')].some(e => e.scrollWidth > "
-                                              "e.clientWidth + 1 && getComputedStyle(e).overflow === 'hidden')")
-                    assert not clipped, label
-                boxes = narrow.evaluate("""() => {
-                    const plot = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
-                    const legend = plot.querySelector('.legend').getBoundingClientRect();
-                    const xtitle = plot.querySelector('.xtitle').getBoundingClientRect();
-                    return [legend.top, xtitle.bottom]; }""")
-                assert boxes[0] >= boxes[1] - 1, boxes  # the legend starts below the x-axis title
-                shot = tmp_path / "explore_800.png"
-                narrow.get_by_test_id("stPlotlyChart").first.scroll_into_view_if_needed()
-                narrow.screenshot(path=str(shot))
-                assert shot.stat().st_size > 20_000
+        # ---- 800 px: export buttons readable, legend below the x axis, a screenshot.
+        narrow = browser.new_context(viewport={"width": 800, "height": 1400}).new_page()
+        narrow.goto(url)
+        _idle(narrow)
+        narrow.wait_for_function(CHART, timeout=120_000)
+        _idle(narrow)
+        for label in ("PNG", "SVG", "PDF", "HTML", "CSV"):
+            button = narrow.get_by_role("button", name=label, exact=True).first
+            assert button.inner_text().strip() == label
+            clipped = button.evaluate("b => [...b.querySelectorAll('*')].some(e => e.scrollWidth > "
+                                      "e.clientWidth + 1 && getComputedStyle(e).overflow === 'hidden')")
+            assert not clipped, label
+        boxes = narrow.evaluate("""() => {
+            const plot = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
+            const legend = plot.querySelector('.legend').getBoundingClientRect();
+            const xtitle = plot.querySelector('.xtitle').getBoundingClientRect();
+            return [legend.top, xtitle.bottom]; }""")
+        assert boxes[0] >= boxes[1] - 1, boxes  # the legend starts below the x-axis title
+        shot = tmp_path / "explore_800.png"
+        narrow.get_by_test_id("stPlotlyChart").first.scroll_into_view_if_needed()
+        narrow.screenshot(path=str(shot))
+        assert shot.stat().st_size > 20_000
 
-                # ---- A bad URL value: named once, with the reason.
-                page.goto(f"{base}/?dataset=%22digits%22&repeats=2&eps=%22lots%22&methods=%5B%22model_sensitivity%22%5D")
-                _idle(page)
-                _no_exception(page, "bad URL value")
-                bad = [t for t in _texts(page, "stAlert") if "URL parameter eps=" in t]
-                assert len(bad) == 1 and "ignored" in bad[0] and "must be a number" in bad[0], bad
-            finally:
-                browser.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait(timeout=5)
+        # ---- A bad URL value: named once, with the reason.
+        page.goto(f"{base}/?dataset=%22digits%22&repeats=2&eps=%22lots%22&methods=%5B%22model_sensitivity%22%5D")
+        _idle(page)
+        no_exception(page, "bad URL value")
+        bad = [t for t in _texts(page, "stAlert") if "URL parameter eps=" in t]
+        assert len(bad) == 1 and "ignored" in bad[0] and "must be a number" in bad[0], bad
