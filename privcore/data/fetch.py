@@ -19,7 +19,7 @@ import numpy as np
 
 from .errors import DataFileError
 
-__all__ = ["FolderNotWritable", "file_md5", "download_verified", "read_idx_gz"]
+__all__ = ["FolderNotWritable", "file_md5", "download_verified", "read_idx_gz", "read_idx_split"]
 
 _BLOCK = 1 << 20
 
@@ -81,3 +81,15 @@ def read_idx_gz(path: Path, ndim: int, what: str = "idx") -> np.ndarray:
     if len(raw) - head != int(np.prod(shape)):
         raise DataFileError(f"{what} file {path}: header promises shape {shape} but holds {len(raw) - head} bytes")
     return np.frombuffer(raw, dtype=np.uint8, offset=head).reshape(shape)
+
+
+def read_idx_split(folder: Path, split: str, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """``<split>-images-idx3-ubyte.gz`` and ``<split>-labels-idx1-ubyte.gz`` in ``folder``: uint8 images
+    ``[N, H, W]`` and labels ``[N]``, checked to agree in ``N`` and to lie in 0..9."""
+    images = read_idx_gz(folder / f"{split}-images-idx3-ubyte.gz", 3, what)
+    labels = read_idx_gz(folder / f"{split}-labels-idx1-ubyte.gz", 1, what)
+    if images.shape[0] != labels.shape[0]:
+        raise DataFileError(f"{what} {split} files disagree: {images.shape[0]} images but {labels.shape[0]} labels")
+    if labels.size and int(labels.max()) > 9:
+        raise DataFileError(f"{what} {split} labels must be 0..9, found {int(labels.max())}")
+    return images, labels

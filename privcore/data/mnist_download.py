@@ -19,7 +19,7 @@ import numpy as np
 
 from .errors import DataFileError, DataUnavailableError
 from .fetch import download_verified as _download  # a module name of its own: tests replace it
-from .fetch import file_md5, read_idx_gz
+from .fetch import file_md5, read_idx_split
 from .sources import RawSource, readonly
 
 __all__ = [
@@ -155,12 +155,7 @@ def _parse(folder: str, stamp: tuple[tuple[int, int], ...]) -> RawSource:
     parts = []
     shapes = []
     for split in ("train", "t10k"):
-        images = read_idx_gz(base / f"{split}-images-idx3-ubyte.gz", 3, "MNIST")
-        labels = read_idx_gz(base / f"{split}-labels-idx1-ubyte.gz", 1, "MNIST")
-        if images.shape[0] != labels.shape[0]:
-            raise DataFileError(f"MNIST {split} files disagree: {images.shape[0]} images but {labels.shape[0]} labels")
-        if labels.size and labels.max() > 9:
-            raise DataFileError(f"MNIST {split} labels must be 0..9, found {int(labels.max())}")
+        images, labels = read_idx_split(base, split, "MNIST")
         parts.append((images.reshape(images.shape[0], -1).astype(np.float32), labels.astype(np.int64)))
         shapes.append(images.shape[1:])
     if shapes[0] != shapes[1]:

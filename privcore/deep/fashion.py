@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.errors import DataFileError, DataUnavailableError
-from ..data.fetch import read_idx_gz
+from ..data.errors import DataUnavailableError
+from ..data.fetch import read_idx_split
 from .images import ImageData
 
 __all__ = ["FASHION_ENV", "FASHION_DEFAULT_DIR", "FASHION_FILES", "fashion_dir", "load_fashion_mnist"]
@@ -56,12 +56,7 @@ def _parse(folder: str, stamp: tuple[int, ...]) -> ImageData:
     base = Path(folder)
     parts = []
     for split in ("train", "t10k"):
-        x = read_idx_gz(base / f"{split}-images-idx3-ubyte.gz", 3, "Fashion-MNIST")
-        y = read_idx_gz(base / f"{split}-labels-idx1-ubyte.gz", 1, "Fashion-MNIST")
-        if x.shape[0] != y.shape[0]:
-            raise DataFileError(f"Fashion-MNIST {split} files disagree: {x.shape[0]} images, {y.shape[0]} labels")
-        if y.size and int(y.max()) > 9:
-            raise DataFileError(f"Fashion-MNIST {split} labels must be 0..9, found {int(y.max())}")
+        x, y = read_idx_split(base, split, "Fashion-MNIST")
         x = x.reshape(x.shape[0], 1, *x.shape[1:])
         x.setflags(write=False)
         parts.append((x, y.astype(np.int64)))
