@@ -7,7 +7,8 @@ B. The student depends on the private training data only through the P noisy lab
 privacy cost is that of P GNMax queries (data-independent: rho = P / sigma^2 zCDP; the three
 accounting modes as for Confident-GNMax). The threshold check of Confident-GNMax is left out: with
 data-independent accounting it only adds cost (dropping low-consensus labels pays off only under
-PATE's data-dependent analysis, not implemented).
+PATE's data-dependent analysis, which privcore shows for
+Confident-GNMax beside its guarantee but never uses as one).
 
 The public rows, by a fixed rule: the test set is split by a seeded permutation (seed only, the same
 for every repetition and epsilon) into two halves; the first P rows of each half are one student's
