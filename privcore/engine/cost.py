@@ -34,7 +34,7 @@ from ..methods.base import CostPart, data_work
 from ..types import Problem
 from .specs import LAM_AUTO_GRID, SweepSpec
 
-__all__ = ["DEFAULT_COEFFS", "THRESHOLD_SECONDS", "threshold_seconds", "DataSizes", "Estimate", "estimate", "coefficients",
+__all__ = ["DEFAULT_COEFFS", "MEASURED_KINDS", "THRESHOLD_SECONDS", "threshold_seconds", "DataSizes", "Estimate", "estimate", "coefficients",
            "coefficients_path", "save_coefficients", "slowdown", "fit_slowdown", "DEFAULT_FIT_SLOWDOWN", "data_sizes", "plan_state", "estimate_spec", "eta"]
 
 #: Seconds per unit of work of each kind of piece: bench/bench_cost.py on the 2-core development machine
@@ -43,7 +43,12 @@ __all__ = ["DEFAULT_COEFFS", "THRESHOLD_SECONDS", "threshold_seconds", "DataSize
 DEFAULT_COEFFS: dict[str, float] = {
     "fixed": 0.0, "data": 0.0685, "eig": 0.1498, "solve": 0.4448, "perturbed": 1.2735, "teachers": 0.3812,
     "sgd": 1.3439, "sgd_steps": 0.1291, "student": 0.1358, "answers": 0.018, "augment": 1.0,
+    # measured directly, not fitted (bench_cost's runs are warm and single-point): seconds per DP-SGD
+    # PLD calibration, per Confident-GNMax data-dependent epsilon, and per second of a one-time import
+    "calibrate": 0.2, "pate_dd": 0.22, "import": 1.0,
 }
+#: The kinds above that are measured directly: bench/bench_cost.py subtracts them and fits the rest.
+MEASURED_KINDS: tuple[str, ...] = ("calibrate", "pate_dd", "import")
 #: How much slower than idle the machine ran while :data:`DEFAULT_COEFFS` were fitted
 #: (:func:`slowdown` = load average / cores, at least 1: 1.0 on the quiet 2 cores).
 DEFAULT_FIT_SLOWDOWN = 1.0
