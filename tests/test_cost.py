@@ -138,3 +138,14 @@ def test_predictions_for_a_run_scale_with_the_machine_load(tmp_path, monkeypatch
     cost.save_coefficients(cost.DEFAULT_COEFFS, fit_slowdown=1.0)          # calibrated on a quiet machine
     monkeypatch.setattr(cost.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
     assert cost.estimate_spec(spec, store).seconds == pytest.approx(idle * cost.DEFAULT_FIT_SLOWDOWN)
+
+
+def test_per_point_accounting_work_is_counted():
+    # measured pieces (not fitted): Confident-GNMax's data-dependent epsilon and DP-SGD's PLD
+    # calibration are paid once per epsilon, so six epsilons cost more than one by at least that much
+    k = cost.DEFAULT_COEFFS
+    for name, kind in (("confident_gnmax", "pate_dd"), ("dpsgd", "calibrate")):
+        one = secs(replace(BASE, methods=(name,), baseline=False))
+        six = secs(replace(BASE, methods=(name,), baseline=False, epsilons=(0.3, 1.0, 3.0, 10.0, 30.0, 100.0)))
+        assert six - one >= 5 * k[kind] - 1e-9, name
+    assert set(cost.MEASURED_KINDS) <= set(k)
