@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 NEIGHBOURS_NOTE = ("Neighbouring datasets differ by replacing one example; λ is the average-form L2 weight, "
-                   "same meaning for every method.")
+                   "the same for every method that regularises (DP-SGD trains without it).")
 DATASET_LABELS = {
     "mnist-5k": "MNIST 5k (bundled, 4,000 train)",
     "digits": "Digits 8x8 (scikit-learn)",

@@ -89,7 +89,7 @@ def compact_data(d: dict[str, Any]) -> dict[str, Any]:
 class SweepSpec:
     """Methods x epsilons (x one varied axis) on one data set, with every other knob fixed.
 
-    ``lam`` is a float (average-form L2 weight, same meaning for every method) or ``"auto"``
+    ``lam`` is a float (average-form L2 weight, the same for every method that uses it) or ``"auto"``
     (chosen per method and epsilon on a validation split carved from the training set).
     ``repeats`` independent releases per point; ``seed`` fixes the split and every noise draw.
     """
