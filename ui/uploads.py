@@ -14,6 +14,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from privcore.atomic import atomic_write as _atomic_write
+
 __all__ = ["inside_uploads", "uploads_dir", "content_matches_name", "atomic_write", "clean_leftovers",
            "display_name", "save_upload", "delete_upload"]
 
@@ -69,23 +71,8 @@ def content_matches_name(path: Path) -> bool:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file in ``path``'s folder, flush it to disk, then rename it:
-    ``path`` is either absent or complete, never half-written."""
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write ``data`` so that ``path`` is either absent or complete, never half-written (flushed to disk)."""
+    _atomic_write(path, lambda fh: fh.write(data), prefix=".part-", suffix=path.suffix, fsync=True)
 
 
 def clean_leftovers(folder: Path, older_than_s: float = 3600.0) -> None:

@@ -10,13 +10,13 @@ when the tag differs, so a changed setting never resumes from another run's stat
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
+
+from ..atomic import atomic_write
 
 __all__ = ["lr_at", "momentum_step", "TrainingCancelled", "Poller", "save_checkpoint", "load_checkpoint",
            "CHECKPOINT_VERSION"]
@@ -67,14 +67,7 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     """Write ``state`` atomically (temporary file + ``os.replace``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save({"version": CHECKPOINT_VERSION, **state}, fh)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda fh: torch.save({"version": CHECKPOINT_VERSION, **state}, fh))
 
 
 def load_checkpoint(path: Path | None, tag: str, device: torch.device) -> dict[str, Any] | None:

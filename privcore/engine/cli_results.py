@@ -25,10 +25,10 @@ import json
 import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_write
 from .cache import SCHEMA_VERSION, MAX_VALUE_CHARS, ResultCache, check_result, default_results_dir, point_key
 
 __all__ = ["add_results_parser", "run_results_command", "export_results", "import_results", "ImportRejected",
@@ -86,19 +86,13 @@ def export_results(out: str | os.PathLike[str], cache: ResultCache | None = None
             records.append(rec)
     out = Path(out)
     header = {"format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_VERSION, "count": len(records)}
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=str(out.parent if str(out.parent) else "."))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(header, sort_keys=True) + "\n")
-            for rec in records:
-                fh.write(json.dumps(rec, sort_keys=True, allow_nan=False) + "\n")
-        os.replace(tmp, out)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+
+    def write(fh) -> None:  # noqa: ANN001 - a binary file
+        fh.write((json.dumps(header, sort_keys=True) + "\n").encode("utf-8"))
+        for rec in records:
+            fh.write((json.dumps(rec, sort_keys=True, allow_nan=False) + "\n").encode("utf-8"))
+
+    atomic_write(out, write, suffix=".tmp")
     return len(records), skipped
 
 
