@@ -83,7 +83,8 @@ def _expander(page) -> None:
 
 @needs_browser
 def test_typed_values_cost_warning_and_cancel_in_chromium(tmp_path):
-    threshold = {"PRIVCORE_COMPUTE_THRESHOLD_S": f"{_threshold():.4f}"}
+    # the page's estimates, unscaled by this machine's load (the threshold is computed unscaled)
+    threshold = {"PRIVCORE_COMPUTE_THRESHOLD_S": f"{_threshold():.4f}", "PRIVCORE_SLOWDOWN": "1"}
     with streamlit_server(tmp_path, threshold, viewer_toolbar=False) as base, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1900})
         page.goto(f"{base}/?{FAST}")

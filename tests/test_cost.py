@@ -149,3 +149,12 @@ def test_per_point_accounting_work_is_counted():
         six = secs(replace(BASE, methods=(name,), baseline=False, epsilons=(0.3, 1.0, 3.0, 10.0, 30.0, 100.0)))
         assert six - one >= 5 * k[kind] - 1e-9, name
     assert set(cost.MEASURED_KINDS) <= set(k)
+
+
+def test_the_slowdown_can_be_fixed_and_a_bad_value_is_named(monkeypatch):
+    monkeypatch.setenv("PRIVCORE_SLOWDOWN", "2.5")
+    assert cost.slowdown() == 2.5
+    for bad in ("0.5", "fast", "inf"):
+        monkeypatch.setenv("PRIVCORE_SLOWDOWN", bad)
+        with pytest.raises(ValueError, match="PRIVCORE_SLOWDOWN must be a number >= 1"):
+            cost.slowdown()

@@ -129,7 +129,17 @@ def fit_slowdown() -> float:
 
 def slowdown() -> float:
     """How much slower than idle this machine runs now: 1-minute load average / cores, at least 1
-    (other jobs on a shared machine stretch every piece alike)."""
+    (other jobs on a shared machine stretch every piece alike). ``PRIVCORE_SLOWDOWN`` (a number
+    >= 1) fixes it instead, e.g. in a container whose load average counts the host's jobs."""
+    fixed = os.environ.get("PRIVCORE_SLOWDOWN")
+    if fixed:
+        try:
+            value = float(fixed)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value >= 1.0):
+            raise ValueError(f"PRIVCORE_SLOWDOWN must be a number >= 1, got {fixed!r}")
+        return value
     try:
         load = os.getloadavg()[0]
     except (OSError, AttributeError):
