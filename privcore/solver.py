@@ -60,7 +60,9 @@ def softmax_objective(x: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, lam
     while theta, the regulariser, the linear term and all sums are float64. In float32 alone the
     quadratic term of a heavily perturbed problem (||theta|| in the hundreds) swamps the Armijo
     test and the solver stalls. Shared data are processed in the layout [n, P, C], so the products
-    are single GEMMs and the softmax runs over contiguous memory.
+    are single GEMMs and the softmax runs over contiguous memory. The gradient's product is taken
+    as (resid^T x)^T, not x^T resid: the same sum, 4-7x faster on CPU when P C is small (one
+    problem: 10 columns), as fast otherwise (measured in bench/bench_large_n.py's notes).
     """
     p, d, c = theta.shape
     th = theta.to(x.dtype)
@@ -88,10 +90,10 @@ def softmax_objective(x: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, lam
     resid = logp.clamp_min_(-80.0).exp_()  # logp is not needed any more
     if x.dim() == 2:
         resid.scatter_add_(2, y.view(n, 1, 1).expand(n, p, 1), torch.full((n, p, 1), -1.0, dtype=resid.dtype, device=resid.device))
-        grad_loss = (x.T @ resid.view(n, p * c)).view(d, p, c).permute(1, 0, 2)
+        grad_loss = (resid.view(n, p * c).T @ x).view(p, c, d).transpose(1, 2)
     else:
         resid.scatter_add_(2, y.unsqueeze(2), torch.full((p, n, 1), -1.0, dtype=resid.dtype, device=resid.device))
-        grad_loss = torch.bmm(x.transpose(1, 2), resid)
+        grad_loss = torch.bmm(resid.transpose(1, 2), x).transpose(1, 2)
     g = grad_loss.double() / n + lam.view(-1, 1, 1) * theta
     if linear is not None:
         g = g + linear
@@ -164,11 +166,11 @@ def hessian_diagonal(x: torch.Tensor, theta: torch.Tensor, rows: int = 1 << 16) 
             xs = x[start:start + rows]
             m = xs.shape[0]
             prob = torch.softmax((xs @ th.permute(1, 0, 2).reshape(r, p * c)).view(m, p, c), dim=2)
-            part = ((xs * xs).T @ (prob * (1 - prob)).view(m, p * c)).view(r, p, c).permute(1, 0, 2)
+            part = ((prob * (1 - prob)).view(m, p * c).T @ (xs * xs)).view(p, c, r).transpose(1, 2)
         else:
             xs = x[:, start:start + rows]
             prob = torch.softmax(torch.bmm(xs, th), dim=2)
-            part = torch.bmm((xs * xs).transpose(1, 2), prob * (1 - prob))
+            part = torch.bmm((prob * (1 - prob)).transpose(1, 2), xs * xs).transpose(1, 2)
         diag += part.double()
     return diag / n
 

@@ -104,3 +104,61 @@ def test_loss_perturbation_solves_are_certified_to_its_tolerance():
     out = m.release(ctx, scales, 3)
     assert out.shape == (2, 3, 12, 4) and math.isfinite(float(out.abs().max()))
     assert 0 < ctx.grad_used <= scales[0].solver_tolerance
+
+
+def test_newton_hessian_product_matches_autograd():
+    from privcore.certify import _hessian_product
+
+    x, y = _data(n=200, d=12, c=4, seed=3)
+    pre = Preconditioner(x)
+    theta_r = torch.randn(2, pre.basis.shape[1], 4, dtype=torch.float64)
+    v = torch.randn(2, pre.basis.shape[1], 4, dtype=torch.float64) * 1e-7  # tiny, as late corrections are
+    xr = pre.x.double()
+    prob = torch.softmax(torch.einsum("nr,prc->npc", xr, theta_r), dim=2).float()
+
+    def loss(t):
+        return -torch.log_softmax(torch.einsum("nr,prc->pnc", xr, t), dim=2).gather(
+            2, y.view(1, -1, 1).expand(2, -1, 1)).sum() / x.shape[0]
+
+    want = torch.autograd.functional.hvp(loss, theta_r, v)[1]
+    got = _hessian_product(pre.x, prob, v)
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-6 * float(want.abs().max()))
+
+
+@pytest.mark.parametrize("newton_steps", [0, 3])
+def test_polish_reaches_the_tolerance_with_and_without_newton_steps(newton_steps):
+    from privcore.certify import polish
+
+    x, y = _data(n=400, d=12, c=4, seed=4)
+    lam = torch.tensor([1e-3, 1e-2, 1e-3], dtype=torch.float64)
+    lin = torch.randn(3, 12, 4, dtype=torch.float64) * 0.3
+    pre = Preconditioner(x)
+    rough = solve_softmax(x, y, lam, lin, classes=4, gtol=1e-5, precond=pre)
+    tol = 1e-11
+    theta, gn = polish(x, y, rough.theta, lam, lin, tol, pre, newton_steps=newton_steps)
+    exact = exact_gradient(x, y, theta, lam, lin).flatten(1).norm(dim=1)
+    assert bool((exact <= tol).all()) and torch.allclose(exact, gn, rtol=1e-6, atol=1e-16)
+    ref, _ = polish(x, y, rough.theta, lam, lin, tol, pre, newton_steps=0)
+    # both are within tol / lam of the unique minimiser
+    assert float((theta - ref).flatten(1).norm(dim=1).max()) <= 2 * tol / float(lam.min())
+
+
+def test_a_wrong_newton_step_is_caught_by_the_exact_check(monkeypatch):
+    import privcore.certify as certify_mod
+
+    x, y = _data(n=300, d=12, c=4, seed=5)
+    lam = torch.tensor([1e-3, 1e-2], dtype=torch.float64)
+    lin = torch.randn(2, 12, 4, dtype=torch.float64) * 0.3
+    pre = Preconditioner(x)
+    rough = solve_softmax(x, y, lam, lin, classes=4, gtol=1e-5, precond=pre)
+    tried = []
+
+    def bad_step(xr, basis, theta, g, lam, target, max_cg=200, callback=None):  # a step uphill
+        tried.append(theta.shape[0])
+        return 10.0 * g / lam.view(-1, 1, 1)
+
+    monkeypatch.setattr(certify_mod, "_newton_step", bad_step)
+    res = certify(x, y, rough, lam, lin, 1e-10, pre)
+    assert tried == [2]  # tried once, rejected by the float64 gradient, L-BFGS took over
+    after = exact_gradient(x, y, res.theta, lam, lin).flatten(1).norm(dim=1)
+    assert bool((after <= 1e-10).all())
