@@ -27,6 +27,8 @@ __all__ = ["TrainContext", "accuracy", "unit_ball_float32"]
 _PRECOND_LOCK = threading.Lock()
 #: Rows (in bytes) of the teachers solved together: one group below about 10^5 rows of D = 784.
 TEACHER_GROUP_BYTES = 256 << 20
+#: Bytes of one [N, P, C] float32 buffer of a batched solve on the full data: larger batches are split.
+SOLVE_GROUP_BYTES = 256 << 20
 
 
 def accuracy(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -121,9 +123,24 @@ class TrainContext:
         checks every problem's gradient in float64 and polishes it under ``tol`` (or refuses).
         """
         tol = self.problem.solver_tolerance if tol is None else float(tol)
-        res = solve_softmax(self.x_train, self.y_train, lam, linear, classes=self.classes, init=init,
-                            gtol=min(self.gtol, 0.5 * tol), precond=self.preconditioner, callback=self.checkpoint)
-        res = certify(self.x_train, self.y_train, res, lam, linear, tol, self.preconditioner, self.checkpoint)
+        # Problems in groups whose [N, P, C] float32 buffers fit SOLVE_GROUP_BYTES (at N = 1e6 the 20
+        # perturbed solves of loss perturbation would otherwise hold 1.2 GB of them at once). With
+        # shared data every problem follows its own path whatever its batch.
+        total = int(lam.shape[0])
+        per = max(1, SOLVE_GROUP_BYTES // max(1, self.x_train.shape[0] * self.classes * 4))
+        groups = -(-total // per)
+        size = -(-total // groups)
+        parts = []
+        for first in range(0, total, size):
+            sl = slice(first, first + size)
+            lin = None if linear is None else linear[sl]
+            part = solve_softmax(self.x_train, self.y_train, lam[sl], lin, classes=self.classes,
+                                 init=None if init is None else init[sl], gtol=min(self.gtol, 0.5 * tol),
+                                 precond=self.preconditioner, callback=self.checkpoint)
+            parts.append(certify(self.x_train, self.y_train, part, lam[sl], lin, tol, self.preconditioner,
+                                 self.checkpoint))
+        res = parts[0] if len(parts) == 1 else SolveResult(*(torch.cat(t) for t in zip(
+            *((r.theta, r.grad_norm, r.iterations, r.converged) for r in parts))))
         self._note_solve(res)
         self.grad_used = max(self.grad_used, float(res.grad_norm.max()))
         return res
