@@ -32,7 +32,7 @@ def warm_default_view(values: dict[str, Any] | None = None) -> int:
 
         chosen = {**state.DEFAULTS, **(values or {})}
         dataset = chosen["dataset"]
-        warm_up(dataset, chosen["accounting"])
+        warm_up(dataset, chosen["accounting"], wait=False)  # the accountant imports beside the first methods
         info = build_data_info(dataset)
         return sum(run_sweep(spec).computed for spec in explore_specs(info, values))
     except Exception:  # noqa: BLE001 - a warm-up must never take the app down
