@@ -34,7 +34,7 @@ from typing import Callable
 import torch
 
 from .lbfgs import backtrack, descent_direction, push_pair
-from .solver import Preconditioner, SolveResult, hessian_diagonal, solve_softmax
+from .solver import Preconditioner, SolveResult, hessian_diagonal, skinny_mm, solve_softmax
 
 __all__ = ["SolverCertificationError", "exact_objective", "exact_gradient", "polish", "certify"]
 
@@ -71,14 +71,14 @@ def exact_objective(x: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, lam: 
         xs.copy_(x[start:start + rows])
         ys = y[start:start + rows]
         m = xs.shape[0]
-        logits = (xs @ th).view(m, p, c)
+        logits = skinny_mm(xs, th).view(m, p, c)
         logp = logits - torch.logsumexp(logits, dim=2, keepdim=True)
         loss -= logp.gather(2, ys.view(m, 1, 1).expand(m, p, 1)).squeeze(2).sum(dim=0)
         if grad is not None:
             resid = logp.exp()
             resid.scatter_add_(2, ys.view(m, 1, 1).expand(m, p, 1),
                                torch.full((m, p, 1), -1.0, dtype=torch.float64, device=x.device))
-            grad += xs.T @ resid.view(m, p * c)
+            grad += skinny_mm(xs.T, resid.view(m, p * c))
     theta64 = theta.to(torch.float64)
     lam64 = lam.to(torch.float64).view(-1, 1, 1)
     f = loss / n + 0.5 * lam64.view(-1) * theta64.pow(2).sum(dim=(1, 2))

@@ -8,7 +8,9 @@ from __future__ import annotations
 import torch
 
 from privcore.certify import exact_gradient
-from privcore.solver import Preconditioner, _exact_logits, softmax_objective, solve_softmax
+import pytest
+
+from privcore.solver import SKINNY_COLUMNS, Preconditioner, _exact_logits, skinny_mm, softmax_objective, solve_softmax
 
 
 def _data(n=400, d=16, c=5, seed=0):
@@ -77,3 +79,17 @@ def test_anchored_solve_goes_below_the_float32_floor_and_keeps_problems_independ
     alone = solve_softmax(x, y, lam[:1], lin[:1], classes=5, gtol=gtol, precond=pre, exact=fine, init=plain.theta[:1])
     # Same problem alone or in a batch: both within gtol of the minimiser, so within 2 gtol / lam of each other.
     assert float((alone.theta[0] - res.theta[0]).norm()) <= 2 * gtol / float(lam[0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("cols", [1, 10, SKINNY_COLUMNS, SKINNY_COLUMNS + 1, 40])
+def test_skinny_mm_is_the_matrix_product_in_both_orientations(dtype, cols):
+    g = torch.Generator().manual_seed(cols)
+    x = torch.randn(300, 24, generator=g, dtype=dtype)
+    w = torch.randn(24, cols, generator=g, dtype=dtype)
+    r = torch.randn(300, cols, generator=g, dtype=dtype)
+    tol = 1e-4 if dtype == torch.float32 else 1e-12
+    fwd, bwd = skinny_mm(x, w), skinny_mm(x.T, r)  # x @ theta and x^T @ resid, as the solver uses them
+    assert fwd.shape == (300, cols) and bwd.shape == (24, cols) and fwd.is_contiguous() and bwd.is_contiguous()
+    assert torch.allclose(fwd.double(), x.double() @ w.double(), rtol=0, atol=tol)
+    assert torch.allclose(bwd.double(), x.double().T @ r.double(), rtol=0, atol=tol)
