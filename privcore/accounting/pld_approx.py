@@ -26,6 +26,8 @@ __all__ = ["approx_delta", "approx_epsilon", "approx_noise_multiplier"]
 
 _MAX_CELLS = 8_000
 _MAX_FFT = 1 << 21
+#: Below this multiplier the losses (about 1/z^2 per unit of x) overflow e^l: the caller's own search takes over.
+_Z_MIN = 0.1
 
 
 def _loss(x: np.ndarray, z: float, q: float) -> np.ndarray:
@@ -67,6 +69,8 @@ def _composed(z: float, q: float, steps: int, h: float) -> tuple[np.ndarray, np.
     # Cell j holds the x with L(x) in [(j - 1/2) h, (j + 1/2) h]; L decreases, so x runs backwards.
     edges = _inverse_loss((np.arange(j_lo, j_hi + 2, dtype=np.float64) - 0.5) * h, z, q)
     p = np.clip(_mass_between(edges[1:], edges[:-1], z, q), 0.0, None)
+    if not (np.all(np.isfinite(p)) and p.max() > 0):
+        raise ValueError("approx: the loss distribution could not be formed in float64")
     live = np.flatnonzero(p > 1e-30 * p.max())
     p, cells = p[live[0]:live[-1] + 1], cells[live[0]:live[-1] + 1]
     j_lo, m = int(cells[0]), p.size
@@ -88,7 +92,8 @@ def _composed(z: float, q: float, steps: int, h: float) -> tuple[np.ndarray, np.
 
 def approx_delta(z: float, q: float, steps: int, epsilon: float, interval: float | None = None) -> float:
     """Approximate delta(epsilon) of ``steps`` replace-one Poisson(q)-subsampled Gaussian steps at z."""
-    losses, p = _composed(z, q, steps, interval or epsilon * 1e-2 / math.sqrt(steps))
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        losses, p = _composed(z, q, steps, interval or epsilon * 1e-2 / math.sqrt(steps))
     keep = losses > epsilon
     return float(p[keep] @ -np.expm1(epsilon - losses[keep]))
 
@@ -99,7 +104,8 @@ def approx_epsilon(z: float, q: float, steps: int, delta: float, interval: float
     delta(eps) = S0 - e^eps S1 with S0, S1 the sums of p(l) and p(l) e^-l over l > eps: reverse
     cumulative sums give it at every lattice point, and e^eps = (S0 - delta) / S1 inside a cell.
     """
-    losses, p = _composed(z, q, steps, interval)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        losses, p = _composed(z, q, steps, interval)
     s0 = np.cumsum(p[::-1])[::-1]
     with np.errstate(over="ignore", invalid="ignore"):  # e^l overflows only where s1 is 0: delta = s0 there
         s1 = np.cumsum((p * np.exp(-losses))[::-1])[::-1]
@@ -110,6 +116,8 @@ def approx_epsilon(z: float, q: float, steps: int, delta: float, interval: float
     j = above[-1] + 1  # delta(losses[j - 1]) > delta >= delta(losses[j])
     if j >= losses.size:
         return float(losses[-1])
+    if not s1[j] > 0 or not s0[j] > delta:
+        return float(losses[j])
     return float(min(max(math.log((s0[j] - delta) / s1[j]), losses[j - 1]), losses[j]))
 
 
@@ -128,7 +136,9 @@ def approx_noise_multiplier(epsilon: float, delta: float, q: float, steps: int, 
     def g(u: float) -> float:
         return math.log(max(approx_epsilon(math.exp(u), q, steps, delta, h), 1e-300)) - log_e
 
-    u, gu, slope = math.log(z0), g(math.log(z0)), -1.0
+    u_min = math.log(_Z_MIN)
+    u = max(math.log(z0), u_min)
+    gu, slope = g(u), -1.0
     lo, hi = -math.inf, math.inf  # g(lo) > 0 >= g(hi)
     prev: tuple[float, float] | None = None
     for _ in range(40):
@@ -144,6 +154,10 @@ def approx_noise_multiplier(epsilon: float, delta: float, q: float, steps: int, 
         nxt = u + step
         if not lo < nxt < hi:
             nxt = 0.5 * (lo + hi) if math.isfinite(lo) and math.isfinite(hi) else nxt
+        if nxt < u_min:
+            if u <= u_min:
+                raise ValueError(f"approx_noise_multiplier: the multiplier is below {_Z_MIN}")
+            nxt = u_min
         prev = (u, gu)
         u, gu = nxt, g(nxt)
     raise ValueError("approx_noise_multiplier did not converge")
