@@ -67,10 +67,16 @@ def test_every_calibration_but_dpsgd_imports_neither_scipy_nor_dp_accounting(tmp
     assert not set(ACCOUNTANT_PACKAGES) & set(got["loaded"]), sorted(set(ACCOUNTANT_PACKAGES) & set(got["loaded"]))
 
 
-def test_the_probe_sees_scipy_when_dpsgd_is_calibrated(tmp_path, monkeypatch):
+def test_dpsgd_imports_its_accountant_once_then_reads_the_memo(tmp_path, monkeypatch):
+    # First call: the replace-one PLD (dp_accounting, scipy) runs; the probe sees the imports.
     monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
-    got = _probe([["calibrate", "--method", "dpsgd", "--epsilon", "1", "--delta", "1e-5", "--json"]])
+    monkeypatch.delenv("PRIVCORE_CALIBRATION_MEMO", raising=False)
+    cmd = ["calibrate", "--method", "dpsgd", "--epsilon", "1", "--delta", "1e-5", "--json"]
+    got = _probe([cmd])
     assert got["codes"] == [0] and {"scipy", "dp_accounting"} <= set(got["loaded"])
+    # The same calibration in a new process: the verified multiplier comes from the memo.
+    again = _probe([cmd])
+    assert again["codes"] == [0] and not set(ACCOUNTANT_PACKAGES) & set(again["loaded"])
 
 
 def test_the_probe_sees_a_heavy_import():

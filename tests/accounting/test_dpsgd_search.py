@@ -26,6 +26,7 @@ CASES = [(0.064, 79, 3.0), (0.064, 79, 0.5), (0.01, 300, 1.0), (0.5, 10, 8.0), (
 @pytest.fixture
 def counted(monkeypatch):
     """A fresh, counting memo around the accountant; the result memo cleared before and after."""
+    monkeypatch.setenv("PRIVCORE_CALIBRATION_MEMO", "off")  # count the accountant, not the on-disk memo
     calls: list[tuple] = []
     raw = dpsgd._pld_epsilon.__wrapped__
 
