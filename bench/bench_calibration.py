@@ -28,6 +28,9 @@ RATES = (0.001, 0.01, 0.064, 0.5)
 EPSILONS = (0.1, 1.0, 8.0, 100.0)
 
 
+os.environ["PRIVCORE_CALIBRATION_MEMO"] = "off"  # time the accountant, not the on-disk memo
+
+
 def _clear() -> None:
     from privcore.accounting import dpsgd
 
