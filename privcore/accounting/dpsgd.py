@@ -22,7 +22,8 @@ Soundness. Pessimistic PLD discretisation rounds every privacy loss up (connect-
 hockey-stick curve an upper bound) and truncated tails go to the infinite-loss mass, so any grid
 gives an upper bound on epsilon; a finer grid is only tighter. Our own code is the grid choice and
 the root search on z; the returned z was evaluated and its epsilon compared with the target, so it
-never under-protects. Opacus RDP uses orders up to 4096 (SPEC "Library pitfalls": its defaults,
+never under-protects. (The search starts at pld_approx's estimate, which only decides where the
+accountant looks; memo.py replays such verified results.) Opacus RDP uses orders up to 4096 (SPEC "Library pitfalls": its defaults,
 up to 63, cannot certify epsilon = 0.1 at delta = 1e-5) and a relative tolerance on z.
 """
 
