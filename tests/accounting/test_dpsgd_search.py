@@ -20,7 +20,7 @@ from privcore.accounting import dpsgd
 
 from test_dpsgd_replace_one import reference_epsilon  # tests/accounting is on sys.path (rootdir import)
 
-CASES = [(0.064, 79, 3.0), (0.064, 79, 0.5), (0.01, 300, 1.0), (0.5, 10, 8.0), (0.001, 2000, 2.0), (0.2, 1, 1.0)]
+CASES = [(0.064, 79, 3.0), (0.064, 79, 0.5), (0.01, 300, 1.0), (0.5, 10, 8.0), (0.002, 500, 2.0), (0.2, 1, 1.0)]
 
 
 @pytest.fixture
