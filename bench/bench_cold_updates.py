@@ -58,26 +58,27 @@ for label, spec in specs:
     predicted = cost.estimate_spec(spec).seconds if cost is not None else None
     trace = []
     t0 = time.perf_counter()
-    run_sweep(spec, progress=lambda f, m: trace.append((time.perf_counter() - t0, f)))
+    run_sweep(spec, progress=lambda f, m: trace.append((time.perf_counter() - t0, f, m)))
     actual = time.perf_counter() - t0
     etas = {}
     if predicted is not None:  # the bar's ETA when 10 %, 25 %, 50 % and 75 % of the true time has passed
         for share in (0.1, 0.25, 0.5, 0.75):
-            seen = [(e, f) for e, f in trace if e <= share * actual]
+            seen = [(e, f) for e, f, _ in trace if e <= share * actual]
             if seen and actual > 2.0:
                 elapsed, f = seen[-1]
                 etas[share] = cost.eta(predicted, f, elapsed) / (actual - elapsed)
-    out.append({"spec": label, "predicted_s": predicted, "actual_s": actual, "etas": etas})
+    out.append({"spec": label, "predicted_s": predicted, "actual_s": actual, "etas": etas,
+                "trace": trace if "--trace" in sys.argv else None})
 print(json.dumps(out))
 """
 
 
-def run(name: str, repo: Path) -> list[dict]:
+def run(name: str, repo: Path, trace: bool = False) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(repo), "PRIVCORE_CACHE": tempfile.mkdtemp()}
     calib = os.environ.get("PRIVCORE_COST_MODEL")  # a bench_cost.py file to use in the fresh caches
     if calib:
         Path(env["PRIVCORE_CACHE"], "cost_model.json").write_text(Path(calib).read_text())
-    res = subprocess.run([sys.executable, "-c", CHILD, name], cwd=repo, capture_output=True, text=True, env=env)
+    res = subprocess.run([sys.executable, "-c", CHILD, name] + (["--trace"] if trace else []), cwd=repo, capture_output=True, text=True, env=env)
     if res.returncode != 0:
         raise SystemExit(f"{name} failed:\n{res.stderr[-2000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -87,18 +88,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
     ap.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
+    ap.add_argument("--trace", type=Path, default=None,
+                    help="write each run's (elapsed s, progress fraction, message) trace to this JSON file")
     args = ap.parse_args()
+    traces = {}
     print(f"# cold updates of {args.repo} (fresh process and empty cache per scenario; load {os.getloadavg()[0]:.2f})")
     print(f"{'scenario':12s} {'spec':6s} {'predicted s':>11s} {'actual s':>9s} {'ratio':>6s}   "
           "ETA / true time left at 10, 25, 50, 75 % of the run")
     for name in args.only.split(","):
-        for r in run(name.strip(), args.repo):
+        for r in run(name.strip(), args.repo, trace=args.trace is not None):
+            traces[f"{name.strip()} {r['spec']}"] = {k: r[k] for k in ("predicted_s", "actual_s", "trace")}
             p, a = r["predicted_s"], r["actual_s"]
             ratio = f"{p / a:6.2f}" if p else "     -"
             etas = "  ".join(f"{v:4.2f}" for v in r["etas"].values()) or "-"
             print(f"{name:12s} {r['spec']:6s} {p if p is not None else float('nan'):11.1f} {a:9.1f} {ratio}   {etas}",
                   flush=True)
     print(f"# load average after: {os.getloadavg()[0]:.2f}")
+    if args.trace is not None:
+        args.trace.write_text(json.dumps(traces))
 
 
 if __name__ == "__main__":
