@@ -182,3 +182,16 @@ def test_the_jobs_runnable_now_count_this_one():
 
     now = cost._runnable_now()
     assert now is None if not os.path.exists("/proc/loadavg") else now >= 1.0  # the reader itself runs
+
+
+def test_loss_perturbation_cost_follows_the_measured_batches():
+    # per job, bench/bench_cold_updates.py --cpu --trace on mnist-5k: the 120 releases of a curve took
+    # 5.3x the 20 of one point (the model said 4.1x), and lambda = 1e-6 took 2.8-4.1x lambda = 1e-3 (it said 7x)
+    lp = REGISTRY["loss_perturbation"]
+
+    def perturbed(problem, points):  # noqa: ANN001, ANN202
+        return sum(p.work for p in lp.cost_parts(problem, points, 20) if p.kind == "perturbed")
+
+    one = perturbed(_problem(), 1)
+    assert 5.0 <= perturbed(_problem(), 6) / one <= 5.6
+    assert 2.5 <= perturbed(replace(_problem(), lam=1e-6), 1) / one <= 4.2
