@@ -23,22 +23,25 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-__all__ = ["WorkProgress", "STALL_SHARE", "PACE_RANGE"]
+__all__ = ["WorkProgress", "STALL_SHARE", "PACE_RANGE", "CLOCK"]
 
 #: A unit's share that the clock alone may fill (the rest comes when it ends).
 STALL_SHARE = 0.95
 #: Bounds of the pace (seconds per predicted second) applied inside a unit.
 PACE_RANGE = (0.5, 3.0)
+#: The clock of a run (wall seconds). bench/bench_cold_updates.py --cpu sets ``time.process_time``
+#: to time a run in CPU seconds, a quiet machine's wall time measured on a loaded one.
+CLOCK: Callable[[], float] = time.perf_counter
 
 
 class WorkProgress:
     """Share of ``total`` predicted work done. ``timed``: the weights are predicted seconds (the
     clock may then move the fraction inside a unit). ``clock``: seconds (tests pass a fake one)."""
 
-    def __init__(self, total: float, *, timed: bool, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, total: float, *, timed: bool, clock: Callable[[], float] | None = None) -> None:
         self.total = max(float(total), 1e-9)
         self.timed = timed
-        self.clock = clock
+        self.clock = clock or CLOCK
         self.start = clock()
         self.done = 0.0
         self.weight = 1.0
