@@ -42,7 +42,7 @@ class WorkProgress:
         self.total = max(float(total), 1e-9)
         self.timed = timed
         self.clock = clock or CLOCK
-        self.start = clock()
+        self.start = self.clock()
         self.done = 0.0
         self.weight = 1.0
         self.pace = 1.0
