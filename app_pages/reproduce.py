@@ -89,17 +89,24 @@ paper_setting = replace(cur, eps=fig_def.epsilons[0], delta=fig_def.delta, budge
                   classes=None, teachers=int(teachers), methods=fig_def.methods, augment=augment)
 if fig_def.vary == "n":  # every N must hold a full DP-SGD batch (privcore checks it even when DP-SGD is off)
     paper_setting = replace(paper_setting, batch_size=min(int(cur.batch_size), int(min(fig_def.values))))
+# Each method's own rules (a DP-SGD batch above N, T above N, ...): a method that cannot run is left
+# out with its reason and the others still compute (issue 14).
+run_methods, left_out, partly = paper.runnable_methods(fig_def, paper_setting, info)
+display.show_warnings(left_out)
+if not run_methods:
+    st.error(f"None of Figure {key}'s methods can run at this setting (see the notes above).")
+    st.stop()
 specs = {}
 for acc in accountings:
     try:
         specs[acc] = setting.make_spec(replace(side, accounting=acc), paper_setting, epsilons=fig_def.epsilons,
-                                       vary=fig_def.vary, values=fig_def.values, methods=fig_def.methods)
+                                       vary=fig_def.vary, values=fig_def.values, methods=run_methods)
     except (TypeError, ValueError) as err:
         display.show_error(err, prefix=f"Figure {key} cannot be set up on this data set")
         st.stop()
 
 variants = len(fig_def.values) if fig_def.vary else 1
-points = variants * len(fig_def.methods) * len(fig_def.epsilons) * len(specs)
+points = variants * len(run_methods) * len(fig_def.epsilons) * len(specs)
 fixed = [f"Data: {info.name} ({info.n_train:,} training examples, D = {info.dim}, C = {info.classes})",
          f"R = {side.repeats} repetitions (sidebar)"]
 if "lam" in uses:
@@ -160,7 +167,8 @@ if results:
                 fig = curve_figure(res.rows, fig_def.x, title=title, log_x=fig_def.log_x)
             add_caption(fig, settings_of(specs[acc], res.rows, dataset=userdata.dataset_label(side)))
             display.show_figure(fig, key=f"repro_chart_{key}_{acc}")
-            display.show_warnings(res.warnings)
+            # the points left out above already say why (the runner's message names the method by code)
+            display.show_warnings(w for w in res.warnings if not any(w.startswith(f"{m}: ") for m in partly))
             drawn.append((acc, fig, res))
     st.markdown(f"**What the paper found.** {fig_def.finding}")
     if fig_def.note:

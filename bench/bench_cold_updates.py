@@ -53,31 +53,42 @@ else:  # Who wins: its two maps at the page's defaults
     n_values = sorted({x for x in (500, 1000, 2000, 4000) if x <= info.n_train} | {info.n_train})
     specs = [("map_b", make_spec(side, s, epsilons=eps, vary="budget", values=(1, 10, 100, 1000, 10000))),
              ("map_n", make_spec(side, replace(s, n=None), epsilons=eps, vary="n", values=tuple(n_values)))]
+clock = time.process_time if "--cpu" in sys.argv else time.perf_counter  # CPU seconds: a quiet machine's
+try:  # the runner's progress inside a unit runs on the same clock
+    from privcore.engine import progress as _progress
+    _progress.CLOCK = clock
+except ImportError:
+    pass
 out = []
 for label, spec in specs:
-    predicted = cost.estimate_spec(spec).seconds if cost is not None else None
+    est = cost.estimate_spec(spec) if cost is not None else None
+    predicted = est.seconds if est is not None else None
     trace = []
-    t0 = time.perf_counter()
-    run_sweep(spec, progress=lambda f, m: trace.append((time.perf_counter() - t0, f)))
-    actual = time.perf_counter() - t0
+    t0 = clock()
+    run_sweep(spec, progress=lambda f, m: trace.append((clock() - t0, f, m)))
+    actual = clock() - t0
     etas = {}
     if predicted is not None:  # the bar's ETA when 10 %, 25 %, 50 % and 75 % of the true time has passed
         for share in (0.1, 0.25, 0.5, 0.75):
-            seen = [(e, f) for e, f in trace if e <= share * actual]
+            seen = [(e, f) for e, f, _ in trace if e <= share * actual]
             if seen and actual > 2.0:
                 elapsed, f = seen[-1]
                 etas[share] = cost.eta(predicted, f, elapsed) / (actual - elapsed)
-    out.append({"spec": label, "predicted_s": predicted, "actual_s": actual, "etas": etas})
+    out.append({"spec": label, "predicted_s": predicted, "actual_s": actual, "etas": etas,
+                "trace": trace if "--trace" in sys.argv else None,
+                "jobs": [[vi, m, v] for (vi, m), v in est.jobs.items()] if est is not None else None})
 print(json.dumps(out))
 """
 
 
-def run(name: str, repo: Path) -> list[dict]:
+def run(name: str, repo: Path, trace: bool = False, cpu: bool = False) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(repo), "PRIVCORE_CACHE": tempfile.mkdtemp()}
+    if cpu:  # the process's CPU seconds stand for a quiet machine's wall time: no load factor
+        env.update(PRIVCORE_SLOWDOWN="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     calib = os.environ.get("PRIVCORE_COST_MODEL")  # a bench_cost.py file to use in the fresh caches
     if calib:
         Path(env["PRIVCORE_CACHE"], "cost_model.json").write_text(Path(calib).read_text())
-    res = subprocess.run([sys.executable, "-c", CHILD, name], cwd=repo, capture_output=True, text=True, env=env)
+    res = subprocess.run([sys.executable, "-c", CHILD, name] + (["--trace"] if trace else []) + (["--cpu"] if cpu else []), cwd=repo, capture_output=True, text=True, env=env)
     if res.returncode != 0:
         raise SystemExit(f"{name} failed:\n{res.stderr[-2000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -87,18 +98,29 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
     ap.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
+    ap.add_argument("--trace", type=Path, default=None,
+                    help="write each run's (elapsed s, progress fraction, message) trace to this JSON file")
+    ap.add_argument("--cpu", action="store_true",
+                    help="time in the process's CPU seconds with no load factor (PRIVCORE_SLOWDOWN=1, one thread): "
+                         "what a quiet machine would show, measured on a loaded one")
     args = ap.parse_args()
-    print(f"# cold updates of {args.repo} (fresh process and empty cache per scenario; load {os.getloadavg()[0]:.2f})")
+    traces = {}
+    clock = "CPU seconds, no load factor" if args.cpu else "wall seconds"
+    print(f"# cold updates of {args.repo} (fresh process and empty cache per scenario; {clock}; "
+          f"load {os.getloadavg()[0]:.2f})")
     print(f"{'scenario':12s} {'spec':6s} {'predicted s':>11s} {'actual s':>9s} {'ratio':>6s}   "
           "ETA / true time left at 10, 25, 50, 75 % of the run")
     for name in args.only.split(","):
-        for r in run(name.strip(), args.repo):
+        for r in run(name.strip(), args.repo, trace=args.trace is not None, cpu=args.cpu):
+            traces[f"{name.strip()} {r['spec']}"] = {k: r.get(k) for k in ("predicted_s", "actual_s", "trace", "jobs")}
             p, a = r["predicted_s"], r["actual_s"]
             ratio = f"{p / a:6.2f}" if p else "     -"
             etas = "  ".join(f"{v:4.2f}" for v in r["etas"].values()) or "-"
             print(f"{name:12s} {r['spec']:6s} {p if p is not None else float('nan'):11.1f} {a:9.1f} {ratio}   {etas}",
                   flush=True)
     print(f"# load average after: {os.getloadavg()[0]:.2f}")
+    if args.trace is not None:
+        args.trace.write_text(json.dumps(traces))
 
 
 if __name__ == "__main__":

@@ -66,3 +66,22 @@ def test_reproduce_shows_only_the_controls_of_the_chosen_figure():
     assert not at.exception
     assert not [s for s in at.select_slider if s.key == "repro_teachers"]
     assert not any("T = " in t for t in texts(at.caption) if t.startswith("Data:"))
+
+
+def test_a_method_that_cannot_run_is_left_out_alone_with_its_reason():
+    # Issue 14, point 4: DP-SGD's batch (2,048) exceeds the 1,600 training examples of synthetic. DP-SGD is
+    # shown as unavailable, with its reason, and the other methods of the figure still compute.
+    at = page(PAGE, batch_size="2048").run()
+    at.multiselect(key="repro_accounting").set_value(["corrected"]).run()
+    for key in ("1b", "3"):  # epsilon on the axis; delta on the axis (DP-SGD used to reach the runner there)
+        at.selectbox(key="repro_figure").set_value(key).run()
+        assert not at.exception, (key, at.exception)
+        assert not at.error, (key, texts(at.error))
+        notes = [w for w in texts(at.warning) if "DP-SGD is left out" in w]
+        assert notes and "2,048" in notes[0] and "N = 1,600" in notes[0], (key, texts(at.warning))
+        assert not any("dpsgd" in w for w in texts(at.warning)), (key, texts(at.warning))  # no code names
+    at.button(key="repro_compute").click().run()  # Figure 3: the others compute
+    assert not at.exception, at.exception
+    assert not at.error, texts(at.error)
+    assert len(at.get("plotly_chart")) == 1
+    assert not any("dpsgd" in w.lower() and "batch" in w for w in texts(at.warning) if "DP-SGD is left out" not in w)

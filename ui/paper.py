@@ -12,7 +12,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from privcore import REGISTRY
-from ui.figures import AXIS_TITLES, LEGEND_BELOW, METHOD_COLORS, PRINT_TEMPLATE, is_baseline, log_tickvals, method_label, method_style
+from ui.figures import (AXIS_TITLES, LEGEND_BELOW, METHOD_COLORS, PRINT_TEMPLATE, format_number, is_baseline, log_tickvals,
+                        method_label, method_style)
 
 
 #: What the paper found (SPEC "What the paper found"), one sentence per figure.
@@ -181,6 +182,50 @@ def accounting_gaps(rows_by_accounting: dict[str, Sequence[dict[str, Any]]], x: 
             out.append({"method": method, "accounting": acc, "mean_change": float(np.mean(d)),
                         "max_drop": float(-min(d)), "points": len(d)})
     return out
+
+
+def _axis_settings(fig: PaperFigure, s: Any, info: Any) -> list[tuple[Any, dict[str, Any], int | None]]:
+    """(axis value, the knobs methods' rules read, N) at each point of ``fig``'s axis (one for Figure 1)."""
+    from dataclasses import replace
+
+    from .setting import method_knobs
+
+    out = []
+    for value in (fig.values if fig.vary else (None,)):
+        at = s
+        if fig.vary in ("delta", "teachers", "n", "classes"):
+            at = replace(s, **{"delta": {"delta": float(value)}, "teachers": {"teachers": int(value)},
+                               "n": {"n": int(value)}, "classes": {"classes": int(value)}}[fig.vary])
+        out.append((value, method_knobs(at), at.effective_n(info)))
+    return out
+
+
+def runnable_methods(fig: PaperFigure, s: Any, info: Any) -> tuple[tuple[str, ...], list[str], tuple[str, ...]]:
+    """Which of ``fig``'s methods can run at setting ``s`` (a :class:`ui.setting.Setting`) on data
+    ``info``, by each method's own ``unavailable`` rule at every point of the figure's axis.
+
+    Returns (methods that run at one point at least, plain-words messages for the others and for
+    the points left out, methods left out at some points only). A method left out of the whole
+    figure is not computed; the others still are (issue 14: methods fail alone)."""
+    points = _axis_settings(fig, s, info)
+    keep: list[str] = []
+    partial: list[str] = []
+    notes: list[str] = []
+    for name in fig.methods:
+        entry = REGISTRY[name]
+        why = [(value, entry.unavailable(knobs, n)) for value, knobs, n in points]
+        missing = [(value, reason) for value, reason in why if reason]
+        if not missing:
+            keep.append(name)
+        elif len(missing) == len(points):
+            notes.append(f"{entry.label} is left out of Figure {fig.key}: {missing[0][1]}.")
+        else:
+            keep.append(name)
+            partial.append(name)
+            values = ", ".join(format_number(v) for v, _ in missing)
+            axis = {"n": "N", "classes": "C", "delta": "δ", "teachers": "T"}.get(fig.vary, fig.vary)
+            notes.append(f"{entry.label} is left out at {axis} = {values}: {missing[0][1]}.")
+    return tuple(keep), notes, tuple(partial)
 
 
 def cached_sweep(spec: Any) -> Any | None:

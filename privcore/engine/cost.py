@@ -14,7 +14,8 @@ design of settings) on the machine that runs the engine: it writes them to
 ``$PRIVCORE_CACHE/cost_model.json``, which :func:`coefficients` reads; :data:`DEFAULT_COEFFS` are
 the ones fitted on the development machine (2 CPU cores). Predictions for a run
 (:func:`estimate_spec`) scale with the machine's load now against the load during the fit
-(:func:`slowdown`: load average / cores), since other jobs stretch every piece alike. The dashboard shows the estimate before
+(:func:`slowdown`: runnable jobs per core, the load average blended with the jobs runnable now),
+since other jobs stretch every piece alike. The dashboard shows the estimate before
 a run, asks for an explicit click above :data:`THRESHOLD_SECONDS`, and the runner weights its
 progress fraction by it so the ETA follows the same model.
 """
@@ -127,10 +128,33 @@ def fit_slowdown() -> float:
         return DEFAULT_FIT_SLOWDOWN
 
 
+def _runnable_now(samples: int = 8, pause: float = 0.004) -> float | None:
+    """Runnable threads on the machine now (this one included): the mean of a few reads of the
+    fourth field of /proc/loadavg over about 30 ms; None where there is no such file."""
+    import time
+
+    counts = []
+    for i in range(samples):
+        try:
+            with open("/proc/loadavg") as fh:
+                counts.append(int(fh.read().split()[3].split("/")[0]))
+        except (OSError, ValueError, IndexError):
+            return None
+        if i + 1 < samples:
+            time.sleep(pause)
+    return sum(counts) / len(counts)
+
+
 def slowdown() -> float:
-    """How much slower than idle this machine runs now: 1-minute load average / cores, at least 1
-    (other jobs on a shared machine stretch every piece alike). ``PRIVCORE_SLOWDOWN`` (a number
-    >= 1) fixes it instead, e.g. in a container whose load average counts the host's jobs."""
+    """How much slower than idle this machine runs now (other jobs on a shared machine stretch
+    every piece alike): runnable jobs per core, at least 1. ``PRIVCORE_SLOWDOWN`` (a number >= 1)
+    fixes it instead, e.g. in a container whose load average counts the host's jobs.
+
+    The 1-minute load average lags: a minute after other jobs stopped it still reads high (and the
+    quiet machine's first prediction ran 1.5x long). So it is blended with the runnable threads of
+    this moment (:func:`_runnable_now`), the geometric mean of the two factors: the recent past and
+    the present weigh alike, and neither a lagging average nor a momentary burst moves the
+    prediction by more than the square root of its own factor."""
     fixed = os.environ.get("PRIVCORE_SLOWDOWN")
     if fixed:
         try:
@@ -144,7 +168,12 @@ def slowdown() -> float:
         load = os.getloadavg()[0]
     except (OSError, AttributeError):
         return 1.0
-    return max(1.0, load / (os.cpu_count() or 1))
+    cores = os.cpu_count() or 1
+    past = max(1.0, load / cores)
+    now = _runnable_now()
+    if now is None:
+        return past
+    return math.sqrt(past * max(1.0, now / cores))
 
 
 def _variant_sizes(spec: SweepSpec, sizes: DataSizes) -> tuple[int, int, int, int]:

@@ -32,6 +32,7 @@ from ..methods.base import EXTRA_RESULT_KEYS
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from .cache import SCHEMA_VERSION, ResultCache, point_key
 from .executor import ClusterError, Executor, LocalExecutor, UnitOutcome, WorkUnit
+from .progress import WorkProgress
 from ..context import TrainContext
 from .rows import RESULT_COLUMNS, ResultRow
 from .specs import SweepSpec
@@ -275,9 +276,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
     variants = spec.variants()
     weights = _job_weights(spec, store) if (compute and progress is not None) else {}
     units = sum(weights.values()) if weights else len(variants) * (len(spec.methods) + int(spec.baseline))
-    done = [0.0]  # work of the jobs finished (computed or found in the cache), in predicted seconds or jobs
-    under_way = [1.0]  # the work of the unit being computed
-    unit_start = [time.perf_counter()]
+    work = WorkProgress(units, timed=bool(weights))  # the share of the predicted work done (engine/progress.py)
 
     def weight(vi: int, method: str) -> float:
         return weights.get((vi, method), 0.0) if weights else 1.0
@@ -288,7 +287,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
     def tick(message: str) -> None:
         current[0] = message
         if progress is not None:
-            progress(min(done[0] / max(units, 1e-9), 1.0), message)
+            progress(work.between(), message)
             last_report[0] = time.perf_counter()
         if cancel is not None and cancel():
             raise SweepCancelled("sweep cancelled; finished points are cached")
@@ -298,13 +297,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
         # cluster: cancel at once, and report progress at most 4 times a second (a UI's progress
         # bar is also where it can stop us).
         if progress is not None and time.perf_counter() - last_report[0] >= 0.25:
-            if fraction is not None:
-                within = min(max(fraction, 0.0), 1.0)
-            elif weights:  # a solve says nothing of its progress: the time model's share, short of the end
-                within = min(0.95, (time.perf_counter() - unit_start[0]) / max(under_way[0], 1e-9))
-            else:
-                within = 0.0
-            progress(min((done[0] + within * under_way[0]) / max(units, 1e-9), 1.0), current[0])
+            progress(work.inside(fraction), current[0])
             last_report[0] = time.perf_counter()
         if cancel is not None and cancel():
             raise SweepCancelled("sweep cancelled; finished points are cached")
@@ -344,10 +337,9 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
                     inflight[keys[i]].append((job, i))
                 missing = job.missing
                 if not missing:
-                    done[0] += job.weight
+                    work.finish(job.weight)
                     continue
-                under_way[0] = job.weight
-                unit_start[0] = time.perf_counter()
+                work.start_unit(job.weight)
                 for i in missing:
                     inflight[keys[i]] = []
                 yield WorkUnit(index=len(jobs) - 1, spec_json=vspec.to_json(), method=method,
@@ -370,7 +362,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
         for key, item in outcome.results:
             for other, i in inflight.pop(key, []):
                 other.hits[i] = None if item is None else job.hits[job.keys.index(key)]
-        done[0] += job.weight
+        work.finish(job.weight)
         if executor.concurrent:
             poll(None)  # progress (at most 4 times a second) and cancel, as units come back
 

@@ -1,0 +1,43 @@
+"""ui/paper.py: which of a paper figure's methods can run at a setting (issue 14: methods fail alone)."""
+
+from __future__ import annotations
+
+from ui import paper
+from ui.setting import DataInfo, Setting
+
+INFO = DataInfo("synthetic", 1600, 400, 20, 10, class_counts=(160,) * 10)
+
+
+def figure(key: str, **kw) -> paper.PaperFigure:
+    return next(f for f in paper.paper_figures(INFO.n_train, INFO.dim, INFO.classes, image=False, **kw) if f.key == key)
+
+
+def test_every_method_runs_at_the_defaults():
+    for fig in paper.paper_figures(INFO.n_train, INFO.dim, INFO.classes, image=False, min_n=64):
+        methods, notes, partly = paper.runnable_methods(fig, Setting(teachers=64, batch_size=64), INFO)
+        assert methods == fig.methods and not notes and not partly, fig.key
+
+
+def test_a_method_that_cannot_run_anywhere_is_left_out_with_its_reason():
+    fig = figure("1b")
+    methods, notes, partly = paper.runnable_methods(fig, Setting(batch_size=2048), INFO)
+    assert "dpsgd" in fig.methods and "dpsgd" not in methods
+    assert set(methods) == set(fig.methods) - {"dpsgd"} and not partly
+    assert notes == ["DP-SGD is left out of Figure 1b: DP-SGD batch size 2,048 is larger than N = 1,600: lower the "
+                     "batch size."]
+
+
+def test_a_method_left_out_at_some_points_of_the_axis_still_runs_at_the_others():
+    fig = figure("4", min_n=1)  # N = 100, 250, 500, 1000, 1600
+    methods, notes, partly = paper.runnable_methods(fig, Setting(teachers=300), INFO)
+    assert methods == fig.methods and partly == ("subsample_aggregate",)
+    assert len(notes) == 1 and notes[0].startswith("Subsample-and-aggregate is left out at N = 100, 250:")
+    # the number of classes sets N too (160 rows a class): T = 400 fits from C = 3 on
+    fig = figure("5b")
+    methods, notes, partly = paper.runnable_methods(fig, Setting(teachers=400), INFO)
+    assert partly == ("subsample_aggregate",) and "at C = 2:" in notes[0]
+    # delta on the axis: a method needing delta > 0 is left out only at delta = 0
+    fig3 = figure("3")
+    fig3.values = (0.0, 1e-5)
+    methods, notes, partly = paper.runnable_methods(fig3, Setting(), INFO)
+    assert "dpsgd" in partly and "prediction_sensitivity" not in partly
