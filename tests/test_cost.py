@@ -88,7 +88,8 @@ def test_plan_state_sees_the_cache(tmp_path, monkeypatch):
 def test_eta_follows_the_model_then_the_observed_speed():
     assert cost.eta(60.0, 0.0, 0.0) == 60.0
     assert cost.eta(60.0, 0.5, 30.0) == pytest.approx(30.0)     # on schedule
-    assert cost.eta(60.0, 0.5, 60.0) == pytest.approx(60.0)     # twice as slow: twice the time left
+    assert cost.eta(60.0, 0.5, 60.0) == pytest.approx(45.0)     # twice as slow, trusted by half: 1.5x the time left
+    assert cost.eta(60.0, 0.9, 108.0) == pytest.approx(11.4)    # late, mostly the observed speed (2x: 12 s)
     assert cost.eta(60.0, 1.0, 70.0) == 0.0
     assert cost.eta(60.0, 0.0, 90.0) == 0.0                     # over time, nothing measured yet
 
