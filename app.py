@@ -16,25 +16,23 @@ st.set_page_config(page_title="Private prediction trade-offs", page_icon="🔒",
 
 from ui import sidebar  # noqa: E402 - after set_page_config
 
+def _warm_all() -> None:
+    """The default Explore view first (ui/warmup.py), then kaleido's Chromium for the first export:
+    one after the other, so a first visit does not share its two cores with a browser start-up."""
+    if os.environ.get("PRIVCORE_CORE_WARMUP", "1") != "0":
+        from ui.warmup import warm_default_view
+
+        warm_default_view()
+    if os.environ.get("PRIVCORE_EXPORT_WARMUP", "1") != "0":
+        from ui import export
+
+        export.warm_up()
+
+
 @st.cache_resource(show_spinner=False)
-def _warm_exporter() -> bool:
-    """Start kaleido's Chromium in the background once per process: the first export is then fast."""
-    if os.environ.get("PRIVCORE_EXPORT_WARMUP", "1") == "0":
-        return False
-    from ui import export
-
-    threading.Thread(target=export.warm_up, name="kaleido-warmup", daemon=True).start()
-    return True
-
-
-@st.cache_resource(show_spinner=False)
-def _warm_core() -> bool:
-    """Compute the default Explore view in the background, once per process (ui/warmup.py)."""
-    if os.environ.get("PRIVCORE_CORE_WARMUP", "1") == "0":
-        return False
-    from ui.warmup import warm_default_view
-
-    threading.Thread(target=warm_default_view, name="privcore-warmup", daemon=True).start()
+def _start_warm_up() -> bool:
+    """Start :func:`_warm_all` in a background thread, once per server process."""
+    threading.Thread(target=_warm_all, name="privcore-warmup", daemon=True).start()
     return True
 
 
@@ -49,7 +47,6 @@ _PAGES = [  # file, title, icon, URL path (kept from the earlier pages/ names, s
 ]
 nav = st.navigation([st.Page(f"app_pages/{file}", title=title, icon=icon, url_path=url, default=(i == 0))
                      for i, (file, title, icon, url) in enumerate(_PAGES)])
-_warm_core()
-_warm_exporter()
-with sidebar.shared():
+_start_warm_up()
+with sidebar.shared():  # the page draws the sidebar after its title
     nav.run()

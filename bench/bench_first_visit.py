@@ -5,7 +5,8 @@
 Starts ``streamlit run app.py`` on a fresh, empty result cache, opens the Explore page with the
 defaults (mnist-5k, 20 repetitions) in headless Chromium (/usr/bin/chromium, Playwright) 2 s
 after the server answers, and times from the request: the page heading, the recommendation, the
-first chart and the end of all computing. Then it opens ``?repeats=200`` in a second tab, clicks
+first chart and the end of all computing. With ``--floor`` it first times the same request to a
+one-line Streamlit app (``st.title`` only): what Streamlit and Chromium themselves take here. Then it opens ``?repeats=200`` in a second tab, clicks
 Cancel 2 s after a progress bar appears, and times until the bar is gone. Browser and server share
 this machine's cores, as they do when both run on a laptop.
 """
@@ -27,26 +28,59 @@ IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 REC = """() => [...document.querySelectorAll('[data-testid="stAlert"]')].some(e => e.innerText.includes('Recommended'))"""
 
 
+def _serve(app: Path, port: int, env: dict) -> subprocess.Popen:
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
+                               "--server.port", str(port), "--server.address", "127.0.0.1"],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
+                return server
+        except OSError:
+            if server.poll() is not None:
+                raise SystemExit(f"streamlit exited with {server.returncode}")
+            time.sleep(0.2)
+
+
+def floor_heading(port: int) -> float:
+    """Seconds to the heading of a one-line Streamlit app, measured like the real page."""
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        app = Path(tmp, "hello.py")
+        app.write_text('import streamlit as st\nst.title("Explore the trade-offs of private prediction")\n')
+        server = _serve(app, port, dict(os.environ))
+        try:
+            time.sleep(2)
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+                page = browser.new_page(viewport={"width": 1400, "height": 1900})
+                t0 = time.perf_counter()
+                page.goto(f"http://127.0.0.1:{port}/", wait_until="commit")
+                page.get_by_role("heading", name="Explore the trade-offs of private prediction").wait_for(timeout=60_000)
+                took = time.perf_counter() - t0
+                browser.close()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    return took
+
+
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--floor", action="store_true", help="first time a one-line app's heading (Streamlit's floor)")
     args = ap.parse_args()
+    if args.floor:
+        print("floor:", json.dumps({"heading_s": round(floor_heading(args.port + 1), 2)}), flush=True)
     base = f"http://127.0.0.1:{args.port}"
     # No "Compute" gate: the cancel test needs the slow run to start by itself.
     env = dict(os.environ, PRIVCORE_CACHE=tempfile.mkdtemp(), PRIVCORE_COMPUTE_THRESHOLD_S="1e9")
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                               "--server.port", str(args.port), "--server.address", "127.0.0.1"],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = _serve(ROOT / "app.py", args.port, env)
     out: dict[str, float | int] = {}
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                time.sleep(0.2)
         time.sleep(2)
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])

@@ -130,7 +130,7 @@ PHASES = ("solver", "certification", "noise", "evaluation")
 
 def run_child(args: dict) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "PRIVCORE_CALIBRATION_MEMO": "off"})  # cold: no memo
     if out.returncode != 0:
         raise SystemExit(f"{args['method']} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])

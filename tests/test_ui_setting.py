@@ -69,6 +69,21 @@ def test_explore_specs_are_the_point_then_the_curve():
     assert point.epsilons == (1.0,) and curve.epsilons == (1.0, 3.0, 10.0)
 
 
+def test_explore_plan_is_the_pages_order_with_the_same_quick_spec(tmp_path, monkeypatch):
+    """The warm-up runs the page's own specs in its order: a first visitor waits for the warm-up's
+    run of each (identical keys) instead of computing the quick methods a second time beside it."""
+    from privcore.methods import REGISTRY
+    from ui import progress
+
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))  # nothing cached: the page would draw the quick part
+    values = {"dataset": "synthetic", "eps": 1.0, "eps_min": 1.0, "eps_max": 10.0}
+    point, quick, curve = setting.explore_plan(INFO, values)
+    assert [point.key, curve.key] == [s.key for s in setting.explore_specs(INFO, values)]
+    assert quick.key == progress.quick_part(curve).key
+    assert set(quick.methods) == {m for m in curve.methods if not REGISTRY[m].trains_per_release}
+    assert 0 < len(quick.methods) < len(curve.methods)
+
+
 def test_augmentation_caveat_names_group_privacy():
     from ui.setting import augmentation_caveat
 

@@ -28,3 +28,50 @@ def test_a_url_value_is_shown_as_text_not_markdown(uploads):
     for body in bodies:
         assert "\\!\\[x\\]\\(http\\:" in body                  # the image syntax is escaped, char by char
         assert _unescaped(body) == [], body                         # and so is every other syntax character
+
+
+_LAZY = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import streamlit as st
+from ui import sidebar
+calls = []
+real = sidebar.draw
+sidebar.draw = lambda: calls.append(1) or real()
+try:
+    with sidebar.shared():
+        st.session_state["drawn_at_title"] = len(calls)
+        st.title("The page")
+        first, second = sidebar.settings(), sidebar.settings()
+        st.session_state["same"] = first is second
+    st.session_state["calls"] = len(calls)
+finally:
+    sidebar.draw = real
+"""
+
+_NEVER_ASKS = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import streamlit as st
+from ui import sidebar
+with sidebar.shared():
+    st.title("A page that never reads the sidebar")
+"""
+
+
+def test_the_page_title_comes_before_the_sidebar_is_drawn_once(uploads):
+    at = AppTest.from_string(_LAZY, default_timeout=120)
+    at.query_params["dataset"] = "synthetic"
+    at.run()
+    assert not at.exception
+    assert at.session_state["drawn_at_title"] == 0  # the heading does not wait for the data set
+    assert at.session_state["calls"] == 1 and at.session_state["same"]
+    assert at.title[0].value == "The page" and len(at.sidebar.selectbox) >= 1
+
+
+def test_a_page_that_never_asks_still_gets_the_sidebar(uploads):
+    at = AppTest.from_string(_NEVER_ASKS, default_timeout=120)
+    at.query_params["dataset"] = "synthetic"
+    at.run()
+    assert not at.exception
+    assert len(at.sidebar.selectbox) >= 1 and len(at.sidebar.radio) >= 1

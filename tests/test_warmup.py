@@ -19,6 +19,9 @@ def test_warm_up_imports_the_accountant_and_memoises_the_data() -> None:
         assert "opacus" not in sys.modules  # corrected accounting: dp_accounting's PLD only
         assert "dp_accounting.pld.privacy_loss_distribution" in sys.modules
         assert len(loader._MEMO._items) == before + 1
+        t = warm_up("synthetic", "corrected", wait=False)  # returns at once with the import under way
+        t.join()
+        assert not t.is_alive() and len(loader._MEMO._items) == before + 2
         warm_up("digits", "paper")
         assert "opacus.accountants" in sys.modules
         print("ok")

@@ -55,20 +55,19 @@ def quick_part(spec):  # noqa: ANN001, ANN201 - SweepSpec -> SweepSpec | None
     """The methods of ``spec`` that train nothing per release, as a spec of their own, to draw
     while the slow ones (loss perturbation, DP-SGD) compute; None when that would not help (all
     methods are of one kind, or the whole result is already in this session or on disk)."""
-    from dataclasses import replace
-
     from privcore.engine.runner import read_cached
-    from privcore.methods import REGISTRY
 
-    quick = tuple(m for m in spec.methods if not REGISTRY[m].trains_per_release)
-    if not quick or len(quick) == len(spec.methods) or spec.key in _memo():
+    from .setting import quick_subset
+
+    quick = quick_subset(spec)
+    if quick is None or spec.key in _memo():
         return None
     try:
         if read_cached(spec) is not None:
             return None
     except (ValueError, TypeError, RuntimeError):  # the full run will report the problem itself
         return None
-    return replace(spec, methods=quick)
+    return quick
 
 
 def was_cancelled(spec, key: str) -> bool:  # noqa: ANN001

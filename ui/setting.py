@@ -237,6 +237,27 @@ def explore_specs(info: DataInfo, values: dict[str, Any] | None = None) -> list:
             make_spec(side, s, epsilons=curve_epsilons(float(v["eps_min"]), float(v["eps_max"]), current=s.eps))]
 
 
+def quick_subset(spec):  # noqa: ANN001, ANN201 - SweepSpec -> SweepSpec | None
+    """The methods of ``spec`` that train nothing per release, as a spec of their own (a curve draws
+    them first while loss perturbation and DP-SGD compute); None when all or none are of that kind."""
+    from dataclasses import replace
+
+    from privcore.methods import REGISTRY
+
+    quick = tuple(m for m in spec.methods if not REGISTRY[m].trains_per_release)
+    if not quick or len(quick) == len(spec.methods):
+        return None
+    return replace(spec, methods=quick)
+
+
+def explore_plan(info: DataInfo, values: dict[str, Any] | None = None) -> list:  # noqa: ANN201 - [SweepSpec]
+    """The specs the Explore page runs on a first visit, in its order: the current setting, the
+    curve's quick methods (:func:`quick_subset`), then the whole curve (its quick points cached)."""
+    point, curve = explore_specs(info, values)
+    quick = quick_subset(curve)
+    return [point, curve] if quick is None else [point, quick, curve]
+
+
 def setting_problem(info: DataInfo, s: Setting, *, n: int | None = None, fit_n: bool = False):  # noqa: ANN201
     """privcore's :class:`~privcore.types.Problem` at this setting on this data set (lambda = auto
     stands in as :data:`privcore.knobs.LAM_AUTO_STANDIN`). ``fit_n`` caps T and the batch at N.

@@ -1,8 +1,10 @@
 """The shared sidebar: data set (or an upload), repetitions, accounting and device, drawn once per run.
 
-``app.py`` draws it before the page (``with sidebar.shared(): nav.run()``); a page reads the choices
-with :func:`settings`. A page run on its own (``streamlit run app_pages/explore.py``, an AppTest of
-one page) draws it itself at that call.
+``app.py`` runs the page inside ``with sidebar.shared(): nav.run()``; the sidebar is drawn at the
+page's first :func:`settings` call, which every page makes after its title, so the heading is on screen
+before the data set loads (the sidebar is its own container: drawing it later does not move it). A
+page that never asks gets it drawn after it. A page run on its own (``streamlit run
+app_pages/explore.py``, an AppTest of one page) draws it at each call.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = ["draw", "shared", "settings", "data_info", "ACCOUNTING_LABELS"]
 ACCOUNTING_LABELS = {"corrected": "corrected (sound; default)", "paper": "paper (as published)",
                      "tight": "tight (exact/optimal composition)"}
 _THIS_RUN = "_shared_sidebar"  # Session State key holding the choices while app.py runs the page
+_PENDING = "_shared_sidebar_pending"  # set by shared() until the page's first settings() call draws it
 
 
 @st.cache_resource(show_spinner="Loading the data set...", max_entries=16)
@@ -40,21 +43,27 @@ def data_info(name: str, data_file: str | None = None, preprocess: str = "none",
 
 
 @contextmanager
-def shared() -> Iterator[SidebarSettings]:
-    """Draw the sidebar and make its choices the ones :func:`settings` returns while the page runs."""
-    st.session_state[_THIS_RUN] = side = draw()
+def shared() -> Iterator[None]:
+    """Run the page with one shared sidebar, drawn at its first :func:`settings` call (or after it)."""
+    st.session_state.pop(_THIS_RUN, None)
+    st.session_state[_PENDING] = True
     try:
-        yield side
+        yield
+        if st.session_state.get(_PENDING):  # the page never asked: draw it now, so it is always there
+            settings()
     finally:  # also on st.stop() and reruns: a later run of a page alone must draw its own
         st.session_state.pop(_THIS_RUN, None)
+        st.session_state.pop(_PENDING, None)
 
 
 def settings(*, require_data: bool = False) -> SidebarSettings:
-    """The sidebar's choices in this run. With ``require_data`` the page stops when the data set
-    failed to load (the message is already shown)."""
+    """The sidebar's choices in this run, drawing it at the first call. With ``require_data`` the
+    page stops when the data set failed to load (the message is already shown)."""
     side = st.session_state.get(_THIS_RUN)
-    if side is None:  # the page runs without app.py
+    if side is None:
         side = draw()
+        if st.session_state.pop(_PENDING, False):  # inside app.py's shared(): later calls reuse it
+            st.session_state[_THIS_RUN] = side
     if require_data and side.error:
         st.stop()
     return side

@@ -8,7 +8,12 @@ Theorem 8 of Balle and Wang: a Gaussian mechanism with L2 sensitivity Delta and 
 The left side decreases in sigma and in epsilon, so both inverses are bisections. We solve them
 directly (their Algorithm 1 is a reparametrisation of the same equation). The paper's Algorithm 2
 drops alpha in its second branch and its code evaluates Phi in float32, which misses sigma by up to
-about 20 % at small delta, on the unsafe side; everything here is float64 with ``log_ndtr`` tails.
+about 20 % at small delta, on the unsafe side; everything here is float64 with log-space tails.
+
+Standard library only (``math.erfc`` and an asymptotic series for the far tail; see
+:func:`log_ndtr`): a Gaussian calibration imports neither scipy nor dp_accounting (issue 16, the
+light CLI). tests/accounting/test_gaussian_stdlib.py checks :func:`log_ndtr` against
+``scipy.special.log_ndtr`` and every sigma against an independent high-precision computation.
 """
 
 from __future__ import annotations
@@ -16,10 +21,42 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-
 from ..validation import check_real
 
-__all__ = ["gaussian_delta", "analytic_gaussian_sigma", "analytic_gaussian_epsilon", "classical_gaussian_sigma"]
+__all__ = ["log_ndtr", "gaussian_delta", "analytic_gaussian_sigma", "analytic_gaussian_epsilon", "classical_gaussian_sigma"]
+
+
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def log_ndtr(x: float) -> float:
+    """log Phi(x), the log of the standard normal CDF, in float64 with full relative precision.
+
+    x > -20: ``math.erfc`` (relative error of a few ulp wherever it does not underflow, which is
+    below x = -37), as log(erfc(-x/sqrt 2)/2), or log1p(-erfc(x/sqrt 2)/2) for x > 0 so that
+    Phi near 1 keeps its small complement. x <= -20: the asymptotic (Mills ratio) series
+    log Phi(x) = -x^2/2 - log(-x) - log sqrt(2 pi) + log(1 - 1/x^2 + 3/x^4 - 15/x^6 + ...),
+    summed while its terms fall (they do up to the (x^2/2)-th, far past the 1e-17 reached at
+    x = -20 after ten terms).
+    """
+    x = float(x)
+    if math.isnan(x):
+        return math.nan
+    if x > 0.0:
+        return math.log1p(-0.5 * math.erfc(x / math.sqrt(2.0)))
+    if x > -20.0:
+        return math.log(0.5 * math.erfc(-x / math.sqrt(2.0)))
+    if x == -math.inf:
+        return -math.inf
+    inv = 1.0 / (x * x)
+    term, total, n = 1.0, 1.0, 1
+    while True:
+        nxt = -term * (2 * n - 1) * inv
+        if abs(nxt) >= abs(term) or abs(nxt) < 1e-18:
+            break
+        total += nxt
+        term, n = nxt, n + 1
+    return -0.5 * x * x - math.log(-x) - _LOG_SQRT_2PI + math.log(total)
 
 
 def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
@@ -28,7 +65,6 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> fl
     Implements the left side of Balle and Wang (2018), Theorem 8. Both terms are evaluated as
     exp(log Phi(.)) so that tails down to 1e-300 keep full relative precision.
     """
-    from scipy.special import log_ndtr
     if sigma <= 0:
         return 1.0
     ratio = sensitivity / sigma

@@ -73,15 +73,36 @@ def gnmax_query_mu(sigma_vote: float, sigma_check: float | None) -> float:
 
 def _improved_epsilon(rho: float, delta: float) -> float:
     """min over alpha > 1 of alpha rho + ln((a-1)/a) - (ln delta + ln a)/(a-1): any alpha is a valid bound."""
-    from scipy.optimize import minimize_scalar
     log_delta = math.log(delta)
 
     def f(log_am1: float) -> float:
         a = 1.0 + math.exp(log_am1)
         return a * rho + math.log((a - 1.0) / a) - (log_delta + math.log(a)) / (a - 1.0)
 
-    res = minimize_scalar(f, bounds=(-12.0, 14.0), method="bounded", options={"xatol": 1e-10})
-    return max(0.0, min(float(res.fun), f(math.log(max(math.sqrt(-log_delta / rho), 1e-5)))))
+    best = _golden_min(f, -12.0, 14.0, 1e-10)
+    return max(0.0, min(best, f(math.log(max(math.sqrt(-log_delta / rho), 1e-5)))))
+
+
+def _golden_min(f, lo: float, hi: float, xtol: float) -> float:
+    """Smallest value of ``f`` met by a golden-section search on [lo, hi] (standard library only,
+    so a PATE calibration imports no scipy: issue 16). Every value returned is f at some point,
+    so here any result is a valid epsilon bound; unimodality only makes it the best one."""
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = lo, hi
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
+    best = min(fc, fd, f(lo), f(hi))
+    while b - a > xtol:
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = f(d)
+        best = min(best, fc, fd)
+    return best
 
 
 def zcdp_epsilon(rho: float, delta: float, conversion: str = "improved") -> float:

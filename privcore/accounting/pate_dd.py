@@ -138,34 +138,57 @@ def _theorem6(logq: np.ndarray, sigma: float, order: float) -> tuple[np.ndarray,
     return np.where(valid, bound, np.inf), valid
 
 
-@lru_cache(maxsize=8192)
 def crossover_logq(sigma: float, order: float) -> float:
     """log q_0: below it Theorem 6 applies and beats lambda/sigma^2; at and above it the cost is data-independent.
 
     Found by bisection on the predicate "valid and smaller than the data-independent bound", which
-    holds for every q < q_0 (checked on a grid in the tests); -inf when it never holds.
+    holds for every q < q_0 (checked on a grid in the tests); -inf when it never holds. The orders
+    of :data:`ORDERS` are bisected together, once per sigma (:func:`_crossovers`).
     """
-    indep = order / sigma ** 2
+    if order in _ORDER_INDEX:
+        return float(_crossovers(float(sigma))[_ORDER_INDEX[order]])
+    return float(_crossover_many(float(sigma), np.array([float(order)]))[0])
 
-    def good(logq: float) -> bool:
-        b, ok = _theorem6(np.array(logq), sigma, order)
-        return bool(ok) and float(b) < indep
 
-    lo = -1.0
-    while good(lo) is False and lo > -1e7:
-        lo *= 2.0
-    if not good(lo):
-        return -math.inf
-    hi = 0.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if good(mid):
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12 * max(1.0, abs(lo)):
+_ORDER_INDEX = {a: i for i, a in enumerate(ORDERS)}
+
+
+@lru_cache(maxsize=1024)
+def _crossovers(sigma: float) -> np.ndarray:
+    """:func:`crossover_logq` at every order of :data:`ORDERS` (read-only)."""
+    out = _crossover_many(sigma, np.array(ORDERS))
+    out.setflags(write=False)
+    return out
+
+
+def _crossover_many(sigma: float, orders: np.ndarray) -> np.ndarray:
+    """The bisection of :func:`crossover_logq` run for many orders at once, each element following the
+    same steps as a bisection of its own (doubling lo from -1 down to -1e7, then at most 200 halvings,
+    stopping at a relative width of 1e-12): one numpy pass per step instead of one per order."""
+    indep = orders / sigma ** 2
+
+    def good(logq: np.ndarray) -> np.ndarray:
+        bound, ok = _theorem6(logq, sigma, orders)
+        return ok & (bound < indep)
+
+    lo = np.full(orders.shape, -1.0)
+    found = good(lo)
+    while True:
+        grow = ~found & (lo > -1e7)
+        if not grow.any():
             break
-    return lo
+        lo = np.where(grow, 2.0 * lo, lo)
+        found = np.where(grow, good(lo), found)
+    hi = np.zeros(orders.shape)
+    active = found.copy()
+    for _ in range(200):
+        if not active.any():
+            break
+        mid = 0.5 * (lo + hi)
+        ok = good(mid)
+        lo, hi = np.where(active & ok, mid, lo), np.where(active & ~ok, mid, hi)
+        active &= ~(hi - lo < 1e-12 * np.maximum(1.0, np.abs(lo)))
+    return np.where(found, lo, -math.inf)
 
 
 def dd_rdp(logq: np.ndarray, sigma: float, order: float) -> np.ndarray:

@@ -38,6 +38,8 @@ _MEMO_MAXSIZE = 8
 # one data set above this size is memoised (the latest): a sweep that loads it after its caller did
 # (bench, warm-up) reuses it, and the training context shares its memory rather than copying it.
 _MEMO_MAX_BYTES = 1 << 30
+_BUILD_GUARD = threading.Lock()
+_BUILDING: dict = {}  # memo key -> the lock its builder holds
 
 
 @dataclass(frozen=True)
@@ -90,9 +92,16 @@ def load_dataset(
     hit = _MEMO.get(key)
     if hit is not None:
         return hit
-    ds = _build(args)
-    _MEMO.put(key, ds)
-    return ds
+    with _BUILD_GUARD:  # one build per key at a time: a server's warm-up thread and its first visitor
+        lock = _BUILDING.setdefault(key, threading.Lock())  # ask for the same data set at once
+    with lock:
+        hit = _MEMO.get(key)  # built by the thread we waited for
+        if hit is None:
+            hit = _build(args)
+            _MEMO.put(key, hit)
+    with _BUILD_GUARD:
+        _BUILDING.pop(key, None)
+    return hit
 
 
 def clear_caches(*, raw_sources: bool = True) -> None:

@@ -2,26 +2,39 @@
 
 from __future__ import annotations
 
+import importlib
+import logging
+import threading
+
 __all__ = ["warm_up"]
 
+_LOG = logging.getLogger(__name__)
 
-def warm_up(dataset: str = "mnist-5k", accounting: str = "corrected") -> None:
-    """Import DP-SGD's accountant for ``accounting`` and load ``dataset`` into the in-process memo,
-    so the first calibration and sweep do not wait for them.
+
+def _import_quietly(module: str) -> None:
+    try:
+        importlib.import_module(module)  # the import itself is the point
+    except Exception:  # noqa: BLE001 - the calibration that needs it will report the error itself
+        _LOG.exception("warm-up: importing %s failed", module)
+
+
+def warm_up(dataset: str = "mnist-5k", accounting: str = "corrected", *, wait: bool = True) -> threading.Thread:
+    """Import DP-SGD's accountant for ``accounting`` in a background thread while ``dataset`` loads
+    into the in-process memo, so the first calibration and sweep do not wait for either.
 
     ``corrected`` and ``tight`` calibrate with dp_accounting's replace-one PLD (about 1 s to import:
-    scipy.stats); only ``paper`` uses Opacus's RDP accountant (about 2 s: the package pulls in
-    torch.distributed), so Opacus is imported only for it: on a 2-core machine a first visit
-    shares the cores with this warm-up. Safe to run in a background thread: every step is
-    idempotent and memoised.
+    scipy.signal, .stats, .optimize), only ``paper`` uses Opacus's RDP accountant (about 2 s: the
+    package pulls in torch.distributed). The import runs beside the data load and, with
+    ``wait=False``, beside whatever the caller computes next (the methods before DP-SGD release the
+    interpreter lock in their matrix products); the thread is returned. Safe to run in a background
+    thread: every step is idempotent, and concurrent loads of one data set build it once.
     """
-    import importlib
-
     from ..data import load_dataset
 
-    if accounting == "paper":
-        importlib.import_module("opacus.accountants")  # the import itself is the point
-    else:
-        importlib.import_module("dp_accounting.pld.privacy_loss_distribution")
-
+    module = "opacus.accountants" if accounting == "paper" else "dp_accounting.pld.privacy_loss_distribution"
+    thread = threading.Thread(target=_import_quietly, args=(module,), name="privcore-accountant-import", daemon=True)
+    thread.start()
     load_dataset(dataset)
+    if wait:
+        thread.join()
+    return thread

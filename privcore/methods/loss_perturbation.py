@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up s
 
     from ..context import TrainContext
 
-__all__ = ["LossPerturbation", "multiclass_gaussian_sigma", "AMP_FRACTION", "LP_TOLERANCE_FACTOR"]
+__all__ = ["LossPerturbation", "multiclass_gaussian_sigma", "gamma_upper_quantile", "AMP_FRACTION", "LP_TOLERANCE_FACTOR"]
 
 #: Share of epsilon (and delta) paying for the output noise of approximate minima perturbation.
 AMP_FRACTION = 0.01
@@ -63,11 +63,41 @@ def multiclass_gaussian_sigma(epsilon: float, delta: float, classes: int) -> flo
     >= 1 - delta) gives 2K r / sigma + 2K^2 / sigma^2 <= eps/2, i.e.
     sigma = 2K (sqrt(r^2 + eps) + r) / eps. The other eps/2 pays for the Jacobian (rho = 2LC/eps).
     """
-    from scipy.special import gammainccinv  # scipy.stats would add ~1 s to the first call
-
     # Upper delta-quantile of chi with 2C degrees of freedom: chi^2_{2C} / 2 ~ Gamma(C, 1).
-    r = math.sqrt(2.0 * float(gammainccinv(classes, delta)))
+    r = math.sqrt(2.0 * gamma_upper_quantile(classes, delta))
     return 2.0 * K_LIPSCHITZ * (math.sqrt(r * r + epsilon) + r) / epsilon
+
+
+def _log_gamma_sf(c: int, x: float) -> float:
+    """log P(Gamma(c, 1) > x) for integer c: the Poisson sum e^-x sum_{k<c} x^k / k!, in log space."""
+    if x <= 0.0:
+        return 0.0
+    logs = [k * math.log(x) - x - math.lgamma(k + 1.0) for k in range(c)]
+    top = max(logs)
+    return top + math.log(sum(math.exp(v - top) for v in logs))
+
+
+def gamma_upper_quantile(classes: int, delta: float) -> float:
+    """Smallest x (rounded up, to 1e-13 relative) with P(Gamma(classes, 1) > x) <= delta.
+
+    Standard library only (``scipy.special.gammainccinv`` without importing scipy: issue 16's light
+    CLI). The survival function of an integer-shape Gamma is a Poisson sum, decreasing in x; a
+    bisection keeps the upper end, so the chi radius is never below the true quantile.
+    """
+    c = int(classes)
+    if c != classes or c < 1:
+        raise ValueError(f"classes must be an integer >= 1, got {classes!r}")
+    log_delta = math.log(delta)
+    lo, hi = 0.0, float(c) + 1.0
+    while _log_gamma_sf(c, hi) > log_delta:
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > 1e-13 * hi:
+        mid = 0.5 * (lo + hi)
+        if _log_gamma_sf(c, mid) <= log_delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 _PAPER_NOTE = ("as published: calibrated for add/remove neighbours (||b - b'|| <= K) and, for delta > 0, a one-"
                "dimensional Gaussian tail; under replace-one neighbours with C classes the guarantee is weaker than "

@@ -21,6 +21,7 @@ from privcore.accounting.pate_dd import (
     confident_gnmax_data_dependent,
     _local_sensitivity_gnmax,
     _local_sensitivity_threshold,
+    _theorem6,
     crossover_logq,
     dd_rdp,
     gnmax_logq,
@@ -260,3 +261,34 @@ def test_three_class_gnmax_exact_divergences_are_covered(sigma):
                 assert d <= b * (1 + 1e-6) + 1e-12, (h, g, lam, d, b)
                 checked += 1
     assert checked > 50
+
+
+def _crossover_one_by_one(sigma: float, order: float) -> float:
+    """The bisection of crossover_logq for one order alone (as it was before the orders were batched)."""
+    indep = order / sigma ** 2
+
+    def good(logq: float) -> bool:
+        b, ok = _theorem6(np.array(logq), sigma, order)
+        return bool(ok) and float(b) < indep
+
+    lo = -1.0
+    while not good(lo) and lo > -1e7:
+        lo *= 2.0
+    if not good(lo):
+        return -math.inf
+    hi = 0.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if good(mid) else (lo, mid)
+        if hi - lo < 1e-12 * max(1.0, abs(lo)):
+            break
+    return lo
+
+
+@pytest.mark.parametrize("sigma", [0.5, 3.0, 17.3, 60.0, 400.0])
+def test_batched_crossovers_equal_one_bisection_per_order(sigma):
+    got = [crossover_logq(sigma, a) for a in ORDERS] + [crossover_logq(sigma, 7.77)]  # 7.77: not in ORDERS
+    want = [_crossover_one_by_one(sigma, a) for a in ORDERS] + [_crossover_one_by_one(sigma, 7.77)]
+    assert any(math.isfinite(w) for w in want) or sigma < 1
+    for a, g, w in zip(list(ORDERS) + [7.77], got, want):
+        assert g == w or abs(g - w) <= 1e-9 * max(1.0, abs(w)), (sigma, a, g, w)

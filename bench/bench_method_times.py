@@ -1,0 +1,54 @@
+"""Cold, in-process seconds per method for one Explore setting (issue 14.2 / 16.2; prints figures).
+
+    OMP_NUM_THREADS=1 python bench/bench_method_times.py [point|curve] [--lam 1e-6] [--epochs 50] [--methods a,b]
+
+Run from the repository root with ``PRIVCORE_CACHE=$(mktemp -d)``. Every method runs with the
+cache off, in this order, in one process (so the first method pays the shared imports; the
+``imports`` and ``data`` lines say how much). The first line prints the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("which", nargs="?", default="point", choices=("point", "curve"))
+    ap.add_argument("--lam", type=float, default=None)
+    ap.add_argument("--epochs", type=int, default=None)
+    ap.add_argument("--methods", default="")
+    a = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    t = time.perf_counter()
+    from privcore.engine.runner import run_sweep
+    from ui.setting import build_data_info, explore_specs
+    print("imports", round(time.perf_counter() - t, 2))
+    t = time.perf_counter()
+    info = build_data_info("mnist-5k")
+    print("data", round(time.perf_counter() - t, 2))
+    changes = {k: v for k, v in (("lam", a.lam), ("epochs", a.epochs)) if v is not None}
+    point, curve = explore_specs(info, changes)
+    spec = point if a.which == "point" else curve
+    methods = [m for m in spec.methods if not a.methods or m in a.methods.split(",")]
+    total = 0.0
+    for m in methods:
+        t = time.perf_counter()
+        run_sweep(replace(spec, methods=(m,)), use_cache=False)
+        dt = time.perf_counter() - t
+        total += dt
+        print(f"{m} {dt:.2f}", flush=True)
+    print(f"total {total:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""The on-disk memo of DP-SGD multipliers (privcore/accounting/memo.py).
+
+A repeated calibration reads the stored, verified answer (no accountant call); a damaged or
+foreign memo file, or a damaged entry, is ignored with a warning and the multiplier recomputed;
+the key changes with the code and the arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from functools import lru_cache
+
+import pytest
+
+from privcore.accounting import dpsgd, memo
+
+ARGS = (1.0, 1e-5, 0.064, 79)
+
+
+@pytest.fixture
+def counted(monkeypatch, tmp_path):
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    monkeypatch.delenv("PRIVCORE_CALIBRATION_MEMO", raising=False)
+    calls: list[tuple] = []
+    raw = dpsgd._pld_epsilon.__wrapped__
+
+    def one(*args):
+        calls.append(args)
+        return raw(*args)
+
+    monkeypatch.setattr(dpsgd, "_pld_epsilon", lru_cache(maxsize=None)(one))
+    dpsgd.dpsgd_noise_multiplier.cache_clear()
+    yield calls
+    dpsgd.dpsgd_noise_multiplier.cache_clear()
+
+
+def _fresh(*args, **kw) -> float:
+    dpsgd.dpsgd_noise_multiplier.cache_clear()  # as a new process would: only the disk remembers
+    dpsgd._pld_epsilon.cache_clear()
+    return dpsgd.dpsgd_noise_multiplier(*args, **kw)
+
+
+def test_a_repeated_calibration_reads_the_memo(counted, tmp_path):
+    z = _fresh(*ARGS)
+    assert counted and (tmp_path / memo.FILE_NAME).is_file()
+    counted.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _fresh(*ARGS) == z
+    assert counted == []  # no accountant call
+    # Every argument is in the key: another epsilon, grid or relation is computed afresh.
+    assert _fresh(1.5, 1e-5, 0.064, 79) != z and counted
+    counted.clear()
+    _fresh(*ARGS, grid="fine")
+    assert counted
+
+
+@pytest.mark.parametrize("damage", ["garbage {", "[1, 2]", '{"format": "other", "entries": {}}', "tamper", "\\xff"])
+def test_a_damaged_memo_is_ignored_with_a_warning(counted, tmp_path, damage):
+    z = _fresh(*ARGS)
+    path = tmp_path / memo.FILE_NAME
+    if damage == "tamper":  # a valid-looking file whose value was changed: its check fails
+        data = json.loads(path.read_text())
+        key = next(iter(data["entries"]))
+        data["entries"][key][0] = z * 0.5
+        path.write_text(json.dumps(data))
+    elif damage == "\\xff":
+        path.write_bytes(b"\xff\xfe\x00")
+    else:
+        path.write_text(damage)
+    counted.clear()
+    with pytest.warns(RuntimeWarning, match="ignoring the calibration memo"):
+        again = _fresh(*ARGS)
+    assert again == pytest.approx(z, rel=1e-12) and counted  # recomputed, not the tampered value
+    data = json.loads(path.read_text())  # and rewritten in the right format
+    assert data["format"] == memo.FORMAT and len(data["entries"]) == 1
+
+
+def test_the_key_follows_the_code_and_can_be_switched_off(counted, monkeypatch):
+    z = _fresh(*ARGS)
+    counted.clear()
+    monkeypatch.setattr(memo, "_code_version", lambda: "another version")
+    assert _fresh(*ARGS) == z and counted  # a code change: computed again
+    counted.clear()
+    monkeypatch.setenv("PRIVCORE_CALIBRATION_MEMO", "off")
+    assert memo.memo_path() is None
+    assert _fresh(*ARGS) == z and counted
+
+
+def test_only_positive_finite_values_are_stored(counted, tmp_path):
+    for bad in (float("nan"), float("inf"), 0.0, -1.0):
+        memo.store("x", (1.0,), bad)
+    assert not (tmp_path / memo.FILE_NAME).exists()
+    memo.store("x", (1.0,), 2.5)
+    assert memo.lookup("x", (1.0,)) == 2.5 and memo.lookup("x", (1.0000000000000002,)) is None

@@ -1,0 +1,74 @@
+"""DP-SGD's batched release (privcore/methods/dpsgd.py) against a plain one-model-at-a-time reference.
+
+The release keeps every (epsilon, repetition) model in one transposed tensor and clips through
+||x_n|| ||p_n - y_n||; the reference below trains each model alone, materialises every
+per-example gradient x_n (p_n - y_n)^T, clips it by its own Frobenius norm, and uses the same
+batches and unit noise (drawn by the module's own _chunks/_draw_chunk from the same generators).
+A wrong layout, clipping, noise scale or step size moves the models far beyond the tolerance.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from privcore.context import TrainContext
+from privcore.data import load_dataset
+from privcore.methods import REGISTRY
+from privcore.methods.dpsgd import _chunks, _draw_chunk
+from privcore.types import PrivacyBudget, Problem
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    ds = load_dataset("synthetic", seed=0)
+    problem = Problem(n=ds.n, dim=ds.dim, classes=ds.classes, batch_size=64, epochs=3, clip=0.5, learning_rate=2.0)
+    return TrainContext.from_dataset(ds, problem, 3, torch.device("cpu"))
+
+
+def _reference(ctx: TrainContext, multipliers: list[float], repeats: int) -> torch.Tensor:
+    """[E, R, D, C] by the textbook loop, in float64."""
+    pb = ctx.problem
+    n, d = ctx.x_train.shape
+    c = ctx.classes
+    x, y = ctx.x_train.double(), ctx.y_train
+    gens = [ctx.generator("dpsgd", "run", r) for r in range(repeats)]
+    draws = [_draw_chunk(gens, chunk, n, pb.sample_rate, d, c, ctx.device) for chunk in _chunks(pb.steps, n, d * c)]
+    out = torch.zeros(len(multipliers), repeats, d, c, dtype=torch.float64)
+    for e, mult in enumerate(multipliers):
+        for r in range(repeats):
+            theta = torch.zeros(d, c, dtype=torch.float64)
+            for idx_chunk, _, unit_chunk in draws:
+                for s in range(idx_chunk.shape[1]):
+                    rows = idx_chunk[r, s]
+                    rows = rows[rows < n]  # drop the padding
+                    xb, yb = x[rows], y[rows]
+                    resid = torch.softmax(xb @ theta, dim=1) - torch.nn.functional.one_hot(yb, c).double()
+                    per_example = xb.unsqueeze(2) * resid.unsqueeze(1)  # [b, D, C]
+                    norms = per_example.flatten(1).norm(dim=1)
+                    factor = torch.clamp(pb.clip / norms.clamp_min(1e-12), max=1.0)
+                    total = (per_example * factor.view(-1, 1, 1)).sum(dim=0)
+                    noise = mult * pb.clip * unit_chunk[r, s].double()
+                    theta = theta - pb.learning_rate * (total + noise) / (pb.sample_rate * n)
+            out[e, r] = theta
+    return out
+
+
+def test_batched_release_equals_the_per_model_reference(ctx):
+    m = REGISTRY["dpsgd"]
+    scales = [m.calibrate(PrivacyBudget(eps, 1e-5), ctx.problem) for eps in (1.0, 8.0)]
+    got = m.release(ctx, scales, 3).double()
+    want = _reference(ctx, [s.noise_multiplier for s in scales], 3)
+    assert got.shape == want.shape
+    scale = want.abs().max()
+    assert float(scale) > 0.1  # the models moved
+    assert torch.allclose(got, want, atol=1e-4 * float(scale), rtol=0), float((got - want).abs().max())
+
+
+def test_reference_catches_a_wrong_noise_scale(ctx):
+    """The comparison above can fail: the same reference with the noise doubled is far off."""
+    m = REGISTRY["dpsgd"]
+    scale = m.calibrate(PrivacyBudget(1.0, 1e-5), ctx.problem)
+    got = m.release(ctx, [scale], 2).double()
+    wrong = _reference(ctx, [2.0 * scale.noise_multiplier], 2)
+    assert not torch.allclose(got, wrong, atol=1e-4 * float(wrong.abs().max()), rtol=0)
