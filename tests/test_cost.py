@@ -196,3 +196,24 @@ def test_loss_perturbation_cost_follows_the_measured_batches():
     one = perturbed(_problem(), 1)
     assert 5.0 <= perturbed(_problem(), 6) / one <= 5.6
     assert 2.5 <= perturbed(replace(_problem(), lam=1e-6), 1) / one <= 4.2
+
+
+def test_lambda_auto_candidates_held_by_the_process_are_not_predicted_again(tmp_path, monkeypatch):
+    # lambda = auto's curve after its current setting: the candidates' teachers and solves on the
+    # fitting part are already trained in this process (they took 0.03 s, predicted 12 s before)
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    from privcore.engine import runner, tuning
+    from privcore.engine.cache import ResultCache
+
+    store = ResultCache(tmp_path / "results")
+    spec = SweepSpec(data=DataSpec(name="synthetic"), methods=("subsample_aggregate",), epsilons=(1.0, 3.0),
+                     delta=0.0, repeats=2, device="cpu", lam="auto", baseline=False)
+    cold = cost.estimate(spec, cost.data_sizes(spec), missing=cost.plan_state(spec, store)[0])
+    run_sweep(replace(spec, epsilons=(1.0,)), cache=store)       # the current setting: trains the candidates
+    missing, warm = cost.plan_state(spec, store)
+    assert missing == {(0, "subsample_aggregate"): 1}
+    assert ("auto", "data") in warm[0] and any(k[:2] == ("auto", "teachers") for k in warm[0])
+    after = cost.estimate(spec, cost.data_sizes(spec), missing=missing, warm=warm)
+    assert after.seconds < 0.5 * cold.seconds
+    tuning._SUB_CONTEXT.clear()
+    runner._CONTEXTS.clear()

@@ -268,7 +268,7 @@ def plan_state(spec: SweepSpec, cache: Any = None) -> tuple[dict[tuple[int, str]
     """(missing, warm) for :func:`estimate`: the epsilons each job would compute (cache lookups,
     the data of every variant loaded, memoised) and the shared pieces this process's live
     training context already holds. Trains nothing."""
-    from . import runner
+    from . import runner, tuning
     from .cache import ResultCache, point_key
 
     store = cache if cache is not None else ResultCache()
@@ -282,13 +282,20 @@ def plan_state(spec: SweepSpec, cache: Any = None) -> tuple[dict[tuple[int, str]
             todo = [key for key in keys if key not in planned and (not store.enabled or store.get(key) is None)]
             planned.update(keys)
             missing[(vi, method)] = len(todo)
-        live = runner._CONTEXTS.get((ds.fingerprint, vspec.seed, str(runner.resolve_device(vspec.device))))
-        if live is not None:
-            held = {("ctx", "data")} | ({("ctx", "eig")} if live._precond else set())
+        device = str(runner.resolve_device(vspec.device))
+        # the live context, and lambda = auto's fitting part (its candidates' solves and teachers)
+        contexts = ((runner._CONTEXTS.get((ds.fingerprint, vspec.seed, device)), "ctx", ()),
+                    (tuning._SUB_CONTEXT.get((ds.fingerprint + ":auto-lam", vspec.seed, device)), "auto", ("auto",)))
+        for live, kind, prefix in contexts:
+            if live is None:
+                continue
+            held = warm.setdefault(vi, set())
+            held.add((kind, "data"))
+            if live._precond:
+                held.add((kind, "eig"))
             for key in live._solves:
                 if key[0] in ("np", "teachers"):
-                    held.add(tuple(float(v) if isinstance(v, float) else v for v in key))
-            warm[vi] = held
+                    held.add(prefix + tuple(float(v) if isinstance(v, float) else v for v in key))
     return missing, warm
 
 
