@@ -48,6 +48,9 @@ DEFAULT_COEFFS: dict[str, float] = {
     # PLD calibration, per Confident-GNMax data-dependent epsilon, and per second of a one-time import
     "calibrate": 0.2, "pate_dd": 0.22, "import": 1.0,
 }
+#: Pieces only a release pays, not lambda = auto's candidates (scored by ``evaluate``, without
+#: :meth:`~privcore.methods.base.Method.extra_results`): Confident-GNMax's data-dependent epsilon.
+RELEASE_ONLY_KINDS: tuple[str, ...] = ("pate_dd",)
 #: The kinds above that are measured directly: bench/bench_cost.py subtracts them and fits the rest.
 MEASURED_KINDS: tuple[str, ...] = ("calibrate", "pate_dd", "import")
 #: How much slower than idle the machine ran while :data:`DEFAULT_COEFFS` were fitted
@@ -209,7 +212,8 @@ def _parts(method: str, spec: SweepSpec, problem: Problem, points: int) -> list[
         cand = replace(problem, n=sub_n, lam=lam, teachers=min(problem.teachers, sub_n),
                        batch_size=min(problem.batch_size, sub_n),
                        budget=n_val if m.family == "prediction" else problem.budget)
-        out += [(None if p.shared is None else ("auto",) + p.shared, p) for p in m.cost_parts(cand, points, 1)]
+        out += [(None if p.shared is None else ("auto",) + p.shared, p) for p in m.cost_parts(cand, points, 1)
+                if p.kind not in RELEASE_ONLY_KINDS]
     return out + [(p.shared, p) for p in m.cost_parts(problem, points, spec.repeats)]
 
 
