@@ -57,8 +57,8 @@ MEASURED_KINDS: tuple[str, ...] = ("calibrate", "pate_dd", "import")
 #: (:func:`slowdown` = load average / cores, at least 1: 1.0 on the quiet 2 cores).
 DEFAULT_FIT_SLOWDOWN = 1.0
 #: Above this estimate the dashboard waits for an explicit "Compute" click (the first view of
-#: mnist-5k, about 15 s cold on 2 loaded cores, starts by itself; lambda = 1e-6, lambda = auto or
-#: 50 DP-SGD epochs wait). ``PRIVCORE_COMPUTE_THRESHOLD_S`` changes it (see :func:`threshold_seconds`).
+#: mnist-5k, about 15 s cold on 2 loaded cores, starts by itself; the curves at lambda = 1e-6,
+#: lambda = auto or 50 DP-SGD epochs wait). ``PRIVCORE_COMPUTE_THRESHOLD_S`` changes it (see :func:`threshold_seconds`).
 THRESHOLD_SECONDS = 20.0
 
 
