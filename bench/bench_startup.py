@@ -1,19 +1,20 @@
 """Start-up of the light CLI (issue 16): median wall time of fresh interpreters vs a bare one.
 
-    python bench/bench_startup.py [--runs 7] [--repo PATH] [--no-inprocess]
+    python bench/bench_startup.py [--runs 7] [--repo PATH] [--against PATH] [--no-inprocess]
 
-Prints, for each command, the median of ``--runs`` fresh processes and its ratio to a bare
-``python -c "import numpy"`` (the target is at most 3x). ``calibrate`` without data imports neither
+Prints, for each command, the median of ``--runs`` fresh processes and the median of its ratio to
+a bare ``python -c "import numpy"`` timed just before it in the same round, so that a load that
+comes and goes moves both (the target is at most 3x). ``calibrate`` without data imports neither
 torch nor scipy for any method but DP-SGD: pure DP, and the Gaussian ones (analytic Gaussian,
 loss perturbation's chi quantile, PATE's zCDP conversion) in the standard library. DP-SGD loads
-``dp_accounting`` (its replace-one PLD accountant, about 1 s of imports, timed bare below) unless
-the on-disk memo (privcore/accounting/memo.py) already holds the answer: "cold" runs with the memo
-off, "memo" runs with a memo written by one call before the timing. ``--repo`` times another
-checkout (e.g. a ``git worktree`` of an older commit) the same way (commands it lacks just fail fast).
-Last, in one process: DP-SGD's replace-one calibration at mnist-5k's defaults (q = 0.064, 79
-steps) for Explore's curve epsilons, PLD evaluations and seconds, with the approximate start
-(privcore/accounting/pld_approx.py) and with the previous start (CLT guess + coarse pass).
-The first line prints the load average: compare figures at similar load.
+``dp_accounting`` (its replace-one PLD accountant, timed bare below) unless the on-disk memo
+(privcore/accounting/memo.py) already holds the answer: "cold" runs with the memo off, "memo
+hit" after one call has written it. ``--repo`` times another checkout instead of this one;
+``--against`` times a second checkout in the same rounds (e.g. ``git archive <old commit>``
+unpacked in a folder; commands it lacks just fail fast). Last, in one process: DP-SGD's
+replace-one calibration at mnist-5k's defaults (q = 0.064, 79 steps) for Explore's curve
+epsilons, PLD evaluations and seconds, with the approximate start (privcore/accounting/pld_approx.py)
+and with the previous start (CLT guess + coarse pass). Load averages are printed before and after.
 """
 
 from __future__ import annotations
@@ -45,13 +46,32 @@ DPSGD = ["calibrate", "--method", "dpsgd", "--epsilon", "1", "--delta", "1e-5"]
 CURVE = (0.1, 0.3, 1.0, 3.0, 10.0)
 
 
+def _once(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
 def median_time(argv: list[str], runs: int, env: dict[str, str], cwd: Path = ROOT) -> float:
-    times = []
+    return statistics.median(_once(argv, env, cwd) for _ in range(runs))
+
+
+def paired(argv: list[str], runs: int, env: dict[str, str], repos: list[Path]) -> list[tuple[float, float]]:
+    """Per repo: (median seconds, median ratio to a numpy start timed just before, in the same round).
+
+    Each round times ``python -c "import numpy"`` and then the command in every repo, back to back,
+    so that a load that comes and goes moves the reference and the command together.
+    """
+    py = sys.executable
+    times: list[list[float]] = [[] for _ in repos]
+    ratios: list[list[float]] = [[] for _ in repos]
     for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        ref = _once([py, "-c", "import numpy"], env, ROOT)
+        for i, repo in enumerate(repos):
+            t = _once(argv, env, repo)
+            times[i].append(t)
+            ratios[i].append(t / ref)
+    return [(statistics.median(t), statistics.median(r)) for t, r in zip(times, ratios)]
 
 
 def inprocess() -> None:
@@ -92,33 +112,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--repo", type=Path, default=ROOT, help="checkout to time (default: this one)")
+    parser.add_argument("--against", type=Path, default=None,
+                        help="another checkout timed in the same rounds (e.g. an export of an older commit)")
     parser.add_argument("--no-inprocess", action="store_true", help="skip the in-process DP-SGD calibration table")
     args = parser.parse_args()
     env = dict(os.environ, PRIVCORE_CACHE=tempfile.mkdtemp(prefix="privcore-bench-"))
     py = sys.executable
-    print(f"{args.repo}: load average {os.getloadavg()[0]:.2f}, {args.runs} runs each, median seconds")
+    print(f"{args.repo}: load average {os.getloadavg()[0]:.2f}, {args.runs} rounds; median seconds and median "
+          "ratio to a numpy start timed in the same round")
     bare = median_time([py, "-c", "pass"], args.runs, env)
     numpy = median_time([py, "-c", "import numpy"], args.runs, env)
     print(f"{'bare python -c pass':<62} {bare:6.3f} s")
     ref = 'bare python -c "import numpy" (the 1x reference)'
     print(f"{ref:<62} {numpy:6.3f} s")
-    def row(label: str, t: float) -> None:
-        print(f"{label:<62} {t:6.3f} s  {t / numpy:5.2f}x numpy start")
+    repos = [args.repo] + ([args.against] if args.against else [])
+    if args.against:
+        print(f"each row: this checkout, then {args.against} (same rounds)")
+
+    def row(label: str, argv: list[str], run_env: dict[str, str] = env) -> None:
+        got = paired(argv, args.runs, run_env, repos)
+        text = "   ".join(f"{t:6.3f} s {r:5.2f}x" for t, r in got)
+        print(f"{label:<62} {text}")
 
     for title, group in (("no heavy import", LIGHT), ("Gaussian, standard library (no scipy)", GAUSSIAN)):
         print(f"-- {title}")
         for label, argv in group.items():
-            row(label, median_time([py, "-m", "privcore", *argv], args.runs, env, args.repo))
+            row(label, [py, "-m", "privcore", *argv])
     print("-- DP-SGD (replace-one PLD, dp_accounting)")
-    row("python -c 'import dp_accounting' (the accountant's import)",
-        median_time([py, "-c", "import dp_accounting"], args.runs, env))
-    cold = dict(env, PRIVCORE_CALIBRATION_MEMO="off")
-    row("calibrate dpsgd (delta = 1e-5), cold: memo off", median_time([py, "-m", "privcore", *DPSGD], args.runs, cold,
-                                                                      args.repo))
-    subprocess.run([py, "-m", "privcore", *DPSGD], cwd=args.repo, env=env, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=False)  # writes the memo
-    row("calibrate dpsgd (delta = 1e-5), repeated: memo hit", median_time([py, "-m", "privcore", *DPSGD], args.runs,
-                                                                          env, args.repo))
+    row("python -c 'import dp_accounting' (the accountant's import)", [py, "-c", "import dp_accounting"])
+    row("calibrate dpsgd (delta = 1e-5), cold: memo off", [py, "-m", "privcore", *DPSGD],
+        dict(env, PRIVCORE_CALIBRATION_MEMO="off"))
+    for repo in repos:  # writes the memo (where the checkout has one)
+        _once([py, "-m", "privcore", *DPSGD], env, repo)
+    row("calibrate dpsgd (delta = 1e-5), repeated: memo hit", [py, "-m", "privcore", *DPSGD])
     if not args.no_inprocess and args.repo == ROOT:
         inprocess()
     print(f"load average {os.getloadavg()[0]:.2f} (after)")
