@@ -1,10 +1,13 @@
 """Cold, in-process seconds per method for one Explore setting (issue 14.2 / 16.2; prints figures).
 
     OMP_NUM_THREADS=1 python bench/bench_method_times.py [point|curve] [--lam 1e-6] [--epochs 50] [--methods a,b]
+        [--root PATH]   (time the tree at PATH with this script; see bench/bench_before_after.py)
 
 Run from the repository root with ``PRIVCORE_CACHE=$(mktemp -d)``. Every method runs with the
 cache off, in this order, in one process (so the first method pays the shared imports; the
-``imports`` and ``data`` lines say how much). The first line prints the load average.
+``imports`` and ``data`` lines say how much). Each method's line gives wall and CPU seconds (the
+process's own CPU time, steadier than wall time on a loaded machine). The first line prints the
+load average.
 """
 
 from __future__ import annotations
@@ -17,7 +20,18 @@ import warnings
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+def _root() -> Path:
+    """The tree to time: --root PATH (bench/bench_before_after.py points it at an older checkout)."""
+    if "--root" in sys.argv:
+        i = sys.argv.index("--root")
+        root = Path(sys.argv[i + 1])
+        del sys.argv[i:i + 2]
+        return root
+    return Path(__file__).resolve().parents[1]
+
+
+sys.path.insert(0, str(_root()))
 
 
 def main() -> None:
@@ -41,13 +55,14 @@ def main() -> None:
     spec = point if a.which == "point" else curve
     methods = [m for m in spec.methods if not a.methods or m in a.methods.split(",")]
     total = 0.0
+    cpu_total = 0.0
     for m in methods:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         run_sweep(replace(spec, methods=(m,)), use_cache=False)
-        dt = time.perf_counter() - t
-        total += dt
-        print(f"{m} {dt:.2f}", flush=True)
-    print(f"total {total:.2f}")
+        dt, dc = time.perf_counter() - t, time.process_time() - c
+        total, cpu_total = total + dt, cpu_total + dc
+        print(f"{m} {dt:.2f} {dc:.2f}", flush=True)
+    print(f"total {total:.2f} {cpu_total:.2f}")
 
 
 if __name__ == "__main__":

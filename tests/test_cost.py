@@ -88,7 +88,8 @@ def test_plan_state_sees_the_cache(tmp_path, monkeypatch):
 def test_eta_follows_the_model_then_the_observed_speed():
     assert cost.eta(60.0, 0.0, 0.0) == 60.0
     assert cost.eta(60.0, 0.5, 30.0) == pytest.approx(30.0)     # on schedule
-    assert cost.eta(60.0, 0.5, 60.0) == pytest.approx(60.0)     # twice as slow: twice the time left
+    assert cost.eta(60.0, 0.5, 60.0) == pytest.approx(45.0)     # twice as slow, trusted by half: 1.5x the time left
+    assert cost.eta(60.0, 0.9, 108.0) == pytest.approx(11.4)    # late, mostly the observed speed (2x: 12 s)
     assert cost.eta(60.0, 1.0, 70.0) == 0.0
     assert cost.eta(60.0, 0.0, 90.0) == 0.0                     # over time, nothing measured yet
 
@@ -195,3 +196,34 @@ def test_loss_perturbation_cost_follows_the_measured_batches():
     one = perturbed(_problem(), 1)
     assert 5.0 <= perturbed(_problem(), 6) / one <= 5.6
     assert 2.5 <= perturbed(replace(_problem(), lam=1e-6), 1) / one <= 4.2
+
+
+def test_lambda_auto_candidates_held_by_the_process_are_not_predicted_again(tmp_path, monkeypatch):
+    # lambda = auto's curve after its current setting: the candidates' teachers and solves on the
+    # fitting part are already trained in this process (they took 0.03 s, predicted 12 s before)
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    from privcore.engine import runner, tuning
+    from privcore.engine.cache import ResultCache
+
+    store = ResultCache(tmp_path / "results")
+    spec = SweepSpec(data=DataSpec(name="synthetic"), methods=("subsample_aggregate",), epsilons=(1.0, 3.0),
+                     delta=0.0, repeats=2, device="cpu", lam="auto", baseline=False)
+    cold = cost.estimate(spec, cost.data_sizes(spec), missing=cost.plan_state(spec, store)[0])
+    run_sweep(replace(spec, epsilons=(1.0,)), cache=store)       # the current setting: trains the candidates
+    missing, warm = cost.plan_state(spec, store)
+    assert missing == {(0, "subsample_aggregate"): 1}
+    assert ("auto", "data") in warm[0] and any(k[:2] == ("auto", "teachers") for k in warm[0])
+    after = cost.estimate(spec, cost.data_sizes(spec), missing=missing, warm=warm)
+    assert after.seconds < 0.5 * cold.seconds
+    tuning._SUB_CONTEXT.clear()
+    runner._CONTEXTS.clear()
+
+
+def test_lambda_auto_candidates_pay_no_data_dependent_epsilon():
+    # the candidates are scored by evaluate(), which computes no PATE data-dependent epsilon: six
+    # candidates x seven epsilons x 0.22 s were predicted for lam_auto's curve (9.4 s; it took 3.6 s)
+    gn = replace(BASE, methods=("confident_gnmax",), baseline=False, epsilons=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0))
+    fixed, auto = secs(gn), secs(replace(gn, lam="auto"))
+    no_dd = {**cost.DEFAULT_COEFFS, "pate_dd": 0.0}
+    extra = auto - fixed
+    assert extra == pytest.approx(secs(replace(gn, lam="auto"), coeffs=no_dd) - secs(gn, coeffs=no_dd))

@@ -48,14 +48,17 @@ DEFAULT_COEFFS: dict[str, float] = {
     # PLD calibration, per Confident-GNMax data-dependent epsilon, and per second of a one-time import
     "calibrate": 0.2, "pate_dd": 0.22, "import": 1.0,
 }
+#: Pieces only a release pays, not lambda = auto's candidates (scored by ``evaluate``, without
+#: :meth:`~privcore.methods.base.Method.extra_results`): Confident-GNMax's data-dependent epsilon.
+RELEASE_ONLY_KINDS: tuple[str, ...] = ("pate_dd",)
 #: The kinds above that are measured directly: bench/bench_cost.py subtracts them and fits the rest.
 MEASURED_KINDS: tuple[str, ...] = ("calibrate", "pate_dd", "import")
 #: How much slower than idle the machine ran while :data:`DEFAULT_COEFFS` were fitted
 #: (:func:`slowdown` = load average / cores, at least 1: 1.0 on the quiet 2 cores).
 DEFAULT_FIT_SLOWDOWN = 1.0
 #: Above this estimate the dashboard waits for an explicit "Compute" click (the first view of
-#: mnist-5k, about 15 s cold on 2 loaded cores, starts by itself; lambda = 1e-6, lambda = auto or
-#: 50 DP-SGD epochs wait). ``PRIVCORE_COMPUTE_THRESHOLD_S`` changes it (see :func:`threshold_seconds`).
+#: mnist-5k, about 15 s cold on 2 loaded cores, starts by itself; the curves at lambda = 1e-6,
+#: lambda = auto or 50 DP-SGD epochs wait). ``PRIVCORE_COMPUTE_THRESHOLD_S`` changes it (see :func:`threshold_seconds`).
 THRESHOLD_SECONDS = 20.0
 
 
@@ -128,9 +131,9 @@ def fit_slowdown() -> float:
         return DEFAULT_FIT_SLOWDOWN
 
 
-def _runnable_now(samples: int = 8, pause: float = 0.004) -> float | None:
+def _runnable_now(samples: int = 5, pause: float = 0.003) -> float | None:
     """Runnable threads on the machine now (this one included): the mean of a few reads of the
-    fourth field of /proc/loadavg over about 30 ms; None where there is no such file."""
+    fourth field of /proc/loadavg over about 12 ms; None where there is no such file."""
     import time
 
     counts = []
@@ -209,7 +212,8 @@ def _parts(method: str, spec: SweepSpec, problem: Problem, points: int) -> list[
         cand = replace(problem, n=sub_n, lam=lam, teachers=min(problem.teachers, sub_n),
                        batch_size=min(problem.batch_size, sub_n),
                        budget=n_val if m.family == "prediction" else problem.budget)
-        out += [(None if p.shared is None else ("auto",) + p.shared, p) for p in m.cost_parts(cand, points, 1)]
+        out += [(None if p.shared is None else ("auto",) + p.shared, p) for p in m.cost_parts(cand, points, 1)
+                if p.kind not in RELEASE_ONLY_KINDS]
     return out + [(p.shared, p) for p in m.cost_parts(problem, points, spec.repeats)]
 
 
@@ -268,7 +272,7 @@ def plan_state(spec: SweepSpec, cache: Any = None) -> tuple[dict[tuple[int, str]
     """(missing, warm) for :func:`estimate`: the epsilons each job would compute (cache lookups,
     the data of every variant loaded, memoised) and the shared pieces this process's live
     training context already holds. Trains nothing."""
-    from . import runner
+    from . import runner, tuning
     from .cache import ResultCache, point_key
 
     store = cache if cache is not None else ResultCache()
@@ -282,13 +286,20 @@ def plan_state(spec: SweepSpec, cache: Any = None) -> tuple[dict[tuple[int, str]
             todo = [key for key in keys if key not in planned and (not store.enabled or store.get(key) is None)]
             planned.update(keys)
             missing[(vi, method)] = len(todo)
-        live = runner._CONTEXTS.get((ds.fingerprint, vspec.seed, str(runner.resolve_device(vspec.device))))
-        if live is not None:
-            held = {("ctx", "data")} | ({("ctx", "eig")} if live._precond else set())
+        device = str(runner.resolve_device(vspec.device))
+        # the live context, and lambda = auto's fitting part (its candidates' solves and teachers)
+        contexts = ((runner._CONTEXTS.get((ds.fingerprint, vspec.seed, device)), "ctx", ()),
+                    (tuning._SUB_CONTEXT.get((ds.fingerprint + ":auto-lam", vspec.seed, device)), "auto", ("auto",)))
+        for live, kind, prefix in contexts:
+            if live is None:
+                continue
+            held = warm.setdefault(vi, set())
+            held.add((kind, "data"))
+            if live._precond:
+                held.add((kind, "eig"))
             for key in live._solves:
                 if key[0] in ("np", "teachers"):
-                    held.add(tuple(float(v) if isinstance(v, float) else v for v in key))
-            warm[vi] = held
+                    held.add(prefix + tuple(float(v) if isinstance(v, float) else v for v in key))
     return missing, warm
 
 
@@ -304,12 +315,18 @@ def estimate_spec(spec: SweepSpec, cache: Any = None, *, sizes: DataSizes | None
 def eta(predicted: float, fraction: float, elapsed: float) -> float:
     """Seconds left of a run predicted to take ``predicted`` seconds, ``fraction`` of its predicted
     work done after ``elapsed`` seconds: the model's remaining time, scaled by the speed observed so
-    far (trusted more as the run advances)."""
+    far (trusted more as the run advances: as much as the share done).
+
+    The trust grows with the share itself, no faster: the speed observed on the first jobs says
+    less about the last ones than it seems (on cold runs single jobs were predicted 0.5-2x off,
+    and a pace measured on an under-predicted solve made the ETA run 2x long late in the run).
+    On the cold-update benchmark's traces this halved the checkpoints outside a factor 1.5
+    against a trust of twice the share, both on a quiet and on a loaded machine."""
     fraction = min(max(float(fraction), 0.0), 1.0)
     if fraction >= 1.0:
         return 0.0
     if fraction <= 0.0 or predicted <= 0.0:
         return max(predicted - elapsed, 0.0)
     speed = elapsed / (predicted * fraction)  # > 1: slower than predicted
-    trust = min(1.0, 2.0 * fraction)
+    trust = fraction
     return predicted * (1.0 - fraction) * ((1.0 - trust) + trust * speed)

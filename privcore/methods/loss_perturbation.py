@@ -168,16 +168,16 @@ class LossPerturbation(Method):
     def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
         """The non-private solve (its warm start, shared) and one perturbed solve per release, batched.
 
-        Measured on mnist-5k (bench/bench_cold_updates.py --cpu --trace, per job): a batch costs
-        about 0.08 s per release plus 3.4 releases' worth, linear in the batch (120 releases of a
-        curve took 5.3x the 20 of one point, not the 4.1x an offset of 12 gave); and the perturbed
+        Measured on cold mnist-5k runs (bench/bench_cold_updates.py --cpu --trace, per job): a batch
+        costs about 0.08 s per release plus 3.4 releases' worth, linear in the batch (120 releases
+        of a curve took 5.3x the 20 of one point, not the 4.1x an offset of 12 gave; cold, 20
+        releases took 1.35-1.45x what the warm fit of ``perturbed`` says); and the perturbed
         problems' regulariser lam + rho/N keeps them better conditioned than the non-private solve
         as lam shrinks: 2.8-4.1x the lam = 1e-3 time at lam = 1e-6, about the solver's iteration
-        ratio to the power 0.6 (3.2), not the full 7x. Equal to the fitted form at 20 releases and
-        lam = 1e-3, where ``perturbed`` was fitted."""
+        ratio to the power 0.65 (3.5), not the full 7x."""
         batch = points * repeats
         return [CostPart("fixed", 1.0), nonprivate_part(problem),
-                CostPart("perturbed", data_work(problem) * solver_iterations(problem.lam) ** 0.6 * (batch + 3.4) / 23.4)]
+                CostPart("perturbed", data_work(problem) * solver_iterations(problem.lam) ** 0.65 * (batch + 3.4) / 17.3)]
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:

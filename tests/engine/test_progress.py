@@ -44,10 +44,13 @@ def test_the_eta_of_a_lagging_run_stays_within_a_factor_1_5():
     for share in (0.1, 0.25, 0.5, 0.75):
         elapsed, f, left = [(e, f, left) for e, f, left in trace if e <= share * 12.0][-1]
         assert 1 / 1.5 <= cost.eta(9.0, f, elapsed) / left <= 1.5, (share, f)
-    # The fraction as the runner computed it before (unit B's loop fraction from zero, the clock
-    # filling a unit at the predicted speed) on the same run: its ETA ran 1.67x long at half time.
+    # Before: unit B's loop fraction counted from zero (the clock filled units at the predicted
+    # speed), and the ETA trusted the observed speed at twice the share done. On the same run its
+    # ETA ran 1.67x long at half time.
     old_f = (3.0 + 0.0 * 6.0) / 9.0
-    assert cost.eta(9.0, old_f, 6.0) / 6.0 > 1.5
+    speed, trust = 6.0 / (9.0 * old_f), min(1.0, 2.0 * old_f)
+    assert 9.0 * (1 - old_f) * ((1 - trust) + trust * speed) / 6.0 > 1.5
+    assert cost.eta(9.0, old_f, 6.0) / 6.0 < 1.5  # the lagging fraction alone, with today's trust
 
 
 def test_inside_a_silent_unit_the_clock_follows_the_pace_of_the_units_before():
