@@ -25,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+HEADING = "Explore the trade-offs of private prediction"
 REC = """() => [...document.querySelectorAll('[data-testid="stAlert"]')].some(e => e.innerText.includes('Recommended'))"""
 
 
@@ -42,23 +43,32 @@ def _serve(app: Path, port: int, env: dict) -> subprocess.Popen:
             time.sleep(0.2)
 
 
+def _browser(pw):  # noqa: ANN001, ANN202 - playwright objects
+    return pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+
+
+def _open_to_heading(browser, url: str, timeout_ms: int):  # noqa: ANN001, ANN202
+    """A new tab on ``url``: (the page, when the request was made, seconds until the heading shows)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1900})
+    t0 = time.perf_counter()
+    page.goto(url, wait_until="commit")
+    page.get_by_role("heading", name=HEADING).wait_for(timeout=timeout_ms)
+    return page, t0, time.perf_counter() - t0
+
+
 def floor_heading(port: int) -> float:
     """Seconds to the heading of a one-line Streamlit app, measured like the real page."""
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp:
         app = Path(tmp, "hello.py")
-        app.write_text('import streamlit as st\nst.title("Explore the trade-offs of private prediction")\n')
+        app.write_text(f'import streamlit as st\nst.title("{HEADING}")\n')
         server = _serve(app, port, dict(os.environ))
         try:
             time.sleep(2)
             with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-                page = browser.new_page(viewport={"width": 1400, "height": 1900})
-                t0 = time.perf_counter()
-                page.goto(f"http://127.0.0.1:{port}/", wait_until="commit")
-                page.get_by_role("heading", name="Explore the trade-offs of private prediction").wait_for(timeout=60_000)
-                took = time.perf_counter() - t0
+                browser = _browser(pw)
+                _, _, took = _open_to_heading(browser, f"http://127.0.0.1:{port}/", 60_000)
                 browser.close()
         finally:
             server.terminate()
@@ -83,12 +93,8 @@ def main() -> None:
     try:
         time.sleep(2)
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-            page = browser.new_page(viewport={"width": 1400, "height": 1900})
-            t0 = time.perf_counter()
-            page.goto(base + "/", wait_until="commit")
-            page.get_by_role("heading", name="Explore the trade-offs of private prediction").wait_for(timeout=300_000)
-            out["heading_s"] = time.perf_counter() - t0
+            browser = _browser(pw)
+            page, t0, out["heading_s"] = _open_to_heading(browser, base + "/", 300_000)
             page.wait_for_function(REC, timeout=300_000, polling=50)
             out["recommendation_s"] = time.perf_counter() - t0
             page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=300_000)

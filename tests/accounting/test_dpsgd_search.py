@@ -12,7 +12,6 @@ the PLD check, never from the approximation.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import pytest
 
@@ -24,20 +23,10 @@ CASES = [(0.064, 79, 3.0), (0.064, 79, 0.5), (0.01, 300, 1.0), (0.5, 10, 8.0), (
 
 
 @pytest.fixture
-def counted(monkeypatch):
+def counted(monkeypatch, accountant_calls):
     """A fresh, counting memo around the accountant; the result memo cleared before and after."""
     monkeypatch.setenv("PRIVCORE_CALIBRATION_MEMO", "off")  # count the accountant, not the on-disk memo
-    calls: list[tuple] = []
-    raw = dpsgd._pld_epsilon.__wrapped__
-
-    def one(*args):
-        calls.append(args)
-        return raw(*args)
-
-    monkeypatch.setattr(dpsgd, "_pld_epsilon", lru_cache(maxsize=None)(one))
-    dpsgd.dpsgd_noise_multiplier.cache_clear()
-    yield calls
-    dpsgd.dpsgd_noise_multiplier.cache_clear()
+    return accountant_calls
 
 
 def _ref(z: float, q: float, k: int, eps: float) -> float:

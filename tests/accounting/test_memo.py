@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from functools import lru_cache
 
 import pytest
 
@@ -19,20 +18,10 @@ ARGS = (1.0, 1e-5, 0.064, 79)
 
 
 @pytest.fixture
-def counted(monkeypatch, tmp_path):
+def counted(monkeypatch, tmp_path, accountant_calls):
     monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
     monkeypatch.delenv("PRIVCORE_CALIBRATION_MEMO", raising=False)
-    calls: list[tuple] = []
-    raw = dpsgd._pld_epsilon.__wrapped__
-
-    def one(*args):
-        calls.append(args)
-        return raw(*args)
-
-    monkeypatch.setattr(dpsgd, "_pld_epsilon", lru_cache(maxsize=None)(one))
-    dpsgd.dpsgd_noise_multiplier.cache_clear()
-    yield calls
-    dpsgd.dpsgd_noise_multiplier.cache_clear()
+    return accountant_calls
 
 
 def _fresh(*args, **kw) -> float:
