@@ -276,7 +276,6 @@ def _search(eps_at, eps: float, dlt: float, q: float, k: int, z0: float, rel_tol
         z_f = max(fails)
         slope = (math.log(seen[z_f]) - math.log(seen[sigma])) / (math.log(z_f) - math.log(sigma))
     return sigma, min(slope, -0.05)
-    return sigma
 
 
 #: How far past the predicted root (in units of rel_tol) the first step from an approximate start aims.
