@@ -143,16 +143,21 @@ def test_an_empty_poisson_batch_releases_only_the_same_noise():
         assert torch.equal(v, 1.3 * torch.randn(v.shape, generator=noise) / 1.0)
 
 
-def test_unsupported_models_fall_back_or_are_refused():
-    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 3), nn.LayerNorm(3))
-    assert not supports_ghost(model)
+def _auto_is_torch_func_and_ghost_refused(model: nn.Module, seed: int, refusal: str) -> None:
+    """clipping='auto' gives torch.func's clipped sum bit for bit; clipping='ghost' raises ``refusal``."""
     params = {k: v.detach() for k, v in model.named_parameters()}
-    x, y = torch.randn(4, 1, 8, 8, generator=_gen(4)), torch.tensor([0, 1, 2, 0])
+    x, y = torch.randn(4, 1, 8, 8, generator=_gen(seed)), torch.tensor([0, 1, 2, 0])
     auto, _ = clipped_sum(model, params, {}, x, y, 1.0, "auto")
     func, _ = clip_and_sum(per_sample_grads(model, params, {}, x, y), 1.0)
     assert all(torch.equal(auto[k], func[k]) for k in func)
-    with pytest.raises(ValueError, match="clipping='ghost'"):
+    with pytest.raises(ValueError, match=refusal):
         clipped_sum(model, params, {}, x, y, 1.0, "ghost")
+
+
+def test_unsupported_models_fall_back_or_are_refused():
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 3), nn.LayerNorm(3))
+    assert not supports_ghost(model)
+    _auto_is_torch_func_and_ghost_refused(model, 4, "clipping='ghost'")
     with pytest.raises(ValueError, match="clipping must be one of"):
         SGDConfig(1, 4, clipping="fast")
 
@@ -198,10 +203,4 @@ def test_auto_uses_ghost_only_for_the_projects_models():
 
     model = Other()
     assert supports_ghost(model)
-    params = {k: v.detach() for k, v in model.named_parameters()}
-    x, y = torch.randn(4, 1, 8, 8, generator=_gen(6)), torch.tensor([0, 1, 2, 0])
-    auto, _ = clipped_sum(model, params, {}, x, y, 1.0, "auto")
-    func, _ = clip_and_sum(per_sample_grads(model, params, {}, x, y), 1.0)
-    assert all(torch.equal(auto[k], func[k]) for k in func)
-    with pytest.raises(ValueError, match="no forward call of the layers holding unused.bias, unused.weight"):
-        clipped_sum(model, params, {}, x, y, 1.0, "ghost")
+    _auto_is_torch_func_and_ghost_refused(model, 6, "no forward call of the layers holding unused.bias, unused.weight")
