@@ -115,7 +115,7 @@ class DPSGD(Method):
     def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
         """Every repetition trains for epochs x N examples; the epsilons of a repetition share its
         batches and noise draws, and each further epsilon adds about a fifth of a repetition
-        (measured on mnist-5k, 20 epochs, 1 / 4 / 7 epsilons: 3.6 / 5.7 / 8.4 s, one thread, quiet),
+        (bench/bench_dpsgd_epsilons.py: mnist-5k, 20 epochs, 1 / 4 / 7 epsilons 3.82 / 6.15 / 9.37 s, quiet),
         plus a per-step overhead."""
         per_rep = repeats * (1.0 + 0.2 * (points - 1))
         parts = [CostPart("fixed", 1.0), CostPart("sgd", problem.epochs * data_work(problem) * per_rep / 100),
