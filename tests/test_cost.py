@@ -37,8 +37,8 @@ def test_the_expensive_knobs_cost_more():
     assert secs(replace(BASE, lam=1e-6)) > 2 * base            # small lambda: more solver iterations
     assert secs(replace(BASE, lam="auto")) > 2 * base          # six candidates per method
     # DP-SGD trains 10x longer: 2.9x the whole view's time measured quietly (bench_cold_updates:
-    # 14.4 s against 5.0 s), which the model under-predicts (about 2x: README, Cold updates)
-    assert secs(replace(BASE, epochs=50)) > 1.8 * base
+    # 14.4 s against 5.0 s); with DP-SGD's constants measured alone (bench_dpsgd_cost.py) the model says 2.7x
+    assert secs(replace(BASE, epochs=50)) > 2.4 * base
     assert secs(replace(BASE, repeats=100)) > secs(BASE)
     assert secs(replace(BASE, data=DataSpec(n=1000))) < base
     assert secs(replace(BASE, data=DataSpec(dim=50))) < base
@@ -49,6 +49,9 @@ def test_the_expensive_knobs_cost_more():
     assert secs(replace(dp, lam=1e-6)) == pytest.approx(secs(dp))
     ms = replace(BASE, methods=("model_sensitivity",), baseline=False)
     assert secs(replace(ms, epochs=50)) == pytest.approx(secs(ms))
+    # the expected batch: more steps below 256, a working set past the caches above (bench_dpsgd_cost.py,
+    # 50 epochs, one epsilon: 14.4 / 9.3 / 17.1 s at batch 64 / 256 / 1024, quiet)
+    assert secs(replace(dp, batch_size=64)) > 1.1 * secs(dp) < secs(replace(dp, batch_size=1024))
 
 
 def test_shared_pieces_are_counted_once_and_cached_points_cost_nothing():

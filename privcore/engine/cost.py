@@ -44,8 +44,10 @@ __all__ = ["DEFAULT_COEFFS", "MEASURED_KINDS", "THRESHOLD_SECONDS", "threshold_s
 #: which this design cannot identify (fitted 0), keeps the earlier fit: the B answers of a teacher vote).
 DEFAULT_COEFFS: dict[str, float] = {
     "fixed": 0.0, "data": 0.0, "eig": 0.2531, "solve": 0.3382, "perturbed": 1.037, "teachers": 0.2069,
-    "sgd": 0.4262, "sgd_steps": 0.1286, "student": 0.185, "answers": 0.018, "augment": 1.0,
-    # measured directly, not fitted (bench_cost's runs are warm and single-point): seconds per DP-SGD
+    "sgd": 0.5402, "sgd_batch": 0.2713, "sgd_steps": 0.2689, "student": 0.185, "answers": 0.018, "augment": 1.0,
+    # "sgd", "sgd_batch", "sgd_steps": measured directly by bench/bench_dpsgd_cost.py (DP-SGD alone over
+    # epochs x batch x epsilons, quiet, worst factor 1.18), not by the joint fit, which put them 0.6-0.8x low.
+    # Also measured directly, not fitted (bench_cost's runs are warm and single-point): seconds per DP-SGD
     # PLD calibration (0.03-0.06 s per epsilon on the Explore curve's 7, quiet), per Confident-GNMax
     # data-dependent epsilon, and per second of a one-time import
     "calibrate": 0.05, "pate_dd": 0.085, "import": 1.0,
@@ -54,7 +56,7 @@ DEFAULT_COEFFS: dict[str, float] = {
 #: :meth:`~privcore.methods.base.Method.extra_results`): Confident-GNMax's data-dependent epsilon.
 RELEASE_ONLY_KINDS: tuple[str, ...] = ("pate_dd",)
 #: The kinds above that are measured directly: bench/bench_cost.py subtracts them and fits the rest.
-MEASURED_KINDS: tuple[str, ...] = ("calibrate", "pate_dd", "import")
+MEASURED_KINDS: tuple[str, ...] = ("calibrate", "pate_dd", "import", "sgd", "sgd_batch", "sgd_steps")
 #: How much slower than idle the machine ran while :data:`DEFAULT_COEFFS` were fitted
 #: (:func:`slowdown` = load average / cores, at least 1: 1.0 on the quiet 2 cores).
 DEFAULT_FIT_SLOWDOWN = 1.0
@@ -216,7 +218,17 @@ def _parts(method: str, spec: SweepSpec, problem: Problem, points: int) -> list[
                        budget=n_val if m.family == "prediction" else problem.budget)
         out += [(None if p.shared is None else ("auto",) + p.shared, p) for p in m.cost_parts(cand, points, 1)
                 if p.kind not in RELEASE_ONLY_KINDS]
-    return out + [(p.shared, p) for p in m.cost_parts(problem, points, spec.repeats)]
+    # The release at the chosen lambda: not known before the run, and each epsilon chooses its own
+    # (noisy selection: Explore's 7-epsilon curve chose 4-5 different lambdas per method). Expected cost:
+    # ``groups`` distinct choices among the points, each one of the candidates with equal chance, each
+    # group paying its own full-data pieces (non-private solve, teachers) for its share of the points.
+    k = len(LAM_AUTO_GRID)
+    groups = k * (1.0 - (1.0 - 1.0 / k) ** points)
+    for lam in LAM_AUTO_GRID:
+        final = replace(problem, lam=lam)
+        out += [(None if p.shared is None else ("auto-final", method) + p.shared, CostPart(p.kind, p.work * groups / k))
+                for p in m.cost_parts(final, points / groups, spec.repeats)]
+    return out
 
 
 def estimate(spec: SweepSpec, sizes: DataSizes, *, missing: Mapping[tuple[int, str], int] | None = None,

@@ -48,6 +48,9 @@ def per_example_grad_norms(x: torch.Tensor, probs: torch.Tensor, y: torch.Tensor
 
 #: Seconds the replace-one accountant's import (dp_accounting's PLD) takes once per process (measured).
 ACCOUNTANT_IMPORT_S = 1.4
+#: Share of a repetition each further epsilon of a run adds (its own noise and update on shared batches;
+#: measured by bench/bench_dpsgd_cost.py).
+EPSILON_SHARE = 0.16
 
 class DPSGD(Method):
     name = "dpsgd"
@@ -113,12 +116,17 @@ class DPSGD(Method):
                           noise_multiplier=z, sensitivity=sens, notes=notes, formula=formula)
 
     def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
-        """Every repetition trains for epochs x N examples; the epsilons of a repetition share its
-        batches and noise draws, and each further epsilon adds about a fifth of a repetition
-        (bench/bench_dpsgd_epsilons.py: mnist-5k, 20 epochs, 1 / 4 / 7 epsilons 3.82 / 6.15 / 9.37 s, quiet),
-        plus a per-step overhead."""
-        per_rep = repeats * (1.0 + 0.2 * (points - 1))
-        parts = [CostPart("fixed", 1.0), CostPart("sgd", problem.epochs * data_work(problem) * per_rep / 100),
+        """Every repetition trains for epochs x N examples, at a per-example cost that grows with the
+        step's working set (batch x repetitions rows), plus a per-step overhead; the epsilons of a
+        repetition share its batches and noise draws, and each further epsilon adds a share
+        :data:`EPSILON_SHARE` of a repetition. The three constants (``sgd``, ``sgd_batch``,
+        ``sgd_steps``) are measured, not fitted with the other methods: bench/bench_dpsgd_cost.py
+        (mnist-5k, 20 repetitions, epochs 5 / 20 / 50, batch 64 / 256 / 1024, 1 and 5 epsilons; at 50
+        epochs and one epsilon 15.8 / 12.2 / 16.5 s for batch 64 / 256 / 1024, quiet)."""
+        per_rep = repeats * (1.0 + EPSILON_SHARE * (points - 1))
+        examples = problem.epochs * data_work(problem) * per_rep / 100
+        parts = [CostPart("fixed", 1.0), CostPart("sgd", examples),
+                 CostPart("sgd_batch", examples * min(problem.batch_size, problem.n) / 256),
                  CostPart("sgd_steps", problem.steps * per_rep / 1580),
                  CostPart("calibrate", float(points))]  # one PLD calibration per epsilon (about 0.05 s, measured)
         if "dp_accounting.pld" not in sys.modules:  # the accountant's import, once per process (about 1.4 s)

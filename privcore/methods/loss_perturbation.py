@@ -176,8 +176,9 @@ class LossPerturbation(Method):
         as lam shrinks: 2.8-4.1x the lam = 1e-3 time at lam = 1e-6, about the solver's iteration
         ratio to the power 0.65 (3.5), not the full 7x."""
         batch = points * repeats
+        offset = min(3.4, 0.17 * batch)  # a single release (lambda = auto's candidates): about 0.075 s, not 4.4 releases' worth
         return [CostPart("fixed", 1.0), nonprivate_part(problem),
-                CostPart("perturbed", data_work(problem) * solver_iterations(problem.lam) ** 0.65 * (batch + 3.4) / 17.3)]
+                CostPart("perturbed", data_work(problem) * solver_iterations(problem.lam) ** 0.65 * (batch + offset) / 17.3)]
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
