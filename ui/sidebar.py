@@ -138,7 +138,8 @@ def draw() -> SidebarSettings:
         try:
             info = data_info(dataset, data_file if dataset == "file" else None, prep, label_column)
         except Exception as err:  # noqa: BLE001 - DataFileError, DataUnavailableError, ValueError...
-            error = f"Could not load data set {dataset!r}: {err}"
+            error = (f"Could not use your file: {uploads.load_error_text(err, data_file)}" if dataset == "file"
+                     else f"Could not load the data set {DATASET_LABELS[dataset]}: {err}")
     if error:  # quotes file names and cell values: shown as text
         sb.error(escape_markdown(error))
         st.error(escape_markdown(error))
