@@ -293,6 +293,20 @@ def test_progress_and_cancel(tmp_path):
         run_sweep(_small_spec(seed=5), cache=ResultCache(tmp_path), cancel=lambda: True)
 
 
+def test_progress_messages_and_warnings_name_methods_by_their_labels(tmp_path):
+    """The dashboard shows the runner's progress text and warnings as they are: a method's label
+    ("Model sensitivity"), never its code name ("model_sensitivity")."""
+    from privcore.methods import get_method
+
+    messages: list[str] = []
+    spec = _small_spec(methods=("model_sensitivity", "dpsgd"), delta=0.0, epochs=1)
+    res = run_sweep(spec, cache=ResultCache(tmp_path), progress=lambda f, m: messages.append(m))
+    shown = messages + [w.split(":")[0] for w in res.warnings]  # who the message is about
+    assert any(m.startswith("Model sensitivity on ") for m in messages), messages
+    assert any(w.startswith(get_method("dpsgd").label + " skipped: ") for w in res.warnings), res.warnings
+    assert not any(code in m for m in shown for code in ("model_sensitivity", "dpsgd")), shown
+
+
 @pytest.mark.parametrize("method", ["dpsgd", "loss_perturbation"])
 def test_cancel_acts_inside_a_batch(tmp_path, method):
     """The cancel callable is polled at every DP-SGD step and solver iteration, not only between
