@@ -94,7 +94,7 @@ def draw() -> SidebarSettings:
         state.put("data_file", None)
     prep, label_column = "none", None
     if dataset == "file":
-        up = sb.file_uploader("CSV (numeric columns + a 'label' column) or NPZ (arrays x, y)", type=["csv", "npz"],
+        up = sb.file_uploader("CSV (numeric columns and a label column, picked below) or NPZ (arrays x, y)", type=["csv", "npz"],
                               key=f"upload_file_{st.session_state.get('_upload_gen', 0)}")
         if up is not None:
             try:
