@@ -46,27 +46,6 @@ def test_deep_page_computes_missing_points_and_draws_figure_7(tiny_preset):
     assert len(at.get("plotly_chart")) == 2
 
 
-class _Same:
-    """Equal to any run signature: stands for the run the user cancelled."""
-
-    def __eq__(self, other: object) -> bool:
-        return True
-
-    __hash__ = None
-
-
-def test_compute_after_a_cancel_trains_at_once(tiny_preset, monkeypatch):
-    from privcore.deep.spec import PRESETS
-
-    monkeypatch.setitem(PRESETS, "cpu-small", dict(PRESETS["cpu-small"], teachers=2))  # not cached by another test
-    at = run(PAGE, {}).run()
-    at.session_state["_cancelled"] = {"deep_run": _Same()}  # as after a Cancel of this training
-    [b for b in at.button if b.key == "deep_compute"][0].click().run()
-    assert not at.exception, at.exception
-    assert not [b for b in at.button if b.key.endswith("_resume")]  # no detour through a Resume box
-    assert not [b for b in at.button if b.key == "deep_compute"]  # trained: nothing missing any more
-
-
 def test_page_is_in_the_navigation():
     import ast
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from .progress import cancellable_bar, device_text, forget_cancel
+from .progress import cancellable_bar, device_text
 
 __all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "compute", "gpu_work_text", "panel_rows"]
 
@@ -64,7 +64,6 @@ def compute(specs, key: str) -> bool:  # noqa: ANN001
     from privcore.deep.run import TrainingCancelled, run_deep
 
     sig = "|".join(s.to_json() for s in specs)
-    forget_cancel(key)  # called on a Compute click: that click resumes a cancelled run
     box = cancellable_bar(key, sig, "Training", device_text("auto"), what="trainings")
     if box is None:
         return False
