@@ -138,15 +138,12 @@ if missing:
         clicked = st.button(f"Compute Figure {key} ({', '.join(missing)} accounting{about})", type="primary",
                             key="repro_compute",
                             help="Runs on the device chosen in the sidebar; finished points are cached on disk.")
-        if not clicked and any(progress.was_cancelled(specs[acc], f"repro_{key}_{acc}") for acc in missing):
-            st.info(f"Figure {key}: cancelled. Finished points are cached; press the button to compute the rest.")
-        elif not clicked:
+        if not clicked:
             st.info(f"Figure {key} is not computed yet for this data set and these settings: about {points} points "
                     f"× {side.repeats} repetitions. Press the button to compute it.")
     if clicked:
         slot.empty()
         for acc in missing:
-            progress.forget_cancel(f"repro_{key}_{acc}")  # the click resumes a cancelled run
             res = progress.run_with_progress(specs[acc], key=f"repro_{key}_{acc}",
                                             label=f"Figure {key}, {acc} accounting", show_done=True, ask=False)
             if res is None:

@@ -85,25 +85,3 @@ def test_a_method_that_cannot_run_is_left_out_alone_with_its_reason():
     assert not at.error, texts(at.error)
     assert len(at.get("plotly_chart")) == 1
     assert not any("dpsgd" in w.lower() and "batch" in w for w in texts(at.warning) if "DP-SGD is left out" not in w)
-
-
-class _Same:
-    """Equal to any spec key: stands for the key of the run the user cancelled."""
-
-    def __eq__(self, other: object) -> bool:
-        return True
-
-    __hash__ = None
-
-
-def test_compute_after_a_cancel_computes_at_once():
-    at = page(PAGE, repeats="3").run()  # R = 3: not cached by the other tests of this module
-    at.selectbox(key="repro_figure").set_value("1a").run()
-    at.multiselect(key="repro_accounting").set_value(["corrected"]).run()
-    at.session_state["_cancelled"] = {"repro_1a_corrected": _Same()}  # as after a Cancel of this figure
-    at.run()
-    assert any("cancelled" in t and "press the button" in t for t in texts(at.info)), texts(at.info)
-    at.button(key="repro_compute").click().run()
-    assert not at.exception, at.exception
-    assert not [b for b in at.button if b.key.endswith("_resume")]  # no detour through a Resume box
-    assert len(at.get("plotly_chart")) == 1

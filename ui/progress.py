@@ -75,12 +75,6 @@ def was_cancelled(spec, key: str) -> bool:  # noqa: ANN001
     return st.session_state.get("_cancelled", {}).get(key) == spec.key
 
 
-def forget_cancel(key: str) -> None:
-    """Drop the Cancel recorded under ``key``: an explicit Compute click resumes the run (without this
-    the click only showed the "Resume" box, and Resume led back to the Compute button)."""
-    st.session_state.get("_cancelled", {}).pop(key, None)
-
-
 def cancellable_bar(key: str, sig: str, label: str, device: str, *, what: str = "points",  # noqa: ANN201
                     predicted: float | None = None):
     """A progress bar with a Cancel button for the run ``sig`` under ``key``, or None when the user
