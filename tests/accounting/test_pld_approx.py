@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 import pytest
 
 from privcore.accounting.gaussian import analytic_gaussian_epsilon
