@@ -314,13 +314,19 @@ def noisy_release(base: "torch.Tensor", ctx: "TrainContext", method: str, scales
     return out
 
 
-def scaled_noise(ctx: "TrainContext", method: str, scales: list[NoiseScale], repeats: int, count: int, dim: int) -> "torch.Tensor":
-    """Noise [E, R, count, dim] for each scale: the unit draw of its kind times its factor."""
+def scaled_noise(ctx: "TrainContext", method: str, scales: list[NoiseScale], repeats: int, count: int, dim: int,
+                 dtype: "torch.dtype | None" = None) -> "torch.Tensor":
+    """Noise [E, R, count, dim] for each scale: the unit draw of its kind times its factor.
+
+    ``dtype`` float32 unless given; float64 scales the unrounded draw in float64 (no float32
+    rounding of the factor, which can lower a noise scale by up to 2^-24 relative).
+    """
     import torch
 
-    out = torch.zeros(len(scales), repeats, count, dim, device=ctx.device)
+    dtype = torch.float32 if dtype is None else dtype
+    out = torch.zeros(len(scales), repeats, count, dim, dtype=dtype, device=ctx.device)
     for kind in {s.noise for s in scales} - {"none", "exponential_mechanism"}:
-        unit = unit_noise(ctx, method, kind, repeats, count, dim)
+        unit = unit_noise(ctx, method, kind, repeats, count, dim, dtype=dtype)
         for e, s in enumerate(scales):
             if s.noise == kind:
                 out[e] = unit * noise_multiplier_of(s)

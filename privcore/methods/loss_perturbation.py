@@ -190,7 +190,7 @@ class LossPerturbation(Method):
         theta_np = ctx.nonprivate_theta(lam, released=False)  # only the warm start
         d, c = theta_np.shape
         # Noise b in the sum-form objective; divided by N it is the linear term of the average form.
-        b = scaled_noise(ctx, self.name, scales, repeats, 1, d * c).view(len(scales) * repeats, d, c).double()
+        b = scaled_noise(ctx, self.name, scales, repeats, 1, d * c, dtype=torch.float64).view(len(scales) * repeats, d, c)
         rho = torch.tensor([s.rho or 0.0 for s in scales], dtype=torch.float64, device=ctx.device)
         lam_total = (lam + rho / n).repeat_interleave(repeats)
         linear = b / n
@@ -204,7 +204,8 @@ class LossPerturbation(Method):
         theta = res.theta.view(len(scales), repeats, d, c)
         # Approximate minima perturbation: output noise of the objective noise's kind, per repetition.
         for kind in {s.noise for s in scales if s.output_scale}:
-            unit = unit_noise(ctx, self.name, kind, repeats, 1, d * c, stream=kind + ":output").view(repeats, d, c).double()
+            unit = unit_noise(ctx, self.name, kind, repeats, 1, d * c, stream=kind + ":output",
+                              dtype=torch.float64).view(repeats, d, c)
             for e, s in enumerate(scales):
                 if s.noise == kind and s.output_scale:
                     theta[e] += float(s.output_scale) * unit
