@@ -32,8 +32,9 @@ __all__ = ["memo_path", "lookup", "store"]
 FILE_NAME = "calibrations.json"
 FORMAT = "privcore-calibration-memo-1"
 MAX_ENTRIES = 4096
-#: The files whose source decides a calibration: a change to any of them changes every key.
-_SOURCES = ("dpsgd.py", "pld_approx.py", "memo.py")
+#: The files whose source decides a calibration: a change to any of them changes every key
+#: (gaussian.py only places the search's start, which can still move the returned z within its tolerance).
+_SOURCES = ("dpsgd.py", "pld_approx.py", "memo.py", "gaussian.py")
 #: The installed libraries whose numbers decide it: the accountant and what it computes with.
 _LIBRARIES = ("dp-accounting", "numpy", "scipy")
 

@@ -125,3 +125,19 @@ def test_the_code_version_follows_the_libraries(monkeypatch):
     monkeypatch.setattr(metadata, "version", real)
     memo._code_version.cache_clear()
     assert memo._code_version() == base
+
+
+def test_the_code_version_follows_every_source_of_the_search(monkeypatch, tmp_path):
+    """dpsgd.py (the accountant calls, the search), pld_approx.py (the start and the re-check),
+    gaussian.py (the first guess) and memo.py: an edit to any of them must miss the memo."""
+    from pathlib import Path
+
+    real = Path.read_bytes
+    base = memo._code_version()
+    for name in ("dpsgd.py", "pld_approx.py", "memo.py", "gaussian.py"):
+        memo._code_version.cache_clear()
+        monkeypatch.setattr(Path, "read_bytes", lambda self, n=name: real(self) + (b"#edit" if self.name == n else b""))
+        assert memo._code_version() != base, name
+    monkeypatch.setattr(Path, "read_bytes", real)
+    memo._code_version.cache_clear()
+    assert memo._code_version() == base
