@@ -127,7 +127,7 @@ def test_the_code_version_follows_the_libraries(monkeypatch):
     assert memo._code_version() == base
 
 
-def test_the_code_version_follows_every_source_of_the_search(monkeypatch, tmp_path):
+def test_the_code_version_follows_every_source_of_the_search(monkeypatch):
     """dpsgd.py (the accountant calls, the search), pld_approx.py (the start and the re-check),
     gaussian.py (the first guess) and memo.py: an edit to any of them must miss the memo."""
     from pathlib import Path
