@@ -1,10 +1,10 @@
-"""Cost and slack of the DP-SGD memo's re-check (privcore/accounting/dpsgd.py ``_memo_plausible``); prints figures.
+"""Cost and slack of the DP-SGD memo's re-check (privcore/accounting/pld_approx.py ``recheck``); prints figures.
 
     OMP_NUM_THREADS=1 python bench/bench_memo_recheck.py
 
 For DP-SGD settings from the defaults to MNIST-sized runs, calibrates the replace-one multiplier z
 (memo off), then times the re-check a memo hit pays (pld_approx with the stdlib normal CDF, no scipy
-import) and prints approx epsilon(z) / target (the re-check accepts up to MEMO_RECHECK_SLACK) and the
+import) and prints approx epsilon(z) / target (the re-check accepts up to RECHECK_SLACK) and the
 same ratio at 0.99 z (what a multiplier 1 % too small would show).
 """
 
@@ -27,16 +27,16 @@ SETTINGS = [  # (epsilon, delta, N, batch, epochs)
 def main() -> None:
     os.environ["PRIVCORE_CALIBRATION_MEMO"] = "off"
     from privcore.accounting import dpsgd
-    from privcore.accounting.pld_approx import approx_epsilon
+    from privcore.accounting.pld_approx import RECHECK_SLACK, approx_epsilon, recheck
 
-    print(f"slack accepted: {dpsgd.MEMO_RECHECK_SLACK}")
+    print(f"slack accepted: {RECHECK_SLACK}")
     print("eps      delta   N      batch epochs steps  z          ratio(z)  ratio(0.99 z)  re-check ms")
     for eps, dlt, n, batch, epochs in SETTINGS:
         q, k = batch / n, math.ceil(epochs * n / batch)
         z = dpsgd.dpsgd_noise_multiplier(eps, dlt, q, k)
         h = eps * 1e-2 / math.sqrt(k)
         t = time.perf_counter()
-        ok = dpsgd._memo_plausible(z, eps, dlt, q, k)
+        ok = recheck(z, eps, dlt, q, k)
         ms = (time.perf_counter() - t) * 1e3
         r1 = approx_epsilon(z, q, k, dlt, h, stdlib=True) / eps
         r2 = approx_epsilon(0.99 * z, q, k, dlt, h, stdlib=True) / eps

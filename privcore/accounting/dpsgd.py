@@ -24,7 +24,7 @@ gives an upper bound on epsilon; a finer grid is only tighter. Our own code is t
 the root search on z; the returned z was evaluated and its epsilon compared with the target, so it
 never under-protects. (The search starts at pld_approx's estimate, which only decides where the
 accountant looks; memo.py replays such verified results, each re-checked on reading against
-pld_approx's independent estimate, see :func:`_memo_plausible`.) Opacus RDP uses orders up to 4096 (SPEC "Library pitfalls": its defaults,
+pld_approx's independent estimate, :func:`privcore.accounting.pld_approx.recheck`.) Opacus RDP uses orders up to 4096 (SPEC "Library pitfalls": its defaults,
 up to 63, cannot certify epsilon = 0.1 at delta = 1e-5) and a relative tolerance on z.
 """
 
@@ -211,12 +211,14 @@ def dpsgd_noise_multiplier(epsilon: float, delta: float, sample_rate: float, ste
         )
     if accountant == "pld":
         # A repeated calibration (another CLI call, another visit) reads its verified answer from
-        # the on-disk memo (privcore/accounting/memo.py) and never imports dp_accounting.
+        # the on-disk memo (privcore/accounting/memo.py), re-checked by pld_approx without scipy,
+        # and never imports dp_accounting.
         from . import memo
+        from .pld_approx import recheck as _recheck
 
         args = (eps, dlt, q, k, rel, float(rel_tol), grid)
         hit = memo.lookup("dpsgd_noise_multiplier", args)
-        if hit is not None and (rel != "replace_one" or _memo_plausible(hit, eps, dlt, q, k)):
+        if hit is not None and (rel != "replace_one" or _recheck(hit, eps, dlt, q, k)):
             return hit
         z = _pld_noise_multiplier(eps, dlt, q, k, rel, rel_tol, grid)
         memo.store("dpsgd_noise_multiplier", args, z)
@@ -225,35 +227,6 @@ def dpsgd_noise_multiplier(epsilon: float, delta: float, sample_rate: float, ste
     err = 0.002 * max(eps, 1.0) if accountant == "prv" else 0.005
     eps_at = lambda s: _epsilon_cached(s, q, k, dlt, accountant, err)  # noqa: E731
     return _search(eps_at, eps, dlt, q, k, _guess(eps, dlt, q, k, rel), rel_tol, 0.02)[0]
-
-
-#: A memo entry is replayed only if pld_approx's epsilon at it is at most this factor over the target.
-#: At verified multipliers it is within 0.1 % of the target (q 0.004-1, 5-2,000 steps, epsilon
-#: 0.1-50); 1 % less noise raises it by 1-3 %, so a multiplier more than ~0.3 % too small is refused.
-MEMO_RECHECK_SLACK = 1.003
-
-
-def _memo_plausible(z: float, eps: float, dlt: float, q: float, k: int) -> bool:
-    """Re-check a replace-one multiplier read from the memo (milliseconds; imports neither scipy nor dp_accounting).
-
-    The memo's per-entry sha256 catches accidental damage (a changed value, an entry moved to
-    another key); it is not keyed, so an entry edited by hand together with its checksum would
-    otherwise be trusted. Here the memo's z must also meet the target by the independent numpy PLD
-    (pld_approx) up to :data:`MEMO_RECHECK_SLACK`; a multiplier it cannot judge (z below 0.1,
-    a support too large) is recomputed rather than trusted. A refused entry is recomputed and
-    overwritten, with a warning.
-    """
-    from .pld_approx import approx_epsilon
-
-    try:
-        ok = approx_epsilon(z, q, k, dlt, eps * 1e-2 / math.sqrt(k), stdlib=True) <= eps * MEMO_RECHECK_SLACK
-    except (ValueError, ArithmeticError):
-        ok = False
-    if not ok:
-        warnings.warn(f"ignoring the calibration memo's noise multiplier {z!r} for epsilon={eps!r}, delta={dlt!r}, "
-                      f"sample rate {q!r}, {k} steps: an independent check finds it too small; recomputing",
-                      RuntimeWarning, stacklevel=3)
-    return ok
 
 
 def _pld_noise_multiplier(eps: float, dlt: float, q: float, k: int, rel: str, rel_tol: float, grid: str) -> float:

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-__all__ = ["approx_delta", "approx_epsilon", "approx_noise_multiplier"]
+__all__ = ["approx_delta", "approx_epsilon", "approx_noise_multiplier", "recheck", "RECHECK_SLACK"]
 
 _MAX_CELLS = 8_000
 _MAX_FFT = 1 << 21
@@ -178,3 +178,33 @@ def approx_noise_multiplier(epsilon: float, delta: float, q: float, steps: int, 
         prev = (u, gu)
         u, gu = nxt, g(nxt)
     raise ValueError("approx_noise_multiplier did not converge")
+
+
+#: A memo entry is replayed only if approx_epsilon at it is at most this factor over the target.
+#: At verified multipliers it is within 0.15 % of the target (q 0.004-1, 5-11,719 steps, epsilon
+#: 0.1-100; bench/bench_memo_recheck.py); 1 % less noise raises it by 1-2.2 %, so a multiplier more
+#: than ~0.3 % too small is refused.
+RECHECK_SLACK = 1.003
+
+
+def recheck(z: float, epsilon: float, delta: float, q: float, steps: int) -> bool:
+    """Does a replace-one multiplier read from DP-SGD's on-disk memo look right? (milliseconds, no scipy)
+
+    The memo's per-entry sha256 (privcore/accounting/memo.py) catches accidental damage (a changed
+    value, an entry moved to another key); it is not keyed, so an entry edited by hand together
+    with its checksum would otherwise be trusted. Here z must also meet the target by this
+    module's independent estimate, up to :data:`RECHECK_SLACK`. A multiplier it cannot judge (z
+    below 0.1, a support too large) is refused too: the caller recomputes rather than trusts.
+    A refusal warns (RuntimeWarning).
+    """
+    try:
+        ok = approx_epsilon(z, q, steps, delta, epsilon * 1e-2 / math.sqrt(steps), stdlib=True) <= epsilon * RECHECK_SLACK
+    except (ValueError, ArithmeticError):
+        ok = False
+    if not ok:
+        import warnings
+
+        warnings.warn(f"ignoring the calibration memo's noise multiplier {z!r} for epsilon={epsilon!r}, delta={delta!r}, "
+                      f"sample rate {q!r}, {steps} steps: an independent check finds it too small; recomputing",
+                      RuntimeWarning, stacklevel=3)
+    return ok

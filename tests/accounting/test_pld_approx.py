@@ -47,7 +47,7 @@ def test_refuses_where_float64_cannot_follow():
 
 
 def test_the_scipy_free_normal_cdf_gives_the_same_epsilon():
-    """The memo's re-check (dpsgd._memo_plausible) uses math.erfc instead of scipy.special.ndtr."""
+    """The memo's re-check (pld_approx.recheck) uses math.erfc instead of scipy.special.ndtr."""
     from privcore.accounting.pld_approx import _ndtr_stdlib
 
     special = pytest.importorskip("scipy.special")
