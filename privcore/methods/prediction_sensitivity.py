@@ -84,6 +84,13 @@ class PredictionSensitivity(Method):
         # The logits in float64 (a float32 product errs by up to ~D 2^-24 ||theta|| per logit vector,
         # a data-dependent shift the sensitivity does not cover); the noise is added in float64 and
         # the noisy logits rounded once (base.noisy_release). Each of the M queries gets its own draw.
-        logits = torch.cat([x[i:i + 8192].to(torch.float64) @ theta for i in range(0, x.shape[0], 8192)]
+        # The logit sensitivity Delta needs ||x|| <= 1 for the *query* too (||(theta - theta')^T x|| <=
+        # ||theta - theta'|| ||x||): a row outside the unit ball (an attacker's, or a float32 test row a
+        # hair over 1) is scaled into it, in float64, by the same fixed rule as the data, x / max(1, ||x||).
+        def rows(i: int) -> torch.Tensor:
+            part = x[i:i + 8192].to(torch.float64)
+            return part / part.norm(dim=1, keepdim=True).clamp_min(1.0)
+
+        logits = torch.cat([rows(i) @ theta for i in range(0, x.shape[0], 8192)]
                            or [theta.new_zeros(0, theta.shape[1])])  # [M, C]
         return noisy_release(logits, ctx, self.name, scales, repeats)  # [E, R, M, C]

@@ -72,3 +72,19 @@ def test_prediction_sensitivity_adds_the_noise_to_float64_logits(ctx):
     # The check can fail: float32 logits (the shared GEMM) plus float32 noise.
     early = ctx.logits(theta.unsqueeze(0))[0] + exact.sub(logits).float()
     assert not _rounded_once(early, exact)
+
+
+def test_prediction_sensitivity_scales_queries_into_the_unit_ball(ctx):
+    """The logit sensitivity 2K/(N lam) (+ the solver term) holds for queries of norm <= 1 only: an
+    attacker's query of norm 5 would otherwise get 5x the sensitivity at the same noise (review, s4).
+    Such a row is answered as x / ||x||, by the same fixed rule as the data."""
+    m = REGISTRY["prediction_sensitivity"]
+    scales = [m.calibrate(PrivacyBudget(1.0, 1e-5), ctx.problem), m.calibrate(PrivacyBudget(2.0, 0.0), ctx.problem)]
+    q = ctx.x_test[:6].clone()
+    q = q / q.norm(dim=1, keepdim=True)  # on the unit sphere
+    unit = m.release(ctx, scales, 2, q)
+    big = m.release(ctx, scales, 2, 5.0 * q)
+    assert torch.allclose(big, unit, rtol=1e-6, atol=1e-6)  # the same answers, not 5x the logits
+    inside = 0.5 * q
+    theta = ctx.nonprivate_theta(ctx.problem.lam)
+    assert _rounded_once(m.release(ctx, scales, 2, inside), _exact(ctx, m.name, scales, inside.double() @ theta, 2))
