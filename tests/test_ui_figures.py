@@ -39,3 +39,20 @@ def test_a_short_legend_keeps_the_usual_margin():
     rows = [r for r in _rows() if r["method"] == "model_sensitivity"]
     fig = curve_figure(rows, "epsilon", title="t", log_x=True)
     assert fig.layout.margin.b == 150 and fig.layout.height == 480
+
+
+def test_winner_cells_break_their_label_when_the_grid_is_wide():
+    """Six ε columns leave ~60 px a cell at 800 px: 'Model sens.' ran over its neighbours on one line."""
+    from ui.figures import winner_map_figure
+
+    rows = []
+    for e in (0.3, 1.0, 3.0, 10.0, 30.0, 100.0):
+        for b in (1, 100):
+            for m, acc in (("model_sensitivity", 0.8), ("subsample_aggregate", 0.5)):
+                rows.append(dict(method=m, epsilon=e, budget=b, accuracy_mean=acc, accuracy_std=0.01, repeats=20,
+                                 classes=10))
+    heat = winner_map_figure(rows, "epsilon", "budget").data[0]
+    cells = [t for row in heat.text for t in row]
+    assert cells and all(t.startswith("Model<br>sens.<br>0.80") for t in cells), cells
+    narrow = winner_map_figure([r for r in rows if r["epsilon"] <= 3.0], "epsilon", "budget").data[0]
+    assert all(t.startswith("Model sens.<br>") for row in narrow.text for t in row)  # few columns: one line

@@ -354,6 +354,8 @@ def winner_map_figure(rows_grid: Sequence[Mapping[str, Any]], x: str, y: str, *,
                 zrow.append(rec.winner)
                 entry = ENTRIES.get(rec.winner)
                 short = (entry.short_label or entry.label) if entry is not None else rec.winner
+                if len(xs) >= 5:  # narrow cells (an 800 px window): "Model sens." ran over its neighbours
+                    short = short.replace(" ", "<br>")
                 trow.append(f"{short}<br>{acc:.2f}{'' if rec.significant else ' ≈'}")
             lines = [f"{x} = {format_number(xv)}, {y} = {format_number(yv)}"]
             for m in _ordered_methods(cell):
