@@ -147,3 +147,9 @@ def test_winner_map_has_no_infinite_column_and_shows_the_baseline_on_hover():
     assert "Non-private" in heat.data[0].customdata[0][0]
     legend = {t.name for t in heat.data[1:]}
     assert legend == {"DP-SGD", "Subsample-and-aggregate"}
+
+
+def test_file_names_drop_thousands_separators():
+    from ui.export import _slug
+
+    assert _slug("Accuracy vs ε (N = 4,000, δ = 1e-5)") == "accuracy-vs-eps-n-4000-delta-1e-5"

@@ -180,3 +180,10 @@ def test_n_under_a_class_filter_is_the_true_one():
 
     assert s.effective_n(info) == load_dataset("digits", classes=2).n  # what the runner trains on
     assert setting_problem(info, s).n == s.effective_n(info) < info.n_train
+
+
+def test_a_word_after_a_number_keeps_its_space():
+    from ui.formula import to_latex
+
+    latex = to_latex("P = 500 GNMax labels, whatever B")
+    assert "500\\text" not in latex and "500\\ \\text{GNMax labels}" in latex

@@ -44,6 +44,7 @@ def test_out_of_range_values_are_refused_with_the_range():
     assert not at.exception
     msgs = [t for t in texts(at.warning) if "ignored" in t]
     assert msgs and "10,000" in msgs[0] and "1,000,000" in msgs[0]
+    assert "1000000.0" not in msgs[0] and "eps must" not in msgs[0]  # plain numbers, no URL key
     assert at.query_params.get("eps") is None                   # still the default
     at.number_input(key="t:n").set_value(10**6).run()           # synthetic data cannot grow
     assert any("N must be at most" in t for t in texts(at.warning))

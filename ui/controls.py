@@ -78,7 +78,9 @@ def _on_typed(name: str, label: str, from_typed: Callable[[Any], Any]) -> None:
             value = int(value)
         value = f.check(value)
     except ValueError as err:
-        errors[name] = f"{label}: {format_number(raw) if isinstance(raw, (int, float)) else raw} ignored ({err}; " \
+        reason = str(err)  # the field's message names its URL key ("eps must be ..."): the label says which here
+        reason = reason[len(name) + 1:] if reason.startswith(name + " ") else reason
+        errors[name] = f"{label}: {format_number(raw) if isinstance(raw, (int, float)) else raw} ignored ({reason}; " \
                        f"valid: {_range_text(f)})."
         return
     state.put(name, value)

@@ -15,6 +15,7 @@ import csv
 import io
 import math
 import os
+import re
 import shutil
 import threading
 from typing import Any, Iterable, Mapping, Sequence
@@ -244,6 +245,7 @@ _GREEK = {"ε": "eps", "δ": "delta", "λ": "lambda", "σ": "sigma", "β": "beta
 
 def _slug(text: str) -> str:
     """An ASCII file name stem: Greek letters spelled out, everything else non-alphanumeric -> '-'."""
+    text = re.sub(r"(?<=\d),(?=\d{3})", "", text)  # "N = 4,000" -> n-4000, not n-4-000
     text = "".join(_GREEK.get(ch, ch) for ch in text.lower())
     keep = "".join(ch if (ch.isascii() and ch.isalnum()) or ch == "." else "-" for ch in text)
     while "--" in keep:

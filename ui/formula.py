@@ -53,6 +53,8 @@ def to_latex(text: str) -> str | None:
 
     def flush() -> None:
         if words:
+            if out and not out[-1].endswith(r"\ "):  # "500 GNMax labels": a word after a number keeps its space
+                out.append(r"\ ")
             out.append(r"\text{" + " ".join(words).replace("_", r"\_") + "}")
             words.clear()
             out.append(r"\ ")

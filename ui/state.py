@@ -24,6 +24,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
+from privcore.validation import format_value
+
 __all__ = [
     "Field", "FIELDS", "DEFAULTS", "encode", "decode", "to_params", "from_params", "bind", "commit", "get", "put",
     "url_errors", "widget_key", "store_key", "current_values", "reset",
@@ -106,9 +108,9 @@ class Field:
         if self.allow_zero and value == 0:
             return value
         if self.low is not None and value < self.low:
-            raise ValueError(f"{self.name} must be at least {self.low:g}, got {value!r}")
+            raise ValueError(f"{self.name} must be at least {format_value(self.low)}, got {format_value(value)}")
         if self.high is not None and value > self.high:
-            raise ValueError(f"{self.name} must be at most {self.high:g}, got {value!r}")
+            raise ValueError(f"{self.name} must be at most {format_value(self.high)}, got {format_value(value)}")
         return value
 
 
