@@ -284,6 +284,10 @@ def _read_npz(path: str, name: str) -> tuple[np.ndarray, np.ndarray]:
                 f"data_file {name!r}: {xkey!r} must be a numeric array [rows, features], got {xdtype} {xshape}"
             )
         rows, cols = xshape[0], math.prod(xshape[1:])
+        if cols == 0:
+            raise DataFileError(f"data_file {name!r}: {xkey!r} has no features (shape {xshape})")
+        if rows < MIN_ROWS:
+            raise DataFileError(f"data_file {name!r} has too few rows: {rows} (need at least {MIN_ROWS})")
         if cols > limits.max_columns():
             raise DataFileError(
                 f"data_file {name!r}: {xkey!r} has {cols:,} features, above the limit of {limits.max_columns():,} "
