@@ -152,8 +152,19 @@ def _check_line(number: int, text: str) -> tuple[str, dict[str, Any]] | str:
 
 
 def _read_lines(path: Path) -> list[str]:
-    with open(path, "rb") as fh:
-        raw = fh.read()
+    import stat
+
+    from .. import limits
+
+    # O_NONBLOCK: opening a named pipe must not wait for a writer; fstat then refuses it.
+    with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
+        info, most = os.fstat(fh.fileno()), limits.max_file_bytes()
+        if not stat.S_ISREG(info.st_mode):  # a device or pipe (/dev/zero) would be read until memory ran out
+            raise ImportRejected(["line 1: not a regular file"], 1)
+        raw = fh.read(most + 1)
+    if len(raw) > most:
+        raise ImportRejected([f"line 1: the file is larger than {most // 2**20:,} MB "
+                              f"({limits.limit_hint('PRIVCORE_MAX_FILE_MB')})"], 1)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
