@@ -49,6 +49,10 @@ STALL_ITERATIONS = 30
 
 #: Products a @ b with at most this many columns in b run as (b^T a^T)^T on the CPU (see skinny_mm).
 SKINNY_COLUMNS = 16
+#: Calls of :func:`solve_softmax` in this process. The time model (:mod:`privcore.engine.cost`)
+#: prices the first one's warm-up (about 0.15 s CPU on mnist-5k: 0.31 s against 0.15-0.21 s for the
+#: same solve once warm, bench/bench_solve_cost.py) only while this is 0.
+SOLVES_RUN = 0
 
 
 def skinny_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -265,6 +269,8 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
     Returns a :class:`SolveResult` with theta [P, D, C]; its grad_norm is that of
     the full objective (the null-space part of the gradient is zero by construction).
     """
+    global SOLVES_RUN
+    SOLVES_RUN += 1
     device, dtype = x.device, torch.float64  # theta and all reductions in float64
     p_total = lam.shape[0]
     c = classes if classes is not None else int(y.max().item()) + 1

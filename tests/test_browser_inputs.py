@@ -44,16 +44,25 @@ def _threshold() -> float:
     info = build_data_info("mnist-5k")
     base = {**DEFAULTS, "dataset": "mnist-5k", "repeats": 2, "epochs": 1, "eps_min": 1.0, "eps_max": 10.0,
             "methods": ["model_sensitivity", "loss_perturbation", "dpsgd", "subsample_aggregate"]}
+    import privcore.solver as solver
+
     sizes = cost.DataSizes(info.n_train, info.dim, info.classes)
-    cheap = max(cost.estimate(s, sizes).seconds for s in explore_specs(info, base))
+    runs = solver.SOLVES_RUN
+    try:
+        solver.SOLVES_RUN = 0  # the fresh server's first view pays its first solve
+        cheap = max(cost.estimate(s, sizes).seconds for s in explore_specs(info, base))
+    finally:
+        solver.SOLVES_RUN = runs
     if "dp_accounting.pld" in sys.modules:  # imported in this process, not yet in the fresh server's
         from privcore.methods.dpsgd import ACCOUNTANT_IMPORT_S
 
         cheap += ACCOUNTANT_IMPORT_S * cost.DEFAULT_COEFFS["import"]
-    warm = {**cost.DEFAULT_COEFFS, "import": 0.0}
+    warm = {**cost.DEFAULT_COEFFS, "import": 0.0}  # by then: accountant imported, solver warm
     dear = min(cost.estimate(replace(s, methods=tuple(m for m in s.methods if m != "dpsgd")), sizes,
                              coeffs=warm).seconds for s in explore_specs(info, {**base, "lam": 1e-6}))
-    assert dear > 1.5 * cheap, (cheap, dear)
+    # The estimates are deterministic here (PRIVCORE_SLOWDOWN=1): a margin of 1.3 between the two
+    # views leaves about 14 % either side of the threshold.
+    assert dear > 1.3 * cheap, (cheap, dear)
     return math.sqrt(cheap * dear)
 
 

@@ -232,3 +232,21 @@ def test_lambda_auto_candidates_pay_no_data_dependent_epsilon():
     no_dd = {**cost.DEFAULT_COEFFS, "pate_dd": 0.0}
     extra = auto - fixed
     assert extra == pytest.approx(secs(replace(gn, lam="auto"), coeffs=no_dd) - secs(gn, coeffs=no_dd))
+
+
+def test_the_first_solve_of_a_process_is_priced_once(monkeypatch):
+    import privcore.solver as solver
+
+    ms = replace(BASE, methods=("model_sensitivity",), baseline=False)
+    monkeypatch.setattr(solver, "SOLVES_RUN", 0)
+    cold = secs(ms)
+    monkeypatch.setattr(solver, "SOLVES_RUN", 3)
+    warm = secs(ms)
+    assert cold - warm == pytest.approx(cost.FIRST_SOLVE_S * cost.coefficients()["import"])
+    import torch
+
+    before = solver.SOLVES_RUN
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(50, 4, generator=gen) / 4
+    solver.solve_softmax(x, torch.arange(50) % 3, torch.tensor([0.1], dtype=torch.float64), classes=3)
+    assert solver.SOLVES_RUN == before + 1  # every solve counts: the warm-up drops out of the next estimate
