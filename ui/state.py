@@ -175,6 +175,10 @@ DEFAULTS: dict[str, Any] = {name: f.default for name, f in FIELDS.items()}
 
 # ---------------------------------------------------------------- pure half (no Streamlit)
 
+#: The longest URL value decoded (the longest real one, a user file's per-feature bounds, is far shorter).
+MAX_VALUE_CHARS = 100_000
+
+
 def encode(value: Any) -> str:
     """Compact JSON text of a value (what goes into the URL)."""
     return json.dumps(value, separators=(",", ":"), allow_nan=False)
@@ -185,10 +189,14 @@ def decode(name: str, text: str) -> Any:
     as strings for convenience; anything invalid raises ``ValueError`` naming the parameter."""
     if name not in FIELDS:
         raise ValueError(f"unknown parameter {name!r}")
+    if isinstance(text, str) and len(text) > MAX_VALUE_CHARS:  # no control's value is anywhere near this long
+        raise ValueError(f"{name} must be at most {MAX_VALUE_CHARS:,} characters long, got {len(text):,}")
     try:
         value = json.loads(text)
     except (json.JSONDecodeError, TypeError):
         value = text
+    except RecursionError:  # "[[[[..." a thousand deep: json gives up with RecursionError, not a ValueError
+        raise ValueError(f"{name} must be a flat JSON value, got lists nested too deeply") from None
     return FIELDS[name].check(value)
 
 
