@@ -311,13 +311,16 @@ def _say_adjusted(name: str, given: Any, used: Any, why: str) -> None:
     st.warning(escape_markdown(f"URL parameter {name}={clip(encode(given))} adjusted to {clip(encode(used))}: {why}"))
 
 
-def bind(name: str, *, normalise: Callable[[Any], Any] | None = None, explain: str | None = None) -> str:
+def bind(name: str, *, normalise: Callable[[Any], Any] | None = None, explain: str | None = None,
+         stored: Callable[[Any], Any] | None = None) -> str:
     """Prepare the widget key of ``name`` for this run and return it.
 
     Call right before creating the widget with ``key=bind(name)`` and no ``value``/``index``;
     then pass the widget's return value to :func:`commit`. ``normalise`` maps the stored value to
     one the widget accepts (e.g. snap to the slider's options); with ``explain`` a value it changes
-    is reported once ("URL parameter ... adjusted to ...: <explain>"), never silently.
+    is reported once ("URL parameter ... adjusted to ...: <explain>"), never silently. ``stored`` maps
+    a widget option back to the stored value it stands for (e.g. "all" -> None), so that a value the
+    widget shows under another name is not reported as changed.
     """
     import streamlit as st
 
@@ -326,7 +329,7 @@ def bind(name: str, *, normalise: Callable[[Any], Any] | None = None, explain: s
     value = st.session_state.get(store_key(name), FIELDS[name].default)
     if normalise is not None:
         fixed = normalise(value)
-        if explain is not None and encode(fixed) != encode(value):
+        if explain is not None and encode(stored(fixed) if stored is not None else fixed) != encode(value):
             _say_adjusted(name, value, fixed, explain)
         value = fixed
     if wkey not in st.session_state:
