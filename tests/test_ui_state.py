@@ -207,3 +207,29 @@ def test_deeply_nested_url_value_in_a_running_app_keeps_the_rest():
     assert not at.exception
     assert at.select_slider(key="w:lam").value == "auto"
     assert any("eps" in w.value and "nested too deeply" in w.value for w in at.warning)
+
+
+_UNKNOWN = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import streamlit as st
+from ui import state
+for m in state.unknown_params():
+    st.warning(m)
+"""
+
+
+def test_unknown_parameters_are_reported_once_and_removed():
+    # Once: a typo (batch=512 for batch_size) was ignored without a word, and stayed in the link.
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_string(_UNKNOWN, default_timeout=30)
+    at.query_params.update({"batch": "512", "eps": "10", "lk_refs": "8", "x" * 300: "1"})
+    at.run()
+    assert not at.exception
+    shown = [w.value for w in at.warning]
+    assert len(shown) == 2 and "URL parameter batch ignored" in shown[0] and "did you mean batch_size?" in shown[0]
+    assert all(len(m) < 300 for m in shown)
+    assert set(at.query_params) == {"eps", "lk_refs"}
+    at.run()
+    assert not at.warning

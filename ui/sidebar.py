@@ -78,7 +78,7 @@ def draw() -> SidebarSettings:
     load is reported inline (sidebar and page) and ``info`` is None.
     """
     state.current_values()
-    for msg in state.url_errors():
+    for msg in state.url_errors() + state.unknown_params():
         st.warning(escape_markdown(msg))
     sb = st.sidebar
     sb.markdown("### Data and accounting")

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 __all__ = [
     "Field", "FIELDS", "DEFAULTS", "encode", "decode", "to_params", "from_params", "bind", "commit", "get", "put",
-    "url_errors", "widget_key", "store_key", "current_values", "reset",
+    "url_errors", "unknown_params", "OTHER_PARAMS", "widget_key", "store_key", "current_values", "reset",
 ]
 
 _V = "v:"   # store prefix
@@ -270,6 +270,30 @@ def url_errors() -> list[str]:
     errs = st.session_state.get("_url_errors", [])
     st.session_state["_url_errors"] = []
     return list(errs)
+
+
+#: Query parameters that are not fields here but are expected: a page's own (Measured leakage) and Streamlit's.
+OTHER_PARAMS = frozenset({"lk_refs", "lk_audit", "lk_attack", "embed", "embed_options"})
+
+
+def unknown_params() -> list[str]:
+    """Messages for URL parameters no control reads (a typo such as ``batch=``), each removed from the
+    URL once reported, so that a link never seems to set something it does not."""
+    import difflib
+
+    import streamlit as st
+
+    from .text import clip
+
+    out = []
+    for key in list(st.query_params):
+        if key in FIELDS or key in OTHER_PARAMS:
+            continue
+        close = difflib.get_close_matches(key, list(FIELDS), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        out.append(f"URL parameter {clip(key, 40)} ignored: no setting of this dashboard has that name{hint}")
+        del st.query_params[key]
+    return out
 
 
 def _apply_url(name: str) -> None:
