@@ -236,3 +236,13 @@ def test_an_npz_with_no_rows_or_no_features_is_refused_in_words(tmp_path, shape,
     with pytest.raises(DataFileError) as info:
         load_dataset("file", data_file=path)
     assert fragment in str(info.value)
+
+
+def test_a_non_utf8_csv_is_explained_in_words(tmp_path):
+    # Once: the codec's own text, cut mid-word ("'utf-8' codec can't decode byte 0xe4 in position 5: inval...").
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(("a,b,l\xe4bel\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(20))).encode("latin-1"))
+    with pytest.raises(DataFileError) as info:
+        load_user_file(path)
+    text = str(info.value)
+    assert "byte 0xe4 is not UTF-8 text (save the file as UTF-8 CSV)" in text and "codec" not in text
