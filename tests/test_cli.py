@@ -154,3 +154,10 @@ def test_warnings_print_as_one_line_without_source_lines(tmp_path, monkeypatch, 
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert err and all(line.startswith("warning: ignoring the calibration memo") for line in err), err
     assert not any(".py:" in line for line in err)
+
+
+def test_all_inside_a_method_list_is_explained(capsys):
+    # Once: "unknown method 'all'; choose from all, ..." (a contradiction).
+    assert main(["sweep", "--methods", "all,dpsgd", "--epsilons", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "'all' cannot be combined with method names" in err and "unknown method" not in err and "\n" not in err
