@@ -75,3 +75,24 @@ def test_a_page_that_never_asks_still_gets_the_sidebar(uploads):
     at.run()
     assert not at.exception
     assert len(at.sidebar.selectbox) >= 1 and len(at.sidebar.radio) >= 1
+
+
+def test_a_bad_upload_is_named_as_the_user_uploaded_it(uploads):
+    # Once: the error named the file by the content hash it is stored under ('23e2...b39.npz').
+    import hashlib
+    import io
+
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.savez(buf, x=np.zeros((30, 0)), y=np.arange(30) % 2)  # no features
+    data = buf.getvalue()
+    stored = hashlib.sha256(data).hexdigest() + ".npz"
+    (uploads / stored).write_bytes(data)
+    at = AppTest.from_string(_SIDEBAR, default_timeout=120)
+    at.query_params.update({"dataset": '"file"', "data_file": f'"{stored}"'})
+    at.session_state["_upload_names"] = {stored: "my_data.npz"}
+    at.run()
+    assert not at.exception
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert errors and all("'my_data.npz'" in e and stored not in e for e in errors), errors

@@ -138,7 +138,10 @@ def draw() -> SidebarSettings:
         try:
             info = data_info(dataset, data_file if dataset == "file" else None, prep, label_column)
         except Exception as err:  # noqa: BLE001 - DataFileError, DataUnavailableError, ValueError...
-            error = f"Could not load data set {dataset!r}: {err}"
+            text = str(err)
+            if dataset == "file" and data_file:  # the name the user uploaded, not the content hash it is kept under
+                text = text.replace(os.path.basename(data_file), uploads.display_name(data_file))
+            error = f"Could not load data set {dataset!r}: {text}"
     if error:  # quotes file names and cell values: shown as text
         sb.error(escape_markdown(error))
         st.error(escape_markdown(error))
