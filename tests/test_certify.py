@@ -162,3 +162,32 @@ def test_a_wrong_newton_step_is_caught_by_the_exact_check(monkeypatch):
     assert tried == [2]  # tried once, rejected by the float64 gradient, L-BFGS took over
     after = exact_gradient(x, y, theta, lam, lin).flatten(1).norm(dim=1)
     assert bool((after <= 1e-10).all()) and torch.allclose(after, gn, rtol=1e-6, atol=1e-16)
+
+
+def test_float64_check_error_is_far_below_its_margin():
+    """The certificate's own rounding (review, s4): the float64 gradient of N = 30,000 rows against a
+    long-double (64-bit mantissa) sum of the same residuals errs by far less than the CHECK_MARGIN
+    share of the tolerance g = 0.01 K / N that certify keeps for it. (Measured: ~1e-7 of the margin at
+    N = 60,000 and 200,000 too; a float32 sum errs by ~1e-9 absolute, ~10x the margin, so this can fail.)"""
+    np = pytest.importorskip("numpy")
+    from privcore.certify import CHECK_MARGIN
+    from privcore.types import SOLVER_TOLERANCE_FRACTION
+
+    if np.finfo(np.longdouble).eps >= 1e-18:
+        pytest.skip("no extended precision long double on this platform")
+    n, d, c = 30_000, 200, 10
+    x, y = _data(n, d, c, seed=5, null=0)
+    theta = torch.randn(1, d, c, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 3.0
+    lam = torch.tensor([1e-4], dtype=torch.float64)
+    g = exact_gradient(x, y, theta, lam)[0].numpy()
+    xd = x.double().numpy()
+    logits = xd @ theta[0].numpy()
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    p[np.arange(n), y.numpy()] -= 1.0
+    ref = xd.astype(np.longdouble).T @ p.astype(np.longdouble) / n + np.longdouble(1e-4) * theta[0].numpy().astype(np.longdouble)
+    margin = CHECK_MARGIN * SOLVER_TOLERANCE_FRACTION * K_LIPSCHITZ / n
+    err = float(np.sqrt(((g.astype(np.longdouble) - ref) ** 2).sum()))
+    assert err < 1e-3 * margin
+    g32 = (x.T @ torch.from_numpy(p).float()).double().numpy() / n + 1e-4 * theta[0].numpy()
+    assert float(np.sqrt(((g32.astype(np.longdouble) - ref) ** 2).sum())) > margin  # the check can fail

@@ -72,3 +72,23 @@ def test_reference_catches_a_wrong_noise_scale(ctx):
     got = m.release(ctx, [scale], 2).double()
     wrong = _reference(ctx, [2.0 * scale.noise_multiplier], 2)
     assert not torch.allclose(got, wrong, atol=1e-4 * float(wrong.abs().max()), rtol=0)
+
+
+def test_the_float32_noise_std_is_never_below_the_calibrated_one():
+    """Review, s4: the steps run in float32; z * clip rounded to nearest could fall below the
+    multiplier the accountant accepted. It is rounded up instead."""
+    from privcore.methods.dpsgd import noise_std_float32
+    from privcore.types import NoiseScale
+
+    zs = [4.246160918, 1.0 + 2.0 ** -30, 3.0000001, 0.7248511, 35.00323, 2.0 - 2.0 ** -40]
+    clip = 1.0
+    scales = [NoiseScale("dpsgd", 1.0, 1e-5, "corrected", "gaussian", sigma=z * clip, noise_multiplier=z) for z in zs]
+    std = noise_std_float32(scales, clip, torch.device("cpu"))
+    assert std.dtype == torch.float32
+    exact = torch.tensor(zs, dtype=torch.float64) * clip
+    assert bool((std.double() >= exact).all())
+    assert bool((std.double() <= exact * (1 + 2.0 ** -23)).all())  # by at most one float32 step
+    # The check can fail: round-to-nearest lands below for some of these.
+    assert bool((exact.float().double() < exact).any())
+    none = NoiseScale("dpsgd", float("inf"), 1e-5, "corrected", "none")
+    assert float(noise_std_float32([none], clip, torch.device("cpu"))[0]) == 0.0

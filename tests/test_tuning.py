@@ -108,3 +108,45 @@ def test_methods_sharing_the_fitting_context_choose_as_they_would_alone():
     alone = {**rows(("model_sensitivity",)), **rows(("subsample_aggregate",))}
     together = rows(("subsample_aggregate", "prediction_sensitivity", "model_sensitivity"))
     assert alone == {k: v for k, v in together.items() if k in alone}
+
+
+@pytest.mark.parametrize("eps", [0.5, 20.0])
+def test_noisy_max_noise_is_laplace_of_twice_the_sensitivity_over_epsilon(monkeypatch, eps):
+    """The scores (accuracy on |V| validation rows) have sensitivity 1/|V| and are not monotone, so
+    report-noisy-max needs Laplace(2 / (|V| eps_s)) (review, s4). The scores are built from the
+    selection's own Laplace draw v so that only that scale picks the planted candidate j: with
+    scale s the noisy scores are (s - s_true) v + bump_j, whose argmax is argmax v or argmin v
+    (never j) for any other s."""
+    import dataclasses
+
+    import numpy as np
+    import torch
+
+    from privcore.data import load_dataset
+    from privcore.device import make_generator
+
+    ds = load_dataset("digits", seed=3)
+    spec = dataclasses.replace(_spec("model_sensitivity", eps), seed=5)
+    _, n_val = tuning._split(ds, spec.seed)
+    k = len(LAM_AUTO_GRID)
+    e = torch.empty(2, k, dtype=torch.float64).exponential_(
+        generator=make_generator(spec.seed, "lam_auto_noisy_max", "model_sensitivity", repr(float(eps)))).numpy()
+    v = e[0] - e[1]
+    j = next(i for i in range(k) if i not in (int(np.argmax(v)), int(np.argmin(v))))
+    s_true = 2.0 / (n_val * eps * tuning.SELECTION_FRACTION)
+    scores = -s_true * v
+    scores[j] += 1e-9 * s_true
+    m = REGISTRY["model_sensitivity"]
+
+    def fake_evaluate(self, ctx, scales, repeats):  # noqa: ANN001
+        return torch.full((len(scales), repeats), float(scores[LAM_AUTO_GRID.index(ctx.problem.lam)]), dtype=torch.float64)
+
+    monkeypatch.setattr(type(m), "evaluate", fake_evaluate)
+
+    def mk(d, lam):  # noqa: ANN001
+        return Problem(n=d.n, dim=d.dim, classes=d.classes, lam=lam, budget=10, teachers=8, batch_size=64, epochs=1)
+
+    assert tuning.choose_lams("model_sensitivity", ds, spec, [PrivacyBudget(eps)], "cpu", mk) == [LAM_AUTO_GRID[j]]
+    # The check can fail: the same scores under half the scale (Laplace(1 / (|V| eps_s)), the monotone
+    # version) pick argmin v instead.
+    assert int(np.argmax(-0.5 * s_true * v + (np.arange(k) == j) * 1e-9 * s_true)) != j

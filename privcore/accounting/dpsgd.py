@@ -23,7 +23,8 @@ hockey-stick curve an upper bound) and truncated tails go to the infinite-loss m
 gives an upper bound on epsilon; a finer grid is only tighter. Our own code is the grid choice and
 the root search on z; the returned z was evaluated and its epsilon compared with the target, so it
 never under-protects. (The search starts at pld_approx's estimate, which only decides where the
-accountant looks; memo.py replays such verified results.) Opacus RDP uses orders up to 4096 (SPEC "Library pitfalls": its defaults,
+accountant looks; memo.py replays such verified results, each re-checked on reading against
+pld_approx's independent estimate, :func:`privcore.accounting.pld_approx.recheck`.) Opacus RDP uses orders up to 4096 (SPEC "Library pitfalls": its defaults,
 up to 63, cannot certify epsilon = 0.1 at delta = 1e-5) and a relative tolerance on z.
 """
 
@@ -210,12 +211,14 @@ def dpsgd_noise_multiplier(epsilon: float, delta: float, sample_rate: float, ste
         )
     if accountant == "pld":
         # A repeated calibration (another CLI call, another visit) reads its verified answer from
-        # the on-disk memo (privcore/accounting/memo.py) and never imports dp_accounting.
+        # the on-disk memo (privcore/accounting/memo.py), re-checked by pld_approx without scipy,
+        # and never imports dp_accounting.
         from . import memo
+        from .pld_approx import recheck as _recheck
 
         args = (eps, dlt, q, k, rel, float(rel_tol), grid)
         hit = memo.lookup("dpsgd_noise_multiplier", args)
-        if hit is not None:
+        if hit is not None and (rel != "replace_one" or _recheck(hit, eps, dlt, q, k)):
             return hit
         z = _pld_noise_multiplier(eps, dlt, q, k, rel, rel_tol, grid)
         memo.store("dpsgd_noise_multiplier", args, z)

@@ -9,8 +9,10 @@ process with the same inputs reads it instead of importing dp_accounting at all.
 Soundness: only multipliers that the PLD search verified are stored (it writes after the check).
 The key holds every argument (floats as ``repr``, exact), a sha256 of the calibration code's own
 source files (any change to the search, the grids or this file starts afresh) and the installed
-dp-accounting version; each entry carries a sha256 of its key and value, so a damaged entry is
-detected. A file that cannot be read, is not this format, or has a damaged entry is ignored as a
+dp-accounting, numpy and scipy versions; each entry carries a sha256 of its key and value, so a
+damaged entry is detected. That checksum is not keyed: an entry edited by hand along with its
+checksum would pass it, so dpsgd.py also re-checks every replace-one multiplier it reads here
+against the independent numpy PLD (pld_approx, a few ms) and recomputes one that is too small. A file that cannot be read, is not this format, or has a damaged entry is ignored as a
 whole with a warning (and replaced on the next store). Nothing is ever unpickled: JSON numbers only.
 ``PRIVCORE_CALIBRATION_MEMO=off`` disables it (the evaluation-counting tests do).
 """
@@ -30,8 +32,11 @@ __all__ = ["memo_path", "lookup", "store"]
 FILE_NAME = "calibrations.json"
 FORMAT = "privcore-calibration-memo-1"
 MAX_ENTRIES = 4096
-#: The files whose source decides a calibration: a change to any of them changes every key.
-_SOURCES = ("dpsgd.py", "pld_approx.py", "memo.py")
+#: The files whose source decides a calibration: a change to any of them changes every key
+#: (gaussian.py only places the search's start, which can still move the returned z within its tolerance).
+_SOURCES = ("dpsgd.py", "pld_approx.py", "memo.py", "gaussian.py")
+#: The installed libraries whose numbers decide it: the accountant and what it computes with.
+_LIBRARIES = ("dp-accounting", "numpy", "scipy")
 
 
 def memo_path() -> Path | None:
@@ -45,17 +50,18 @@ def memo_path() -> Path | None:
 
 @lru_cache(maxsize=1)
 def _code_version() -> str:
-    """sha256 of the calibration sources and the installed dp-accounting version (no import of it)."""
+    """sha256 of the calibration sources and the installed dp-accounting, numpy and scipy versions (no import)."""
     from importlib import metadata
 
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
     for name in _SOURCES:
         h.update((here / name).read_bytes())
-    try:
-        h.update(metadata.version("dp-accounting").encode())
-    except metadata.PackageNotFoundError:  # pragma: no cover - a requirement
-        h.update(b"no dp-accounting")
+    for package in _LIBRARIES:
+        try:
+            h.update(f"{package}={metadata.version(package)};".encode())
+        except metadata.PackageNotFoundError:  # pragma: no cover - requirements
+            h.update(f"{package}=none;".encode())
     return h.hexdigest()[:24]
 
 

@@ -121,9 +121,19 @@ def clipped_sum(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict
     return clip_and_sum(per_sample_grads(model, params, buffers, x, y, amp), clip)
 
 
+def _std_up(std: float, dtype: torch.dtype) -> float:
+    """``std`` in ``dtype``, rounded *up*: a float32 product rounds a Python float to the nearest
+    float32, which may be below the noise the accountant accepted (by up to 2^-24 relative)."""
+    low = torch.tensor(std, dtype=dtype)
+    if float(low) < std:
+        low = torch.nextafter(low, torch.tensor(float("inf"), dtype=dtype))
+    return float(low)
+
+
 def add_noise(summed: dict[str, torch.Tensor], std: float, generator: torch.Generator) -> dict[str, torch.Tensor]:
-    """summed + N(0, std^2) per coordinate, drawn from ``generator`` (on the tensors' device)."""
-    return {k: v + std * torch.randn(v.shape, generator=generator, device=v.device, dtype=v.dtype)
+    """summed + N(0, std^2) per coordinate, drawn from ``generator`` (on the tensors' device); the
+    std is rounded up to each tensor's dtype, never below ``std``."""
+    return {k: v + _std_up(std, v.dtype) * torch.randn(v.shape, generator=generator, device=v.device, dtype=v.dtype)
             for k, v in summed.items()}
 
 

@@ -268,35 +268,65 @@ def noise_multiplier_of(scale: NoiseScale) -> float:
 
 
 def unit_noise(ctx: "TrainContext", method: str, kind: str, repeats: int, count: int, dim: int,
-               stream: str | None = None) -> "torch.Tensor":
+               stream: str | None = None, dtype: "torch.dtype | None" = None) -> "torch.Tensor":
     """Unit-scale noise [R, count, dim]: Laplace-like with beta = 1 per row, or standard Gaussian.
 
     Repetition r always gets the same draw from its own generator (seed, method, kind, r),
     whatever else is evaluated with it: results do not depend on the batch, and every epsilon
     sees the same underlying draw (common random numbers give smooth curves). ``stream`` names a
-    second, independent draw of the same kind (default: the kind itself).
+    second, independent draw of the same kind (default: the kind itself). ``dtype``: float32 unless
+    given (the draws are made in float64 either way, so float64 is the same draw unrounded).
     """
     import torch
 
     from ..noise import sample_gaussian, sample_laplace_like
 
+    dtype = torch.float32 if dtype is None else dtype
     draws = []
     for r in range(repeats):
         gen = ctx.generator(method, stream or kind, r)
         if kind == "laplace_like":
-            draws.append(sample_laplace_like(1.0, count, dim, gen))
+            draws.append(sample_laplace_like(1.0, count, dim, gen, dtype=dtype))
         else:
-            draws.append(sample_gaussian(1.0, count, dim, gen))
+            draws.append(sample_gaussian(1.0, count, dim, gen, dtype=dtype))
     return torch.stack(draws)
 
 
-def scaled_noise(ctx: "TrainContext", method: str, scales: list[NoiseScale], repeats: int, count: int, dim: int) -> "torch.Tensor":
-    """Noise [E, R, count, dim] for each scale: the unit draw of its kind times its factor."""
+def noisy_release(base: "torch.Tensor", ctx: "TrainContext", method: str, scales: list[NoiseScale], repeats: int) -> "torch.Tensor":
+    """base [count, dim] plus each scale's noise: [E, R, count, dim] float32, rounded once, at the end.
+
+    The sensitivity bounds hold for the float64 value (the certified minimiser, its logits in
+    float64); rounding it to float32 *before* adding the noise would add a data-dependent error of
+    up to 2^-24 of its norm, which no bound accounts for (for weights up to 2^-24 N times the
+    certified sensitivity: 6 % at N = 10^6). So the noise (the same draw as :func:`scaled_noise`'s,
+    scaled in float64) is added in float64 and only the noisy sum is rounded: post-processing.
+    """
     import torch
 
-    out = torch.zeros(len(scales), repeats, count, dim, device=ctx.device)
+    base = base.to(torch.float64)
+    count, dim = base.shape
+    out = torch.empty(len(scales), repeats, count, dim, dtype=torch.float32, device=base.device)
+    units = {kind: unit_noise(ctx, method, kind, repeats, count, dim, dtype=torch.float64)
+             for kind in {s.noise for s in scales} - {"none", "exponential_mechanism"}}
+    for e, s in enumerate(scales):
+        unit = units.get(s.noise)
+        out[e] = base if unit is None else unit * noise_multiplier_of(s) + base
+    return out
+
+
+def scaled_noise(ctx: "TrainContext", method: str, scales: list[NoiseScale], repeats: int, count: int, dim: int,
+                 dtype: "torch.dtype | None" = None) -> "torch.Tensor":
+    """Noise [E, R, count, dim] for each scale: the unit draw of its kind times its factor.
+
+    ``dtype`` float32 unless given; float64 scales the unrounded draw in float64 (no float32
+    rounding of the factor, which can lower a noise scale by up to 2^-24 relative).
+    """
+    import torch
+
+    dtype = torch.float32 if dtype is None else dtype
+    out = torch.zeros(len(scales), repeats, count, dim, dtype=dtype, device=ctx.device)
     for kind in {s.noise for s in scales} - {"none", "exponential_mechanism"}:
-        unit = unit_noise(ctx, method, kind, repeats, count, dim)
+        unit = unit_noise(ctx, method, kind, repeats, count, dim, dtype=dtype)
         for e, s in enumerate(scales):
             if s.noise == kind:
                 out[e] = unit * noise_multiplier_of(s)

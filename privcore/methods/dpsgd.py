@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up s
 
     from ..context import TrainContext
 
-__all__ = ["DPSGD", "per_example_grad_norms"]
+__all__ = ["DPSGD", "per_example_grad_norms", "noise_std_float32"]
 
 
 def per_example_grad_norms(x: torch.Tensor, probs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -140,13 +140,11 @@ class DPSGD(Method):
         n, d = ctx.x_train.shape
         c, e_count = ctx.classes, len(scales)
         q, clip, lr = pb.sample_rate, pb.clip, pb.learning_rate
-        mult = torch.tensor([0.0 if s.noise == "none" else float(s.noise_multiplier) for s in scales],
-                            dtype=torch.float32, device=ctx.device)
         # theta is kept transposed, [R, E C, D]: both products per step then run as bmm with the
         # long D axis contiguous in both operands (2-4x faster on CPU than [R, D, E C], measured by
         # bench/bench_method_times.py; same arithmetic up to the order of the sums).
         theta = torch.zeros(repeats, e_count * c, d, device=ctx.device)
-        noise_scale = (mult * clip).view(1, e_count, 1, 1)
+        noise_scale = noise_std_float32(scales, clip, ctx.device).view(1, e_count, 1, 1)
         step_scale = -lr / (q * n)
         gens = [ctx.generator(self.name, "run", r) for r in range(repeats)]
         # Row n (an extra zero row) pads every repetition's batch to the same size: zero input,
@@ -179,6 +177,21 @@ class DPSGD(Method):
                 noise = unit_t[:, s].unsqueeze(1) * noise_scale  # [R, E, C, D]
                 theta.add_(grad_sum.add_(noise.view(repeats, e_count * c, d)), alpha=step_scale)
         return theta.view(repeats, e_count, c, d).permute(1, 0, 3, 2).contiguous()  # [E, R, D, C]
+
+
+def noise_std_float32(scales: list[NoiseScale], clip: float, device) -> torch.Tensor:  # noqa: ANN001
+    """Each scale's noise std z * clip [E] as float32, rounded *up* (never below the calibrated value).
+
+    The steps run in float32; rounding z (the smallest multiplier the accountant accepted) to the
+    nearest float32 could lower it by up to 2^-24 relative, past the target. 0 where there is no noise.
+    """
+    import torch
+
+    std64 = torch.tensor([0.0 if s.noise == "none" else float(s.noise_multiplier) * float(clip) for s in scales],
+                         dtype=torch.float64)
+    std32 = std64.float()
+    std32 = torch.where(std32.double() < std64, torch.nextafter(std32, torch.tensor(float("inf"))), std32)
+    return std32.to(device)
 
 
 def _chunks(steps: int, n: int, params: int, per_run: int = 1 << 18) -> list[int]:

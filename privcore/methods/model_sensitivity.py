@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..accounting.gaussian import analytic_gaussian_sigma
 from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
-from .base import CostPart, Method, nonprivate_part, scaled_noise, sensitivity_of, WinContext
+from .base import CostPart, Method, noisy_release, nonprivate_part, sensitivity_of, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -67,7 +67,7 @@ class ModelSensitivity(Method):
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
-        theta = ctx.nonprivate_theta(ctx.problem.lam)  # [D, C]
+        theta = ctx.nonprivate_theta(ctx.problem.lam)  # [D, C], float64 as certified
         d, c = theta.shape
-        noise = scaled_noise(ctx, self.name, scales, repeats, 1, d * c).view(len(scales), repeats, d, c)
-        return theta.view(1, 1, d, c).float() + noise
+        # Noise added to the float64 weights, rounded once after (base.noisy_release).
+        return noisy_release(theta.reshape(1, d * c), ctx, self.name, scales, repeats).view(len(scales), repeats, d, c)

@@ -16,7 +16,7 @@ from ..accounting.composition import advanced_gaussian_sigma, exact_gaussian_sig
 from ..accounting.gaussian import analytic_gaussian_epsilon
 from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
-from .base import CostPart, Method, nonprivate_part, scaled_noise, sensitivity_of, WinContext
+from .base import CostPart, Method, noisy_release, nonprivate_part, sensitivity_of, WinContext
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -78,8 +78,19 @@ class PredictionSensitivity(Method):
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
-        theta = ctx.nonprivate_theta(ctx.problem.lam)
-        logits = ctx.logits(theta.unsqueeze(0), queries)[0]  # [M, C]
-        m, c = logits.shape
-        # Each of the M queries gets its own C-dimensional draw.
-        return logits + scaled_noise(ctx, self.name, scales, repeats, m, c)  # [E, R, M, C]
+        import torch
+        theta = ctx.nonprivate_theta(ctx.problem.lam).to(torch.float64)
+        x = ctx.x_test if queries is None else queries.to(device=ctx.device)
+        # The logits in float64 (a float32 product errs by up to ~D 2^-24 ||theta|| per logit vector,
+        # a data-dependent shift the sensitivity does not cover); the noise is added in float64 and
+        # the noisy logits rounded once (base.noisy_release). Each of the M queries gets its own draw.
+        # The logit sensitivity Delta needs ||x|| <= 1 for the *query* too (||(theta - theta')^T x|| <=
+        # ||theta - theta'|| ||x||): a row outside the unit ball (an attacker's, or a float32 test row a
+        # hair over 1) is scaled into it, in float64, by the same fixed rule as the data, x / max(1, ||x||).
+        def rows(i: int) -> torch.Tensor:
+            part = x[i:i + 8192].to(torch.float64)
+            return part / part.norm(dim=1, keepdim=True).clamp_min(1.0)
+
+        logits = torch.cat([rows(i) @ theta for i in range(0, x.shape[0], 8192)]
+                           or [theta.new_zeros(0, theta.shape[1])])  # [M, C]
+        return noisy_release(logits, ctx, self.name, scales, repeats)  # [E, R, M, C]

@@ -68,3 +68,35 @@ def test_tight_grid_keeps_its_answer(counted):
     z = dpsgd.dpsgd_noise_multiplier(eps, 1e-5, q, k, grid="fine")
     assert _ref(z, q, k, eps) <= eps and _ref(z * 0.99, q, k, eps) > eps
     assert z <= dpsgd.dpsgd_noise_multiplier(eps, 1e-5, q, k) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("grid, relation, start", [("moderate", "replace_one", "approx"), ("fine", "replace_one", "approx"),
+                                                   ("moderate", "replace_one", "none"), ("moderate", "add_remove", "none"),
+                                                   ("moderate", "replace_one", "far")])
+def test_the_returned_multiplier_is_one_the_accountant_accepted(monkeypatch, grid, relation, start):
+    """Review, s4: whatever the path (approximate start, a far-off one, none, the fine grid, either
+    relation), the z returned is exactly a point the pessimistic PLD evaluated, with epsilon <= target."""
+    monkeypatch.setenv("PRIVCORE_CALIBRATION_MEMO", "off")
+    seen: dict[float, float] = {}
+    raw = dpsgd._pld_epsilon.__wrapped__
+
+    def record(sigma, q, steps, delta, rel, interval):  # noqa: ANN001
+        e = raw(sigma, q, steps, delta, rel, interval)
+        assert rel == relation  # the relation asked for, never another
+        seen[sigma] = min(e, seen.get(sigma, float("inf")))  # any pessimistic grid is an upper bound
+        return e
+
+    monkeypatch.setattr(dpsgd, "_pld_epsilon", record)
+    if start == "none":
+        monkeypatch.setattr(dpsgd, "_approx_start", lambda *a: None)
+    elif start == "far":
+        monkeypatch.setattr(dpsgd, "_approx_start", lambda *a: (40.0, -1.0))
+    dpsgd.dpsgd_noise_multiplier.cache_clear()
+    try:
+        z = dpsgd.dpsgd_noise_multiplier(0.7, 1e-5, 0.05, 60, relation=relation, grid=grid)
+    finally:
+        dpsgd.dpsgd_noise_multiplier.cache_clear()
+    assert z in seen, "returned a multiplier the accountant never evaluated"
+    assert seen[z] <= 0.7
+    # The check can fail: a point just below z (what an interpolating search might return) was not evaluated.
+    assert z * (1 - 1e-9) not in seen

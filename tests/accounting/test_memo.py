@@ -83,3 +83,61 @@ def test_only_positive_finite_values_are_stored(counted, tmp_path):
     assert not (tmp_path / memo.FILE_NAME).exists()
     memo.store("x", (1.0,), 2.5)
     assert memo.lookup("x", (1.0,)) == 2.5 and memo.lookup("x", (1.0000000000000002,)) is None
+
+
+@pytest.mark.parametrize("factor", [0.5, 0.97, 0.995])
+def test_an_entry_edited_with_its_checksum_is_rechecked_not_trusted(counted, tmp_path, factor):
+    """The per-entry sha256 is not keyed: a hand edit that also rewrites it passes the format check.
+    The replayed multiplier is then re-checked by the numpy PLD and recomputed (review, s4)."""
+    z = _fresh(*ARGS)
+    path = tmp_path / memo.FILE_NAME
+    data = json.loads(path.read_text())
+    key = next(iter(data["entries"]))
+    data["entries"][key] = [z * factor, memo._check(key, z * factor)]
+    path.write_text(json.dumps(data))
+    assert memo.lookup("dpsgd_noise_multiplier", (*ARGS, "replace_one", 1e-3, "moderate")) == z * factor  # passes the checksum
+    counted.clear()
+    with pytest.warns(RuntimeWarning, match="independent check finds it too small"):
+        again = _fresh(*ARGS)
+    assert again == pytest.approx(z, rel=1e-12) and counted  # the accountant ran again
+    assert memo.lookup("dpsgd_noise_multiplier", (*ARGS, "replace_one", 1e-3, "moderate")) == again  # overwritten
+
+
+@pytest.mark.parametrize("args", [(0.3, 1e-6, 0.01, 400), (8.0, 1e-5, 0.25, 20), (1.0, 1e-5, 1.0, 5)])
+def test_verified_entries_pass_the_recheck(counted, args):
+    z = _fresh(*args)
+    counted.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _fresh(*args) == z
+    assert counted == []
+
+
+def test_the_code_version_follows_the_libraries(monkeypatch):
+    from importlib import metadata
+
+    real = metadata.version
+    base = memo._code_version()
+    for package in ("dp-accounting", "numpy", "scipy"):
+        memo._code_version.cache_clear()
+        monkeypatch.setattr(metadata, "version", lambda name, p=package: "0.0-other" if name == p else real(name))
+        assert memo._code_version() != base, package
+    monkeypatch.setattr(metadata, "version", real)
+    memo._code_version.cache_clear()
+    assert memo._code_version() == base
+
+
+def test_the_code_version_follows_every_source_of_the_search(monkeypatch):
+    """dpsgd.py (the accountant calls, the search), pld_approx.py (the start and the re-check),
+    gaussian.py (the first guess) and memo.py: an edit to any of them must miss the memo."""
+    from pathlib import Path
+
+    real = Path.read_bytes
+    base = memo._code_version()
+    for name in ("dpsgd.py", "pld_approx.py", "memo.py", "gaussian.py"):
+        memo._code_version.cache_clear()
+        monkeypatch.setattr(Path, "read_bytes", lambda self, n=name: real(self) + (b"#edit" if self.name == n else b""))
+        assert memo._code_version() != base, name
+    monkeypatch.setattr(Path, "read_bytes", real)
+    memo._code_version.cache_clear()
+    assert memo._code_version() == base

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from privcore.accounting.gaussian import analytic_gaussian_epsilon
@@ -43,3 +44,15 @@ def test_noise_multiplier_inverts_epsilon_from_a_poor_guess():
 def test_refuses_where_float64_cannot_follow():
     with pytest.raises(ValueError, match="below 0.1"):
         approx_noise_multiplier(500.0, 1e-5, 0.5, 2, 1.0)
+
+
+def test_the_scipy_free_normal_cdf_gives_the_same_epsilon():
+    """The memo's re-check (pld_approx.recheck) uses math.erfc instead of scipy.special.ndtr."""
+    from privcore.accounting.pld_approx import _ndtr_stdlib
+
+    special = pytest.importorskip("scipy.special")
+    xs = np.array([-40.0, -8.0, -1.0, 0.0, 0.5, 3.0, 9.0, np.inf, -np.inf])
+    assert np.allclose(_ndtr_stdlib(xs), special.ndtr(xs), rtol=1e-14, atol=0.0)
+    for z, q, steps in ((4.2, 0.064, 79), (1.7, 0.01, 500)):
+        a = approx_epsilon(z, q, steps, 1e-5, 1e-2 / math.sqrt(steps), stdlib=True)
+        assert a == pytest.approx(approx_epsilon(z, q, steps, 1e-5, 1e-2 / math.sqrt(steps)), rel=1e-8)

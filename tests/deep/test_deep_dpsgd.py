@@ -191,3 +191,14 @@ def test_sampling_rate_and_noise_scale_over_many_steps():
     out = [dpsgd_step(model, params, {}, x_u8, y, data, cfg, 1e-9, sigma, gens) for _ in range(3)]
     flat = torch.cat([torch.cat([v.flatten() for v in o.values()]) for o in out])
     assert float(flat.std()) == pytest.approx(sigma / (q * n), rel=0.05)
+
+
+def test_noise_std_is_rounded_up_to_float32():
+    # float32(0.7) = 0.69999998...: rounding to nearest would add less noise than calibrated
+    std = 0.7
+    assert float(torch.tensor(std, dtype=torch.float32)) < std
+    noisy = add_noise({"w": torch.zeros(2000)}, std, _gen(3))["w"]
+    unit = torch.randn(2000, generator=_gen(3))
+    up = torch.nextafter(torch.tensor(std, dtype=torch.float32), torch.tensor(float("inf")))
+    assert float(up) >= std
+    assert torch.equal(noisy, up * unit)  # the std used is the float32 just above 0.7, never below
