@@ -141,7 +141,8 @@ def draw() -> SidebarSettings:
             text = str(err)
             if dataset == "file" and data_file:  # the name the user uploaded, not the content hash it is kept under
                 text = text.replace(os.path.basename(data_file), uploads.display_name(data_file))
-            error = f"Could not load data set {dataset!r}: {text}"
+            root = str(uploads.uploads_dir().parent)  # the server's cache folder: never shown to a visitor
+            error = f"Could not load data set {dataset!r}: {text.replace(root, '<server cache>')}"
     if error:  # quotes file names and cell values: shown as text
         sb.error(escape_markdown(error))
         st.error(escape_markdown(error))
