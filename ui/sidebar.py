@@ -19,7 +19,7 @@ from privcore.knobs import knob
 
 from . import state, uploads, userdata
 from .setting import DATASET_LABELS, NEIGHBOURS_NOTE, DataInfo, SidebarSettings, build_data_info, with_value
-from .text import escape_markdown
+from .text import escape_markdown, server_safe
 
 __all__ = ["draw", "shared", "settings", "data_info", "ACCOUNTING_LABELS"]
 
@@ -141,8 +141,7 @@ def draw() -> SidebarSettings:
             text = str(err)
             if dataset == "file" and data_file:  # the name the user uploaded, not the content hash it is kept under
                 text = text.replace(os.path.basename(data_file), uploads.display_name(data_file))
-            root = str(uploads.uploads_dir().parent)  # the server's cache folder: never shown to a visitor
-            error = f"Could not load data set {dataset!r}: {text.replace(root, '<server cache>')}"
+            error = f"Could not load data set {dataset!r}: {server_safe(text)}"
     if error:  # quotes file names and cell values: shown as text
         sb.error(escape_markdown(error))
         st.error(escape_markdown(error))
