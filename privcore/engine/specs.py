@@ -120,11 +120,11 @@ class SweepSpec:
             raise ValueError("methods must name at least one of " + ", ".join(REGISTRY))
         for m in methods:
             check_choice("method", m, tuple(REGISTRY))  # the live registry
-        object.__setattr__(self, "methods", methods)
+        object.__setattr__(self, "methods", tuple(dict.fromkeys(methods)))  # a repeated name: once (not twice the rows)
         eps = _sequence("epsilons", self.epsilons, "numbers such as (0.1, 1.0)")
         if not eps:
             raise ValueError("epsilons must contain at least one value > 0")
-        object.__setattr__(self, "epsilons", tuple(PrivacyBudget(e, 0.0).epsilon for e in eps))
+        object.__setattr__(self, "epsilons", tuple(dict.fromkeys(PrivacyBudget(e, 0.0).epsilon for e in eps)))
         object.__setattr__(self, "delta", knobs.check("delta", self.delta))
         object.__setattr__(self, "lam", knobs.check("lam", self.lam))
         # Each knob is stored as checked (plain int/float/str: a NumPy scalar would break the JSON key),
@@ -151,9 +151,9 @@ class SweepSpec:
         # Each value must make a valid variant; it is kept as that variant checked it (plain numbers).
         checked = [self.variant(v) for v in values]
         holder = "data" if self.vary in ("n", "dim", "classes") else None
-        object.__setattr__(self, "values", tuple(v if type(v) in (int, float, str) else
-                                                 getattr(c.data if holder else c, self.vary)
-                                                 for v, c in zip(values, checked)))
+        object.__setattr__(self, "values", tuple(dict.fromkeys(v if type(v) in (int, float, str) else
+                                                               getattr(c.data if holder else c, self.vary)
+                                                               for v, c in zip(values, checked))))
 
     def variant(self, value: Any) -> "SweepSpec":
         """This spec with the varied axis set to ``value`` (and ``vary`` cleared)."""

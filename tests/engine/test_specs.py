@@ -43,3 +43,13 @@ def test_data_spec_messages_show_plain_numbers(kwargs):
     with pytest.raises(TypeError) as info:
         DataSpec(**kwargs)
     assert "np." not in str(info.value)
+
+
+def test_repeated_methods_epsilons_and_values_count_once():
+    # Once: --methods m,m --epsilons 1,1 --values 5,5 printed every row 8 times.
+    spec = SweepSpec(methods=("dpsgd", "dpsgd", "model_sensitivity"), epsilons=(1, 1.0, 0.5), vary="budget",
+                     values=(5, 5, np.int64(5), 10))
+    assert spec.methods == ("dpsgd", "model_sensitivity")
+    assert spec.epsilons == (1.0, 0.5) and spec.values == (5, 10)
+    assert spec.key == SweepSpec(methods=("dpsgd", "model_sensitivity"), epsilons=(1.0, 0.5), vary="budget",
+                                 values=(5, 10)).key
