@@ -192,3 +192,17 @@ def test_a_file_above_the_size_limit_is_refused_before_parsing(tmp_path, monkeyp
     assert main(["results", "import", str(big)]) == 2
     err = capsys.readouterr().err
     assert "larger than 1 MB" in err and "PRIVCORE_MAX_FILE_MB" in err and str(tmp_path) not in err
+
+
+def test_an_unusable_out_path_is_named_as_given_not_by_its_temporary_file(tmp_path, capsys):
+    # Once: "Is a directory: .dir.a1b2.tmp", "Device or resource busy: ..x.tmp" (for --out '').
+    (tmp_path / "taken").mkdir()
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for out, fragment in ((tmp_path / "taken", "--out must name a file, got the folder 'taken'"),
+                          (tmp_path / "missing" / "r.jsonl", "--out 'r.jsonl': its folder does not exist"),
+                          (afile / "r.jsonl", "--out 'r.jsonl': its folder does not exist"),
+                          ("", "--out must name a .jsonl file, got ''")):
+        assert main(["results", "export", "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert fragment in err and ".tmp" not in err and str(tmp_path) not in err, err
