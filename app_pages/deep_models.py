@@ -38,6 +38,8 @@ if specs and all(g is not None for g in got):
     if missing and st.button(f"Compute the {missing} missing points", type="primary", key="deep_compute"):
         if deep.compute(specs, key="deep_run"):
             st.rerun()  # redraw from the cache, without the button
+    elif missing:
+        deep.cancel_notice("deep_run")
     a, b = st.columns(2)
     with a:
         show_figure(curve_figure(deep.panel_rows(got[0][0], 10), "epsilon", title="(a) Accuracy against ε at B = 10",

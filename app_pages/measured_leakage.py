@@ -102,7 +102,7 @@ def show(results: list, *, final: bool) -> None:
         st.caption(f"Each release trains on {results[0].n_train:,} rows. Measured ε: a 95 % lower bound from {audit} "
                    "releases (8× more for the methods that train once) on each of two data sets that differ only in "
                    "the label of one out-of-distribution canary (the attacker knows both); the estimate uses the "
-                   "observed error rates. TPR@x%: members found while calling at most x % of non-members members. "
+                   "observed error rates (none when one of them is 0, which few trials often give). TPR@x%: members found while calling at most x % of non-members members. "
                    "The loss and LiRA AUCs pool every training row; the canary AUC only the inserted canaries.")
         display.show_warnings([n for r in results for n in r.notes])
         if final:

@@ -138,7 +138,9 @@ if missing:
         clicked = st.button(f"Compute Figure {key} ({', '.join(missing)} accounting{about})", type="primary",
                             key="repro_compute",
                             help="Runs on the device chosen in the sidebar; finished points are cached on disk.")
-        if not clicked:
+        if not clicked and any(progress.cancel_clicked(f"repro_{key}_{acc}") for acc in missing):
+            st.info(f"Figure {key}: cancelled. Finished points are cached; press the button to compute the rest.")
+        elif not clicked:
             st.info(f"Figure {key} is not computed yet for this data set and these settings: about {points} points "
                     f"× {side.repeats} repetitions. Press the button to compute it.")
     if clicked:

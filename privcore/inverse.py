@@ -134,5 +134,6 @@ def risk_sentence(epsilon: float, delta: float, fpr: float = 0.05) -> str:
     tpr = max_true_positive_rate(epsilon, delta, fpr)
     if math.isinf(float(epsilon)):
         return "Without privacy (ε = ∞) nothing bounds what a membership attacker can learn."
-    return (f"At ε = {epsilon:g}, δ = {delta:g}: an attacker who wrongly accuses at most {fpr:.0%} of non-members "
+    delta_text = f"{delta:g}".replace("e-0", "e-")  # 1e-5, as every chart and title writes it (not 1e-05)
+    return (f"At ε = {epsilon:g}, δ = {delta_text}: an attacker who wrongly accuses at most {fpr:.0%} of non-members "
             f"catches at most {tpr:.1%} of members (no test beats TPR ≤ e^ε·FPR + δ; guessing catches {fpr:.0%}).")

@@ -46,6 +46,18 @@ def test_deep_page_computes_missing_points_and_draws_figure_7(tiny_preset):
     assert len(at.get("plotly_chart")) == 2
 
 
+def test_a_cancelled_training_says_so(tiny_preset, monkeypatch):
+    from privcore.deep.spec import PRESETS
+
+    monkeypatch.setitem(PRESETS, "cpu-small", dict(PRESETS["cpu-small"], teachers=2))  # not cached by another test
+    at = run(PAGE, {})
+    at.session_state["deep_run_cancel"] = True  # the Cancel button's value in the rerun it starts
+    at.run()
+    assert not at.exception, at.exception
+    assert any(t.startswith("Cancelled; finished trainings are cached") for t in texts(at.info)), texts(at.info)
+    assert [b for b in at.button if b.key == "deep_compute"]  # the rest can still be computed
+
+
 def test_page_is_in_the_navigation():
     import ast
 

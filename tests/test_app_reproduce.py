@@ -85,3 +85,16 @@ def test_a_method_that_cannot_run_is_left_out_alone_with_its_reason():
     assert not at.error, texts(at.error)
     assert len(at.get("plotly_chart")) == 1
     assert not any("dpsgd" in w.lower() and "batch" in w for w in texts(at.warning) if "DP-SGD is left out" not in w)
+
+
+def test_a_cancelled_figure_says_so():
+    """The rerun that a Cancel click starts draws no progress bar here (the figure computes only on its
+    button), so the page itself says the figure was cancelled instead of 'not computed yet'."""
+    at = page(PAGE, repeats="3").run()  # R = 3: not cached by the other tests of this module
+    at.selectbox(key="repro_figure").set_value("1a").run()
+    at.session_state["repro_1a_paper_cancel"] = True  # the Cancel button's value in that rerun
+    at.run()
+    assert not at.exception, at.exception
+    info = texts(at.info)
+    assert any("cancelled" in t and "Finished points are cached" in t for t in info), info
+    assert not any("not computed yet" in t for t in info), info

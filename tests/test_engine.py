@@ -279,7 +279,7 @@ def test_unrelated_setting_reuses_cache(tmp_path):
 
 def test_dpsgd_at_delta_zero_is_a_warning_not_an_error(tmp_path):
     res = run_sweep(_small_spec(delta=0.0), cache=ResultCache(tmp_path))
-    assert any("dpsgd" in w and "delta > 0" in w for w in res.warnings)
+    assert any(w.startswith("DP-SGD skipped: ") and "delta > 0" in w for w in res.warnings), res.warnings
     assert {r["method"] for r in res.rows} == {"model_sensitivity", "subsample_aggregate", "non_private"}
 
 
@@ -291,6 +291,20 @@ def test_progress_and_cancel(tmp_path):
     assert seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen) and res.rows
     with pytest.raises(SweepCancelled):
         run_sweep(_small_spec(seed=5), cache=ResultCache(tmp_path), cancel=lambda: True)
+
+
+def test_progress_messages_and_warnings_name_methods_by_their_labels(tmp_path):
+    """The dashboard shows the runner's progress text and warnings as they are: a method's label
+    ("Model sensitivity"), never its code name ("model_sensitivity")."""
+    from privcore.methods import get_method
+
+    messages: list[str] = []
+    spec = _small_spec(methods=("model_sensitivity", "dpsgd"), delta=0.0, epochs=1)
+    res = run_sweep(spec, cache=ResultCache(tmp_path), progress=lambda f, m: messages.append(m))
+    shown = messages + [w.split(":")[0] for w in res.warnings]  # who the message is about
+    assert any(m.startswith("Model sensitivity on ") for m in messages), messages
+    assert any(w.startswith(get_method("dpsgd").label + " skipped: ") for w in res.warnings), res.warnings
+    assert not any(code in m for m in shown for code in ("model_sensitivity", "dpsgd")), shown
 
 
 @pytest.mark.parametrize("method", ["dpsgd", "loss_perturbation"])

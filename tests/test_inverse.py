@@ -86,6 +86,7 @@ def test_max_tpr_is_the_dp_region_by_direct_check():
 
 def test_risk_sentence():
     text = risk_sentence(1.0, 1e-5)
+    assert "δ = 1e-5:" in text, text  # written as in the charts' titles, not Python's 1e-05
     assert "13.6%" in text and "5%" in text
     assert "∞" in risk_sentence(math.inf, 0.0)
     with pytest.raises(ValueError, match="false-positive rate"):

@@ -44,6 +44,7 @@ def test_noise_figure_traces_and_densities():
     names = _names(fig)
     assert sum("Laplace-like" in n for n in names) == 5  # D, D', samples, radius, mean radius
     assert sum("Gaussian" in n for n in names) == 5
+    assert "1e-05" not in fig.layout.title.text + " ".join(names) and "δ = 1e-5" in fig.layout.title.text  # as titles write it
     rows = T.noise_rows(1.0, 1e-5, sensitivity=1.0, dim=10, samples=300)
     for dist in ("laplace_like", "gaussian"):
         for panel in ("density_1d", "radius"):

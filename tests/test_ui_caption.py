@@ -151,6 +151,25 @@ def test_formulas_typeset_or_fall_back_to_text():
     assert to_latex("x {y}") is None
 
 
+def test_long_formulas_are_stacked_one_statement_a_line():
+    """KaTeX does not wrap: the sparse-vector and loss-perturbation formulas (240+ characters on one
+    line) ran off the right edge of Calibrate and Explore. Each statement gets its own line."""
+    from privcore import REGISTRY, PrivacyBudget, Problem, calibrate
+    from ui.formula import display_latex, formula_lines
+
+    problem = Problem(n=4000, dim=784, classes=10, lam=1e-3, budget=10, teachers=16)
+    for m in REGISTRY:
+        text = calibrate(m, PrivacyBudget(3.0, 1e-5), problem, "corrected").formula
+        lines = formula_lines(text)
+        assert all(len(line) <= 120 for line in lines), (m, lines)
+        assert display_latex(text) is not None, m  # every line typesets
+        assert sum(map(len, lines)) <= len(text) and all(line in text for line in lines), (m, lines)  # only split
+    sv = formula_lines("c = ceil(B/4) = 3; stable if d >= w, w = (2c/eps_2) ln(2B/delta); beta = max(eps/(4c), 1)")
+    assert sv == ["c = ceil(B/4) = 3", "stable if d >= w", "w = (2c/eps_2) ln(2B/delta)", "beta = max(eps/(4c), 1)"]
+    assert display_latex("a = 1; b = (2") is None  # one unreadable line: the plain text for all
+    assert display_latex("a = 1; b = 2").startswith(r"\begin{gathered}")
+
+
 def test_n_under_a_class_filter_is_the_true_one():
     from ui.setting import Setting, build_data_info, setting_problem
 

@@ -114,3 +114,18 @@ def test_pca_is_labelled_as_not_covered_by_the_guarantee():
     assert any("PCA" in w and "does not cover" in w for w in warnings)
     _, plain = setting_problems(side, Setting(dim=None))
     assert not any("PCA" in w for w in plain)
+
+
+def test_methods_left_out_at_delta_zero_are_named_once_in_words_without_their_caveats():
+    s = Setting(eps=1.0, delta=0.0, methods=("model_sensitivity", "dpsgd", "confident_gnmax", "pate_student"))
+    errors, warnings = setting.setting_problems(SIDE, s)
+    assert not errors
+    left = [w for w in warnings if "left out" in w]
+    assert left == ["DP-SGD, PATE Confident-GNMax and PATE student (pay once) need δ > 0 and are left out at δ = 0 "
+                    "(pure ε-DP); δ = 1e-5, for example, brings them back."], warnings
+    assert not any(code in w for w in warnings for code in ("dpsgd", "confident_gnmax", "pate_student", "delta"))
+    # no notes about methods that do not run (Confident-GNMax's abstentions, the student's public rows)
+    assert not any("abstain" in w or "public rows" in w for w in warnings), warnings
+    # at delta > 0 they run, and their caveats are back
+    _, warnings = setting.setting_problems(SIDE, Setting(eps=1.0, delta=1e-5, methods=s.methods))
+    assert any("abstain" in w for w in warnings) and not any("left out" in w for w in warnings), warnings

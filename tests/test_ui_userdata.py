@@ -91,3 +91,23 @@ def test_delete_removes_the_upload_and_its_choices(uploads, tmp_path):
     for key in ("data_file", "prep", "label_col"):
         assert key not in at.query_params
     assert any("Upload a CSV or NPZ file" in e for e in texts(at.error))
+
+
+def test_a_file_without_a_label_column_points_to_the_picker_and_hides_the_server_name(uploads, tmp_path):
+    data = b"height,weight,species\n" + b"1.0,2.0,cat\n2.0,1.0,dog\n" * 20
+    name = hashlib.sha256(data).hexdigest() + ".csv"
+    (uploads / name).write_bytes(data)
+    at = _app(dataset='"file"', data_file=json.dumps(name))
+    at.run()
+    assert not at.exception
+    errors = texts(at.error)
+    assert errors, "no message for a file without a label column"
+    for e in errors:
+        assert name not in e and name[:16] not in e, e                 # never the server's content-hash name
+        assert "'file'" not in e and "data_file" not in e, e            # no code names
+        assert '"Label column" in the sidebar' in e, e                  # where to fix it
+        assert "'species'" in e, e                                      # the header is quoted
+    # choosing the column there loads the file
+    at.sidebar.selectbox(key="ud:label").set_value("species").run()
+    assert not at.error, texts(at.error)
+    assert "D=2" in " ".join(texts(at.markdown))

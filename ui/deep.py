@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from .progress import cancellable_bar, device_text
+from .progress import cancel_clicked, cancellable_bar, device_text
 from .text import escape_markdown, server_safe
 
 __all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "compute", "gpu_work_text", "panel_rows"]
@@ -83,6 +83,12 @@ def compute(specs, key: str) -> bool:  # noqa: ANN001
         return False
     holder.empty()
     return True
+
+
+def cancel_notice(key: str) -> None:
+    """After a Cancel click (its rerun draws no bar: training starts only on the Compute button)."""
+    if cancel_clicked(key):
+        st.info("Cancelled; finished trainings are cached and the one in progress resumes from its checkpoint.")
 
 
 def gpu_work_text(dataset: str) -> str:

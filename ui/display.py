@@ -72,7 +72,7 @@ def show_formulas(rows, *, expanded: bool = False) -> None:  # noqa: ANN001 - re
     """Each method's calibration formula, typeset with ``st.latex`` where it reads cleanly (else as
     text), and its note; text wraps here, unlike a table cell."""
     from .figures import method_label
-    from .formula import to_latex
+    from .formula import display_latex
 
     with st.expander("How each method's noise was calibrated (formulas and notes)", expanded=expanded):
         for r in rows:
@@ -80,7 +80,7 @@ def show_formulas(rows, *, expanded: bool = False) -> None:  # noqa: ANN001 - re
             if not formula and not note:
                 continue
             st.markdown(f"**{escape_markdown(method_label(r['method']))}**")
-            latex = to_latex(formula) if formula else None
+            latex = display_latex(formula) if formula else None
             if latex:
                 st.latex(latex)
             elif formula:

@@ -28,7 +28,7 @@ from privcore.methods import BASELINE, ENTRIES
 __all__ = [
     "METHOD_COLORS", "METHOD_ORDER", "METHOD_LABELS", "SHORT_LABELS", "AXIS_TITLES", "PRINT_TEMPLATE",
     "method_label", "method_color", "method_style", "BANDS", "band_halfwidth", "log_tickvals", "curve_figure", "winner_map_figure", "noise_table", "calibration_table",
-    "format_number", "LEGEND_BELOW", "winner_grid", "main_noise", "accounting_comparison_figure", "is_baseline",
+    "format_number", "LEGEND_BELOW", "reserve_legend_rows", "winner_grid", "main_noise", "accounting_comparison_figure", "is_baseline",
 ]
 
 #: Fixed colours, labels and order, all from the method registry (each method's module says them).
@@ -73,6 +73,21 @@ PRINT_TEMPLATE = go.layout.Template(
 #: screen its extra rows grow into the bottom margin instead of over the x axis and its title.
 LEGEND_BELOW = dict(orientation="h", yref="container", y=0.0, yanchor="bottom", xanchor="left", x=0.0,
                     entrywidth=0, font=dict(size=12))
+
+
+def reserve_legend_rows(fig: go.Figure, *, per_row: int = 2, row_px: int = 30, axis_px: int = 70) -> go.Figure:
+    """Make the bottom margin of a :data:`LEGEND_BELOW` figure (and its height, so the plot keeps its
+    size) hold the legend at its narrowest: ``per_row`` entries a row, as in the chart column of an
+    800 px window. A fixed margin let 11 entries cover the x axis's tick labels and title there."""
+    entries = sum(1 for t in fig.data if t.showlegend is not False and t.name)
+    bottom = axis_px + row_px * math.ceil(entries / per_row)
+    current = fig.layout.margin.b or 0
+    if bottom > current:
+        fig.update_layout(margin=dict(b=bottom), height=(fig.layout.height or 480) + bottom - current)
+        # its top just under the axis title (a wide screen needs fewer rows: the spare room is below)
+        plot_px = fig.layout.height - bottom - (fig.layout.margin.t or 60)
+        fig.update_layout(legend=dict(yref="paper", y=-axis_px / max(plot_px, 100), yanchor="top"))
+    return fig
 
 
 def method_label(method: str) -> str:
@@ -272,7 +287,7 @@ def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x
         margin=dict(l=70, r=20, t=60, b=150),
         hovermode="closest",
     )
-    return fig
+    return reserve_legend_rows(fig)
 
 
 def winner_grid(rows: Sequence[Mapping[str, Any]], x: str, y: str) -> dict[tuple[float, float], dict[str, Mapping[str, Any]]]:
@@ -339,6 +354,8 @@ def winner_map_figure(rows_grid: Sequence[Mapping[str, Any]], x: str, y: str, *,
                 zrow.append(rec.winner)
                 entry = ENTRIES.get(rec.winner)
                 short = (entry.short_label or entry.label) if entry is not None else rec.winner
+                if len(xs) >= 5:  # narrow cells (an 800 px window): "Model sens." ran over its neighbours
+                    short = short.replace(" ", "<br>")
                 trow.append(f"{short}<br>{acc:.2f}{'' if rec.significant else ' ≈'}")
             lines = [f"{x} = {format_number(xv)}, {y} = {format_number(yv)}"]
             for m in _ordered_methods(cell):
@@ -381,7 +398,7 @@ def winner_map_figure(rows_grid: Sequence[Mapping[str, Any]], x: str, y: str, *,
         legend=LEGEND_BELOW,
         margin=dict(l=90, r=20, t=60, b=130),
     )
-    return fig
+    return reserve_legend_rows(fig)
 
 
 _TABLE_FIELDS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["to_latex"]
+__all__ = ["to_latex", "formula_lines", "display_latex"]
 
 _GREEK = {"eps": r"\varepsilon", "epsilon": r"\varepsilon", "delta": r"\delta", "sigma": r"\sigma", "beta": r"\beta",
           "rho": r"\rho", "Delta": r"\Delta", "lambda": r"\lambda", "lam": r"\lambda", "nu": r"\nu", "chi": r"\chi",
@@ -112,3 +112,43 @@ def to_latex(text: str) -> str | None:
         result = result.rstrip()[:-1]
     result = result.strip()
     return result.replace("<=", r"\le ").replace(">=", r"\ge ")
+
+
+def _top_level_split(text: str, sep: str) -> list[str]:
+    """``text`` split at each ``sep`` outside brackets (parentheses and braces)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "({"
+        depth -= ch in ")}"
+        if depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            start = i + len(sep)
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def formula_lines(text: str) -> list[str]:
+    """A calibration formula as the lines it is shown on: one per statement (``;``), and a clause
+    after a top-level comma that defines something (``, r = ...``) on its own line. One long line
+    ran off the right edge of the page (KaTeX does not wrap)."""
+    lines: list[str] = []
+    for statement in _top_level_split(text, ";"):
+        clauses = _top_level_split(statement, ", ")
+        current = clauses[0]
+        for clause in clauses[1:]:
+            if re.match(r"^[^=]{1,40}=(?!=)", clause) and "=" in current:
+                lines.append(current)
+                current = clause
+            else:
+                current += ", " + clause
+        lines.append(current)
+    return lines
+
+
+def display_latex(text: str) -> str | None:
+    """LaTeX of :func:`formula_lines` stacked (one ``st.latex`` block), or None when any line cannot
+    be read safely (the page then shows the plain text)."""
+    parts = [to_latex(line) for line in formula_lines(text)] if text else [None]
+    if any(p is None for p in parts):
+        return None
+    return parts[0] if len(parts) == 1 else r"\begin{gathered}" + r" \\ ".join(parts) + r"\end{gathered}"

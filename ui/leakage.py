@@ -121,8 +121,12 @@ def _eps_text(r) -> str:  # noqa: ANN001
     b = r.audit
     if b is None:
         return "–"
-    est = "∞" if math.isinf(b.estimate) else f"{b.estimate:.2f}"
-    return f"{b.lower:.2f} (estimate {est})"
+    if not math.isinf(b.estimate):
+        return f"{b.lower:.2f} (estimate {b.estimate:.2f})"
+    # One error rate was 0 in the trials: the plug-in estimate is infinite whatever the method, so it
+    # is not shown as a number (it read as 'leaks without limit' beside a claim of eps = 3).
+    which = (f"no false positive in {b.n_out} trials" if b.fpr == 0 else f"no missed member in {b.n_in} trials")
+    return f"{b.lower:.2f} (no point estimate: {which})"
 
 
 def leakage_table(results: Sequence):  # noqa: ANN201 - pandas DataFrame
@@ -134,7 +138,7 @@ def leakage_table(results: Sequence):  # noqa: ANN201 - pandas DataFrame
         row = {
             "Method": method_label(r.method),
             "Accuracy": round(r.accuracy, 3),
-            "Claimed ε": "∞ (no guarantee)" if math.isinf(r.epsilon) else format_number(r.epsilon),
+            "Claimed ε": "none (∞)" if math.isinf(r.epsilon) else format_number(r.epsilon),
             "Measured ε ≥ (95 %)": _eps_text(r),
         }
         for name, short in (("loss", "loss"), ("lira", "LiRA"), ("canary", "canary")):

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from privcore import REGISTRY
 from ui.figures import (AXIS_TITLES, LEGEND_BELOW, METHOD_COLORS, PRINT_TEMPLATE, format_number, is_baseline, log_tickvals,
-                        method_label, method_style)
+                        method_label, method_style, reserve_legend_rows)
 
 
 #: What the paper found (SPEC "What the paper found"), one sentence per figure.
@@ -159,7 +159,7 @@ def epsilon_curves_figure(rows: Sequence[dict[str, Any]], x: str, *, title: str,
                       yaxis=dict(title=dict(text="Test accuracy"), range=[0.0, 1.02]),
                       legend=LEGEND_BELOW,
                       margin=dict(l=70, r=20, t=60, b=150))
-    return fig
+    return reserve_legend_rows(fig)
 
 
 def accounting_gaps(rows_by_accounting: dict[str, Sequence[dict[str, Any]]], x: str,

@@ -75,6 +75,12 @@ def was_cancelled(spec, key: str) -> bool:  # noqa: ANN001
     return st.session_state.get("_cancelled", {}).get(key) == spec.key
 
 
+def cancel_clicked(key: str) -> bool:
+    """Whether this rerun comes from the Cancel button of the bar under ``key`` (a page that runs
+    only on a button click draws no bar in that rerun, so :func:`cancellable_bar` cannot see it)."""
+    return bool(st.session_state.get(f"{key}_cancel", False))
+
+
 def cancellable_bar(key: str, sig: str, label: str, device: str, *, what: str = "points",  # noqa: ANN201
                     predicted: float | None = None):
     """A progress bar with a Cancel button for the run ``sig`` under ``key``, or None when the user

@@ -167,12 +167,21 @@ def setting_problems(side: SidebarSettings, s: Setting) -> tuple[list[str], list
     if not s.methods:
         errors.append("Choose at least one method.")
     knobs = method_knobs(s)
+    need_delta = []  # one line for every method that needs δ > 0 (in words, not the CLI's message)
     for name in s.methods:  # each method's own rules: it is left out, the others still run
         entry = get_method(name)
+        if not entry.supports(s.delta):
+            need_delta.append(entry.label)
+            continue
         why = entry.unavailable(knobs, n)
         if why:
             warnings.append(f"{entry.label} is left out at this setting: {why}.")
-        warnings.extend(entry.setting_warnings(knobs, n))
+        else:  # the caveats of a method that runs (none for one left out)
+            warnings.extend(entry.setting_warnings(knobs, n))
+    if need_delta:
+        one = len(need_delta) == 1
+        warnings.insert(0, f"{_and(need_delta)} {'needs' if one else 'need'} δ > 0 and {'is' if one else 'are'} left "
+                           f"out at δ = 0 (pure ε-DP); δ = 1e-5, for example, brings {'it' if one else 'them'} back.")
     if s.methods and not available_methods(s, n):
         errors.append("None of the chosen methods can run at this setting (see the notes above).")
     if n is not None and s.delta > 0 and s.delta >= 1.0 / n:
@@ -193,6 +202,10 @@ def setting_problems(side: SidebarSettings, s: Setting) -> tuple[list[str], list
         warnings.append(f"D = {s.dim} uses PCA fitted on the training split: a data-dependent step that the privacy "
                         "guarantee does not cover (fit it on public data to include it).")
     return errors, warnings
+
+
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def augmentation_caveat(n_real: int, n: int, eps: float) -> str:

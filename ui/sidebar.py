@@ -94,7 +94,7 @@ def draw() -> SidebarSettings:
         state.put("data_file", None)
     prep, label_column = "none", None
     if dataset == "file":
-        up = sb.file_uploader("CSV (numeric columns + a 'label' column) or NPZ (arrays x, y)", type=["csv", "npz"],
+        up = sb.file_uploader("CSV (numeric columns and a label column, picked below) or NPZ (arrays x, y)", type=["csv", "npz"],
                               key=f"upload_file_{st.session_state.get('_upload_gen', 0)}")
         if up is not None:
             try:
@@ -138,10 +138,8 @@ def draw() -> SidebarSettings:
         try:
             info = data_info(dataset, data_file if dataset == "file" else None, prep, label_column)
         except Exception as err:  # noqa: BLE001 - DataFileError, DataUnavailableError, ValueError...
-            text = str(err)
-            if dataset == "file" and data_file:  # the name the user uploaded, not the content hash it is kept under
-                text = text.replace(os.path.basename(data_file), uploads.display_name(data_file))
-            error = f"Could not load data set {dataset!r}: {server_safe(text)}"
+            error = (f"Could not use your file: {server_safe(uploads.load_error_text(err, data_file))}"
+                     if dataset == "file" else f"Could not load the data set {DATASET_LABELS[dataset]}: {server_safe(err)}")
     if error:  # quotes file names and cell values: shown as text
         sb.error(escape_markdown(error))
         st.error(escape_markdown(error))

@@ -46,7 +46,7 @@ from privcore.accounting import (
     optimal_beta,
     zcdp_beta,
 )
-from ui.figures import METHOD_COLORS, PRINT_TEMPLATE
+from ui.figures import METHOD_COLORS, PRINT_TEMPLATE, format_number
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -211,7 +211,7 @@ def noise_figure(epsilon: float, delta: float, sensitivity: float = 1.0, dim: in
         f"Length ||b||₂ of the noise vector in d = {int(dim)} dimensions",
         "Mean length of the noise vector as d grows"))
     names = {"laplace_like": f"Laplace-like, δ = 0 (β = ε/Δ = {s['laplace_beta']:.3g})",
-             "gaussian": f"Gaussian, δ = {s['delta']:g} (analytic σ = {s.get('gaussian_sigma', float('nan')):.3g})"}
+             "gaussian": f"Gaussian, δ = {format_number(s['delta'])} (analytic σ = {s.get('gaussian_sigma', float('nan')):.3g})"}
     colours = {"laplace_like": _LAPLACE, "gaussian": _GAUSS}
     for dist in ("laplace_like", "gaussian"):
         sub = [r for r in rows if r["distribution"] == dist]
@@ -249,7 +249,7 @@ def noise_figure(epsilon: float, delta: float, sensitivity: float = 1.0, dim: in
     fig.update_yaxes(title_text="E ||b||₂", type="log", row=2, col=2)
     title = (f"Same ε = {s['epsilon']:g} at L2 sensitivity Δ = {s['sensitivity']:g}: "
              + ("Laplace-like only (δ = 0: the Gaussian has no pure-DP guarantee)" if s["delta"] == 0
-                else f"Laplace-like (δ = 0) vs Gaussian (δ = {s['delta']:g})"))
+                else f"Laplace-like (δ = 0) vs Gaussian (δ = {format_number(s['delta'])})"))
     _style(fig, title, height=800)
     return fig.update_layout(legend=dict(y=-0.135), margin=dict(b=110))
 

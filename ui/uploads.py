@@ -17,7 +17,7 @@ import streamlit as st
 from privcore.atomic import atomic_write as _atomic_write
 
 __all__ = ["inside_uploads", "uploads_dir", "content_matches_name", "atomic_write", "clean_leftovers",
-           "display_name", "save_upload", "delete_upload"]
+           "display_name", "save_upload", "delete_upload", "load_error_text"]
 
 
 def inside_uploads(path: str | None) -> str | None:
@@ -126,3 +126,19 @@ def delete_upload(path: str | None) -> bool:
     except OSError:
         return False
     return True
+
+
+def load_error_text(err: object, data_file: str | None) -> str:
+    """The library's message about an uploaded file, as the dashboard shows it: the file under the
+    user's own name (never the server's content-hash name), and, when no label column was found,
+    where to choose one (the sidebar's "Label column" box)."""
+    text = str(err)
+    if data_file:
+        stored = os.path.basename(data_file)
+        shown = display_name(data_file)
+        name = f"'{shown}'" if shown != stored else "the file"
+        for quoted in (f"data_file '{stored}'", f'data_file "{stored}"', f"'{stored}'", f'"{stored}"', stored):
+            text = text.replace(quoted, name)
+    if "no label column" in text or "to use as the label" in text:
+        text += '. Choose the column that holds the classes under "Label column" in the sidebar.'
+    return text

@@ -319,13 +319,14 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
             tick(f"loading {vspec.data.name}{label}")
             ds, _, base_problem = _variant_data(vspec)
             for method, epsilons in _jobs(vspec):
-                tick(f"{method}{label} on {where}")
+                tick(f"{get_method(method).label}{label} on {where}")  # the label: UIs show this text
                 points = [_point(method, e, vspec, base_problem) for e in epsilons]
                 keys = [point_key(p, ds.fingerprint) for p in points]
                 hits = [store.get(k) for k in keys]
                 missing = [i for i, h in enumerate(hits) if h is None]
                 if not get_method(method).supports(vspec.delta):
-                    result.warnings.append(f"{method} skipped: {get_method(method).pure_unsupported_message()}")
+                    result.warnings.append(f"{get_method(method).label} skipped: "
+                                           f"{get_method(method).pure_unsupported_message()}")
                     missing, hits = [], [None] * len(epsilons)
                 if missing and not compute:
                     raise _Miss
@@ -372,7 +373,7 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
                 continue
             grad = stored.get("solver_grad_norm")
             if grad is not None and grad > GRAD_NORM_WARN:
-                result.warnings.append(f"{job.method} at epsilon={e:g}: the solver stopped at gradient norm {grad:.2g} "
+                result.warnings.append(f"{get_method(job.method).label} at ε = {e:g}: the solver stopped at gradient norm {grad:.2g} "
                                        f"(> {GRAD_NORM_WARN:g}); the privacy proof assumes the exact minimiser")
             is_cached = i not in job.missing  # found in the cache, or computed for an earlier variant (shared)
             result.cached += int(is_cached)

@@ -1,0 +1,58 @@
+"""ui/figures.py: the legend under a chart has room at its narrowest (the chart column of an 800 px
+window fits two entries a row), so it never covers the x axis's tick labels and title."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+pytest.importorskip("plotly")
+from privcore.methods import REGISTRY  # noqa: E402
+from ui.figures import curve_figure  # noqa: E402
+
+AXIS_PX, ROW_PX = 60, 28  # tick labels + axis title; one legend row (13 px text in a bordered box)
+
+
+def _rows() -> list[dict]:
+    rows = []
+    for m in list(REGISTRY) + ["non_private"]:
+        for i, e in enumerate((0.1, 1.0, 10.0)):
+            rows.append(dict(method=m, epsilon=e, budget=10, accuracy_mean=0.2 + 0.1 * i, accuracy_std=0.01,
+                             repeats=20, classes=10))
+    return rows
+
+
+def _entries(fig) -> int:  # noqa: ANN001
+    return sum(1 for t in fig.data if t.showlegend is not False and t.name)
+
+
+def test_all_methods_leave_the_x_axis_room_on_a_narrow_screen():
+    fig = curve_figure(_rows(), "epsilon", title="t", log_x=True, current=3.0)
+    n = _entries(fig)
+    assert n >= 10  # 8 methods, the non-private line, chance, the current setting
+    assert fig.layout.margin.b >= AXIS_PX + ROW_PX * math.ceil(n / 2), (fig.layout.margin.b, n)
+    assert fig.layout.height - fig.layout.margin.b - fig.layout.margin.t >= 260  # the plot keeps its size
+
+
+def test_a_short_legend_keeps_the_usual_margin():
+    rows = [r for r in _rows() if r["method"] == "model_sensitivity"]
+    fig = curve_figure(rows, "epsilon", title="t", log_x=True)
+    assert fig.layout.margin.b == 150 and fig.layout.height == 480
+
+
+def test_winner_cells_break_their_label_when_the_grid_is_wide():
+    """Six ε columns leave ~60 px a cell at 800 px: 'Model sens.' ran over its neighbours on one line."""
+    from ui.figures import winner_map_figure
+
+    rows = []
+    for e in (0.3, 1.0, 3.0, 10.0, 30.0, 100.0):
+        for b in (1, 100):
+            for m, acc in (("model_sensitivity", 0.8), ("subsample_aggregate", 0.5)):
+                rows.append(dict(method=m, epsilon=e, budget=b, accuracy_mean=acc, accuracy_std=0.01, repeats=20,
+                                 classes=10))
+    heat = winner_map_figure(rows, "epsilon", "budget").data[0]
+    cells = [t for row in heat.text for t in row]
+    assert cells and all(t.startswith("Model<br>sens.<br>0.80") for t in cells), cells
+    narrow = winner_map_figure([r for r in rows if r["epsilon"] <= 3.0], "epsilon", "budget").data[0]
+    assert all(t.startswith("Model sens.<br>") for row in narrow.text for t in row)  # few columns: one line
