@@ -20,6 +20,7 @@ from ui import controls, display, sidebar
 from ui import leakage as lk
 from ui.export import export_buttons
 from ui.figures import format_number
+from ui.text import clip
 
 st.title("Measured leakage beside the bound")
 st.caption("What an attacker actually learns about membership, next to what differential privacy promises. "
@@ -38,9 +39,13 @@ def _url_choice(name: str, options: tuple, default):  # noqa: ANN001, ANN202
     if raw is not None:
         try:
             cand = type(default)(raw)
-            value = cand if cand in options else default
         except (TypeError, ValueError):
-            value = default
+            cand = None
+        if cand in options:
+            value = cand
+        else:  # reported, never silently replaced
+            display.show_warnings([f"URL parameter {name}={clip(raw)} ignored: must be one of "
+                                   f"{', '.join(map(str, options))}"])
     return value
 
 
@@ -69,7 +74,7 @@ with st.expander("Attack settings: reference models K and audit trials", expande
     _url_store("lk_audit", audit, 64)
 
 attack_options = list(lk.ATTACK_LABELS)
-attack_default = st.query_params.get("lk_attack", "lira")
+attack_default = _url_choice("lk_attack", tuple(attack_options), "lira")
 attack = st.segmented_control("Attack", attack_options, format_func=lk.ATTACK_LABELS.get, key="lk_attack_w",
                               default=attack_default if attack_default in attack_options else "lira")
 attack = attack or "lira"

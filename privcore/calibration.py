@@ -19,11 +19,17 @@ def calibrate(method: str, budget: PrivacyBudget, problem: Problem | None = None
     """
     try:
         return get_method(method).calibrate(budget, problem if problem is not None else Problem(), accounting)
-    except (ArithmeticError, RecursionError) as err:  # e.g. delta = 5e-324 leaves an accountant no room
+    except (ArithmeticError, RecursionError):  # e.g. delta = 5e-324 leaves an accountant no room
+        # The advice follows the value that is out of the ordinary (no Python error name in the message).
+        if budget.epsilon > 100.0:
+            advice = "choose an epsilon of at most 1e4"
+        elif 0.0 < budget.delta < 1e-100:
+            advice = "choose a delta of at least 1e-100"
+        else:
+            advice = "choose a larger epsilon or delta"
         raise CalibrationError(
             f"{method} cannot be calibrated at epsilon={budget.epsilon:g}, delta={budget.delta:g}: the accountant "
-            f"hit a numerical limit ({type(err).__name__}: {err}); choose a delta of at least 1e-100 or a "
-            "larger epsilon") from None
+            f"hit a numerical limit; {advice}") from None
 
 
 def calibrate_all(budget: PrivacyBudget, problem: Problem | None = None,

@@ -121,9 +121,25 @@ def _quiet_broken_pipe() -> int:
     return 141  # the shell's code for a process ended by SIGPIPE
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """A Python warning as one ``warning: ...`` line (no source file, line number or code)."""
+    try:
+        print(f"warning: {_one_line(message if isinstance(message, Warning) else Warning(message))}",
+              file=file or sys.stderr)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (0 ok, 2 invalid input or a refused request, 130
-    interrupted, 141 stdout closed early). Expected failures print one line, never a traceback."""
+    interrupted, 141 stdout closed early). Expected failures print one line, never a traceback;
+    warnings print as one line each."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     warnings.filterwarnings("ignore", category=UserWarning, module="opacus")
     warnings.filterwarnings("ignore", category=RuntimeWarning, module="opacus")  # log(0) at extreme deltas
     try:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .methods import methods_of_family
-from .validation import check_real
+from .validation import check_real, fmt_value
 
 __all__ = ["score_rows", "TargetEpsilon", "epsilon_for_accuracy", "max_true_positive_rate", "risk_sentence"]
 
@@ -88,11 +88,16 @@ def epsilon_for_accuracy(rows: Sequence[Mapping[str, Any]], target: float) -> li
     target = check_real("target accuracy", target, low=0.0, high=1.0)
     baseline = set(methods_of_family("baseline"))
     curves: dict[str, list[tuple[float, float, float]]] = {}
-    for r in rows:
-        eps = float(r["epsilon"])
-        if r["method"] in baseline or not math.isfinite(eps) or eps <= 0:
+    for i, r in enumerate(rows):
+        try:
+            eps, method = float(r["epsilon"]), r["method"]
+            point = (eps, float(r["accuracy_mean"]), float(r.get("accuracy_std") or 0.0))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ValueError(f"rows[{i}] must be a result row with numeric epsilon and accuracy_mean and a method, "
+                             f"got {fmt_value(r)}") from None
+        if method in baseline or not math.isfinite(eps) or eps <= 0:
             continue
-        curves.setdefault(r["method"], []).append((eps, float(r["accuracy_mean"]), float(r.get("accuracy_std") or 0.0)))
+        curves.setdefault(method, []).append(point)
     out = []
     for method, pts in curves.items():
         pts.sort()
@@ -118,7 +123,10 @@ def max_true_positive_rate(epsilon: float, delta: float, fpr: float) -> float:
     a = check_real("false-positive rate", fpr, low=0.0, high=1.0)
     if math.isinf(eps):
         return 1.0
-    return max(a, min(1.0, math.exp(eps) * a + dlt, 1.0 - math.exp(-eps) * (1.0 - dlt - a)))
+    # e^eps fpr as exp(eps + ln fpr): at eps >= 710 e^eps alone overflows although the bound is simply 1.
+    log_first = eps + math.log(a) if a > 0.0 else -math.inf
+    first = 1.0 if log_first >= 0.0 else math.exp(log_first) + dlt
+    return max(a, min(1.0, first, 1.0 - math.exp(-eps) * (1.0 - dlt - a)))
 
 
 def risk_sentence(epsilon: float, delta: float, fpr: float = 0.05) -> str:

@@ -73,3 +73,13 @@ def test_slow_methods_follow_the_quick_ones():
     assert len(at.get("plotly_chart")) == 1  # the quick chart was replaced in place
     assert list(at.dataframe[0].value["Method"]) == ["Non-private (no noise)", "Model sensitivity", "DP-SGD"]
     assert not any("follow below" in t for t in texts(at.caption))
+
+
+def test_bad_page_parameters_are_reported_not_silently_replaced():
+    # Once: lk_refs=abc / lk_attack=nope fell back to the defaults without a word.
+    at = page(lk_refs="abc", lk_audit="33", lk_attack="nope").run()
+    assert not at.exception, at.exception
+    shown = " ".join(w.value for w in at.warning).replace("\\", "")
+    for name in ("lk_refs=abc", "lk_audit=33", "lk_attack=nope"):
+        assert f"URL parameter {name} ignored: must be one of" in shown, shown
+    assert "lk_refs" not in at.query_params and "lk_attack" not in at.query_params

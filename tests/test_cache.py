@@ -180,3 +180,14 @@ def test_a_cache_that_cannot_be_opened_for_writing_is_read_directly(tmp_path, mo
 
 def test_schema_version_was_bumped():
     assert cache_mod.SCHEMA_VERSION >= 6  # 6: the published data-dependent epsilon changed (beta-smooth)
+
+
+@pytest.mark.parametrize("key", ["accuracy_mean", "seconds", "lam"])
+def test_a_stored_integer_beyond_float_range_is_a_miss_not_a_crash(tmp_path, key):
+    # Once: OverflowError from check_result (float(10**400)) when reading such a value back.
+    first = run_sweep(_spec(), cache=ResultCache(tmp_path))
+    value = json.loads(_rows(tmp_path)[0][4])
+    _set_all(tmp_path, mode=1, value=json.dumps({**value, key: 10 ** 400}))
+    res = run_sweep(_spec(), cache=ResultCache(tmp_path))
+    assert res.computed == len(first.rows)
+    assert any("expected form" in w for w in res.warnings)

@@ -143,3 +143,21 @@ def test_a_method_that_cannot_run_fails_alone(capsys):
     assert "dpsgd batch_size must be at most N = 100, got 256" in err
     methods = {line.split(",")[0] for line in out.strip().splitlines()[1:]}
     assert {"model_sensitivity", "subsample_aggregate"} <= methods and "dpsgd" not in methods
+
+
+def test_warnings_print_as_one_line_without_source_lines(tmp_path, monkeypatch, capsys):
+    # Once: Python's format, "<server path>/dpsgd.py:221: RuntimeWarning: ..." plus the source line.
+    afile = tmp_path / "not_a_folder"
+    afile.write_text("x")
+    monkeypatch.setenv("PRIVCORE_CACHE", str(afile))
+    assert main(["calibrate", "--method", "dpsgd", "--epsilon", "1.2345", "--delta", "1e-5"]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err and all(line.startswith("warning: ignoring the calibration memo") for line in err), err
+    assert not any(".py:" in line for line in err)
+
+
+def test_all_inside_a_method_list_is_explained(capsys):
+    # Once: "unknown method 'all'; choose from all, ..." (a contradiction).
+    assert main(["sweep", "--methods", "all,dpsgd", "--epsilons", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "'all' cannot be combined with method names" in err and "unknown method" not in err and "\n" not in err

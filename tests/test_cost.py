@@ -250,3 +250,23 @@ def test_the_first_solve_of_a_process_is_priced_once(monkeypatch):
     x = torch.randn(50, 4, generator=gen) / 4
     solver.solve_softmax(x, torch.arange(50) % 3, torch.tensor([0.1], dtype=torch.float64), classes=3)
     assert solver.SOLVES_RUN == before + 1  # every solve counts: the warm-up drops out of the next estimate
+
+
+@pytest.mark.parametrize("content", ['{"coefficients": {"solve": 1' + "0" * 400 + "}}",   # beyond float range
+                                     "[" * 100_000,                                       # nested beyond json's reach
+                                     '{"slowdown": 1' + "0" * 400 + "}",
+                                     '{"coefficients": {"solve": true, "fixed": "x"}}', "[1]", "garbage"])
+def test_a_damaged_cost_model_file_is_ignored_with_a_warning_never_a_crash(tmp_path, monkeypatch, content):
+    # Once: OverflowError / RecursionError escaped coefficients() and fit_slowdown() (the ETA of every page).
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    monkeypatch.setattr(cost, "_WARNED", set())
+    cost.coefficients_path().write_text(content)
+    with pytest.warns(RuntimeWarning, match="cost_model.json") if "slowdown" not in content else _no_warning():
+        assert cost.coefficients() == cost.DEFAULT_COEFFS
+    assert cost.fit_slowdown() == cost.DEFAULT_FIT_SLOWDOWN
+
+
+def _no_warning():
+    import contextlib
+
+    return contextlib.nullcontext()

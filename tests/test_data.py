@@ -304,6 +304,22 @@ def test_malformed_npz_files(tmp_path: Path) -> None:
         load_dataset("file", data_file=garbage)
 
 
+
+@pytest.mark.parametrize("labels", ["floats", "unique_column"])
+def test_a_file_where_every_class_has_one_row_is_refused_by_name(tmp_path: Path, labels: str) -> None:
+    # Once: "memoryview: cannot cast view with zeros in shape or strides" (the empty test split).
+    if labels == "floats":  # y = 0, 0.5, 1, ...: 30 distinct classes of one row each
+        path = tmp_path / "singletons.npz"
+        np.savez(path, x=np.random.default_rng(0).random((30, 3)), y=np.arange(30) * 0.5)
+        kwargs: dict = {}
+    else:  # the wrong column picked as the label: every value distinct
+        path = _write_csv(tmp_path / "wrong_label.csv", "a,b,label", [f"{i},{i % 3},{i % 2}" for i in range(20)])
+        kwargs = {"label_column": "a"}
+    with pytest.raises(DataFileError, match=rf"data_file '{path.name}' has no class with at least 2 rows "
+                       r"\(\d+ rows in \d+ classes\).*each class needs at least 2 rows") as info:
+        load_dataset("file", data_file=path, **kwargs)
+    assert str(tmp_path) not in str(info.value)
+
 # ----------------------------------------------------------------------------- full MNIST
 
 

@@ -52,3 +52,30 @@ def test_the_default_executor_is_the_local_one(tmp_path):
     b = run_sweep(SPEC, cache=ResultCache(tmp_path / "b"), executor=LocalExecutor())
     strip = lambda res: [{k: v for k, v in r.items() if k != "seconds"} for r in res.rows]  # noqa: E731
     assert strip(a) == strip(b) and a.device == b.device == "cpu"
+
+
+@pytest.mark.parametrize("content, fragment", [(None, "does not exist"), ("{not json", "not valid JSON"),
+                                               ('{"id": 1}', "holds no scheduler address")])
+def test_a_missing_or_bad_scheduler_file_is_refused_at_once(tmp_path, content, fragment):
+    # Once: distributed polled for a missing file forever, and a bad one ended in UnboundLocalError.
+    import signal
+
+    pytest.importorskip("distributed")
+    from privcore.engine.executor import DaskExecutor
+
+    path = tmp_path / "scheduler.json"
+    if content is not None:
+        path.write_text(content)
+
+    def stop(*_):
+        raise TimeoutError("the client kept waiting for the scheduler file")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(10)
+    try:
+        with pytest.raises(ValueError, match=fragment) as info:
+            DaskExecutor(scheduler=str(path)).client
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert str(tmp_path) not in str(info.value) and "'scheduler.json'" in str(info.value)

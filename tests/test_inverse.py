@@ -106,3 +106,23 @@ def test_max_tpr_is_the_exact_tradeoff_of_the_extremal_mechanism(eps, delta):
     for fpr in [0.0, 0.01, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95, 1.0]:
         want = float(np.interp(fpr, xs, ys))
         assert max_true_positive_rate(eps, delta, fpr) == pytest.approx(want, abs=1e-12), fpr
+
+
+@pytest.mark.parametrize("eps", [709.0, 710.0, 1e5, 2**70])
+def test_a_large_epsilon_bounds_the_attacker_by_one_not_an_overflow(eps):
+    # Once: OverflowError (math.exp(eps)) at eps >= 710, from the library and the Explore risk line.
+    assert max_true_positive_rate(eps, 1e-5, 0.05) == 1.0
+    assert max_true_positive_rate(eps, 1e-5, 0.0) == pytest.approx(1e-5)
+    assert "catches at most 100.0%" in risk_sentence(eps, 1e-5)
+
+
+def test_a_tiny_fpr_at_a_large_epsilon_is_still_bounded_by_one():
+    # e^700 * 1e-300 = 1e4 > 1: the bound is 1 (a cap on epsilon would have given 0.1, too optimistic).
+    assert max_true_positive_rate(700.0, 0.0, 1e-300) == 1.0
+
+
+@pytest.mark.parametrize("row", [{}, {"method": "dpsgd", "epsilon": "x", "accuracy_mean": 0.5}, 3])
+def test_a_malformed_row_is_refused_by_index(row):
+    # Once: KeyError 'epsilon' / AttributeError.
+    with pytest.raises(ValueError, match=r"rows\[1\] must be a result row"):
+        epsilon_for_accuracy([{"method": "dpsgd", "epsilon": 1.0, "accuracy_mean": 0.5}, row], 0.5)

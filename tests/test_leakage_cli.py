@@ -37,3 +37,23 @@ def test_json_and_csv(capsys):
 def test_bad_input_exits_2(capsys, argv, match):
     assert main(argv) == 2
     assert match in capsys.readouterr().err
+
+
+def test_roc_with_csv_is_refused_before_any_attack(monkeypatch, capsys):
+    # Once: every attack ran (minutes), then --roc was silently dropped from the CSV.
+    from privcore.leakage import run as leakage_run
+
+    monkeypatch.setattr(leakage_run, "run_leakage", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    assert main(["leakage", "--epsilon", "1", "--roc", "--format", "csv", *SMALL]) == 2
+    assert "--roc adds ROC points to the JSON output" in capsys.readouterr().err
+
+
+def test_the_skip_note_names_every_method_that_needs_delta(monkeypatch, capsys):
+    # Once: "dpsgd skipped" whatever was skipped (the vote methods need delta > 0 too).
+    from privcore.leakage import run as leakage_run
+
+    monkeypatch.setattr(leakage_run, "run_leakage", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("stop")))
+    with pytest.raises(RuntimeError, match="stop"):
+        main(["leakage", "--epsilon", "1", "--delta", "0", "--method", "confident_gnmax,model_sensitivity", *SMALL])
+    err = capsys.readouterr().err
+    assert "note: confident_gnmax skipped: it needs delta > 0" in err and "dpsgd" not in err

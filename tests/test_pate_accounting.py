@@ -97,6 +97,46 @@ def test_bad_inputs(bad):
         gnmax_sigmas(**args)
 
 
+
+@pytest.mark.parametrize("eps", [1e-12, 1e-13, 2e-14])
+@pytest.mark.parametrize("delta", [1e-5, 1e-9])
+def test_standard_rho_never_above_the_exact_root_at_tiny_epsilon(eps, delta):
+    # The closed form once subtracted sqrt(L + eps) - sqrt(L), which cancels at a tiny epsilon and
+    # returned a rho up to 11 % too large (too little noise). Compared with a 60-digit computation.
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 60
+        log_inv, e = Decimal(math.log(1.0 / delta)), Decimal(eps)
+        exact = ((log_inv + e).sqrt() - log_inv.sqrt()) ** 2
+        got = Decimal(zcdp_rho(eps, delta, "standard"))
+        assert got <= exact and got >= exact * Decimal("0.999999")
+
+
+@pytest.mark.parametrize("accounting", ["paper", "corrected"])
+@pytest.mark.parametrize("eps", [1e-16, 1e-300])
+def test_tiny_epsilon_is_refused_or_calibrated_not_a_hang(eps, accounting):
+    # rho once started at 0 and doubled 0 forever (the CLI's calibrate hung at --epsilon 1e-16).
+    import signal
+
+    def stop(*_):
+        raise TimeoutError("zcdp_rho did not return")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(5)
+    try:
+        if eps < 1e-150 and accounting == "paper":
+            with pytest.raises(ValueError, match=r"epsilon must be at least .* got 1e-300"):
+                gnmax_sigmas(eps, 1e-5, 10, accounting)
+        else:  # (the improved conversion allows epsilon ~ 0 at delta = 1e-5 with finite noise)
+            g = gnmax_sigmas(eps, 1e-5, 10, accounting)
+            assert math.isfinite(g.sigma_vote) and g.sigma_vote > (1e16 if accounting == "paper" else 1e4)
+            rho = 10 * gnmax_query_mu(g.sigma_vote, g.sigma_check) ** 2 / 2
+            assert zcdp_epsilon(rho, 1e-5, "standard" if accounting == "paper" else "improved") <= eps
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
 def test_svt_bad_inputs():
     with pytest.raises((TypeError, ValueError)):
         svt_calibration(1.0, 0.0, 10, 2)

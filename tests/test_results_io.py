@@ -170,3 +170,39 @@ def test_executor_flags_are_checked(capsys):
         code = main(["sweep", "--dataset", "digits", "--methods", "model_sensitivity", "--epsilons", "1", *args])
         err = capsys.readouterr().err
         assert code == 2 and why in err, err
+
+
+def test_a_device_or_pipe_is_refused_without_reading_it(tmp_path):
+    # Once: `results import /dev/zero` read until the machine ran out of memory (/dev/null: "empty file").
+    import os
+
+    with pytest.raises(ImportRejected, match="not a regular file"):
+        import_results("/dev/null", ResultCache(tmp_path / "c"))
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(ImportRejected, match="not a regular file"):  # and opening it does not wait for a writer
+        import_results(fifo, ResultCache(tmp_path / "c"))
+
+
+def test_a_file_above_the_size_limit_is_refused_before_parsing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PRIVCORE_MAX_FILE_MB", "1")
+    big = tmp_path / "big.jsonl"
+    big.write_text(json.dumps({"format": "privcore-results", "version": 1, "schema": SCHEMA_VERSION, "count": 0,
+                               "pad": "x" * 2_000_000}) + "\n")
+    assert main(["results", "import", str(big)]) == 2
+    err = capsys.readouterr().err
+    assert "larger than 1 MB" in err and "PRIVCORE_MAX_FILE_MB" in err and str(tmp_path) not in err
+
+
+def test_an_unusable_out_path_is_named_as_given_not_by_its_temporary_file(tmp_path, capsys):
+    # Once: "Is a directory: .dir.a1b2.tmp", "Device or resource busy: ..x.tmp" (for --out '').
+    (tmp_path / "taken").mkdir()
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for out, fragment in ((tmp_path / "taken", "--out must name a file, got the folder 'taken'"),
+                          (tmp_path / "missing" / "r.jsonl", "--out 'r.jsonl': its folder does not exist"),
+                          (afile / "r.jsonl", "--out 'r.jsonl': its folder does not exist"),
+                          ("", "--out must name a .jsonl file, got ''")):
+        assert main(["results", "export", "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert fragment in err and ".tmp" not in err and str(tmp_path) not in err, err

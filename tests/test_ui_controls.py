@@ -48,3 +48,34 @@ def test_out_of_range_values_are_refused_with_the_range():
     assert at.query_params.get("eps") is None                   # still the default
     at.number_input(key="t:n").set_value(10**6).run()           # synthetic data cannot grow
     assert any("N must be at most" in t for t in texts(at.warning))
+
+
+_DIM_CLASSES = """
+import sys
+sys.path.insert(0, {root!r})
+import streamlit as st
+from ui import controls, state
+from ui.setting import DataInfo
+info = DataInfo(name="synthetic", n_train=1000, n_test=200, dim=20, classes=5)
+st.write("DIM", controls.dim_slider(info), "CLASSES", controls.classes_slider(info))
+for m in state.url_errors():
+    st.error(m)
+"""
+
+
+@pytest.mark.parametrize("params, expected", [
+    ({}, []),                                                      # once: "dim=null adjusted to all" on every first view
+    ({"dim": "5000"}, ['URL parameter dim=5000 adjusted to "all"']),   # a real adjustment is still reported
+    ({"classes": "8"}, ["URL parameter classes=8 adjusted to 5"]),
+])
+def test_dim_and_classes_sliders_report_only_real_adjustments(params, expected):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_string(_DIM_CLASSES.format(root=str(Path(__file__).resolve().parents[1])), default_timeout=30)
+    at.query_params.update(params)
+    at.run()
+    assert not at.exception and not at.error
+    shown = texts(at.warning)
+    assert len(shown) == len(expected) and all(e in w for e, w in zip(expected, shown)), shown

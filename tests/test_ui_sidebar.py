@@ -75,3 +75,44 @@ def test_a_page_that_never_asks_still_gets_the_sidebar(uploads):
     at.run()
     assert not at.exception
     assert len(at.sidebar.selectbox) >= 1 and len(at.sidebar.radio) >= 1
+
+
+def test_a_bad_upload_is_named_as_the_user_uploaded_it(uploads):
+    # Once: the error named the file by the content hash it is stored under ('23e2...b39.npz').
+    import hashlib
+    import io
+
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.savez(buf, x=np.zeros((30, 0)), y=np.arange(30) % 2)  # no features
+    data = buf.getvalue()
+    stored = hashlib.sha256(data).hexdigest() + ".npz"
+    (uploads / stored).write_bytes(data)
+    at = AppTest.from_string(_SIDEBAR, default_timeout=120)
+    at.query_params.update({"dataset": '"file"', "data_file": f'"{stored}"'})
+    at.session_state["_upload_names"] = {stored: "my_data.npz"}
+    at.run()
+    assert not at.exception
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert errors and all("'my_data.npz'" in e and stored not in e for e in errors), errors
+
+
+def test_an_unavailable_download_shows_no_server_path_or_python_wrapping(uploads, monkeypatch):
+    # Once: "... <urlopen error [Errno -2] Name or service not known> ... in the folder /srv/.../cache/mnist".
+    import urllib.error
+    import urllib.request
+
+    def offline(*_a, **_k):
+        raise urllib.error.URLError(OSError(-2, "Name or service not known"))
+
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    at = AppTest.from_string(_SIDEBAR, default_timeout=120)
+    at.query_params["dataset"] = '"mnist"'
+    at.run()
+    assert not at.exception
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert errors, [w.value for w in at.warning]
+    for text in errors:
+        assert "Name or service not known" in text and "in the folder <server cache>/mnist" in text, text
+        assert str(uploads.parent) not in text and "urlopen error" not in text and "Errno" not in text, text

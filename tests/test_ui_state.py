@@ -182,3 +182,54 @@ def test_a_value_a_control_cannot_show_is_reported_once_not_silently():
     assert warnings == ["URL parameter map_eps=[1.0,0.5] adjusted to [1.0]: the columns are among 1, 10"], warnings
     at.run()
     assert not at.warning  # once
+
+
+@pytest.mark.parametrize("text", ["[" * 5000, "[1," * 5000, '{"a":' * 5000])
+def test_deeply_nested_json_is_reported_not_raised(text):
+    # Once: json's RecursionError escaped decode() (a 1 kB link crashed the page).
+    values, errors = state.from_params({"eps": text, "lam": '"auto"'})
+    assert values == {"lam": "auto"} and len(errors) == 1
+    assert "eps must be a flat JSON value" in errors[0] and len(errors[0]) < 400
+
+
+def test_an_overlong_value_is_refused_by_length():
+    with pytest.raises(ValueError, match=r"prep must be at most 100,000 characters long, got 200,001"):
+        state.decode("prep", "x" * 200_001)
+
+
+def test_deeply_nested_url_value_in_a_running_app_keeps_the_rest():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_string(_SCRIPT, default_timeout=30)
+    at.query_params["eps"] = "[" * 3000
+    at.query_params["lam"] = '"auto"'
+    at.run()
+    assert not at.exception
+    assert at.select_slider(key="w:lam").value == "auto"
+    assert any("eps" in w.value and "nested too deeply" in w.value for w in at.warning)
+
+
+_UNKNOWN = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import streamlit as st
+from ui import state
+for m in state.unknown_params():
+    st.warning(m)
+"""
+
+
+def test_unknown_parameters_are_reported_once_and_removed():
+    # Once: a typo (batch=512 for batch_size) was ignored without a word, and stayed in the link.
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_string(_UNKNOWN, default_timeout=30)
+    at.query_params.update({"batch": "512", "eps": "10", "lk_refs": "8", "x" * 300: "1"})
+    at.run()
+    assert not at.exception
+    shown = [w.value for w in at.warning]
+    assert len(shown) == 2 and "URL parameter batch ignored" in shown[0] and "did you mean batch_size?" in shown[0]
+    assert all(len(m) < 300 for m in shown)
+    assert set(at.query_params) == {"eps", "lk_refs"}
+    at.run()
+    assert not at.warning

@@ -27,3 +27,12 @@ def test_escape_markdown_leaves_no_markdown_syntax():
     escaped = escape_markdown(INJECTION)
     assert _unescaped(escaped) == []
     assert escaped.replace("\\", "") == INJECTION.replace("\\", "")
+
+
+def test_server_safe_hides_the_cache_folder(tmp_path, monkeypatch):
+    from ui.text import server_safe
+
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path / "cache"))
+    root = str(tmp_path / "cache")
+    text = server_safe(f"put cifar-10-python.tar.gz in {root}/cifar\n(or set the variable)")
+    assert text == "put cifar-10-python.tar.gz in <server cache>/cifar (or set the variable)"

@@ -225,3 +225,24 @@ def test_mutated_real_npz_never_raises_anything_but_data_file_error(tmp_path, da
         load_user_file(path)
     except DataFileError:
         pass
+
+
+@pytest.mark.parametrize("shape, fragment", [((0, 3), "has too few rows: 0 (need at least 10)"),
+                                             ((30, 0), "'x' has no features (shape (30, 0))")])
+def test_an_npz_with_no_rows_or_no_features_is_refused_in_words(tmp_path, shape, fragment):
+    # Once: "cannot reshape array of size 0 ..." and "memoryview: cannot cast view with zeros ...".
+    path = tmp_path / "hollow.npz"
+    np.savez(path, x=np.zeros(shape), y=np.arange(shape[0]) % 2)
+    with pytest.raises(DataFileError) as info:
+        load_dataset("file", data_file=path)
+    assert fragment in str(info.value)
+
+
+def test_a_non_utf8_csv_is_explained_in_words(tmp_path):
+    # Once: the codec's own text, cut mid-word ("'utf-8' codec can't decode byte 0xe4 in position 5: inval...").
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(("a,b,l\xe4bel\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(20))).encode("latin-1"))
+    with pytest.raises(DataFileError) as info:
+        load_user_file(path)
+    text = str(info.value)
+    assert "byte 0xe4 is not UTF-8 text (save the file as UTF-8 CSV)" in text and "codec" not in text

@@ -43,7 +43,7 @@ def log_select(name: str, label: str, grid: Sequence[Any], *, container=None, fm
     options = with_value(grid, current) if keep_value else list(grid)
     wkey = state.bind(name, normalise=lambda v: nearest(options, to_w(v) if v not in options else v),
                       explain=None if keep_value else f"{label} offers {', '.join(fmt(o) for o in options)}; the "
-                                                      "nearest one is used")
+                                                      "nearest one is used", stored=from_w)
     chosen = where.select_slider(label, options=options, key=wkey, format_func=fmt, help=help, disabled=disabled)
     value = state.commit(name, from_w(chosen))
     if typed:

@@ -10,6 +10,7 @@ from typing import Any
 import streamlit as st
 
 from .progress import cancel_clicked, cancellable_bar, device_text
+from .text import escape_markdown, server_safe
 
 __all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "compute", "gpu_work_text", "panel_rows"]
 
@@ -37,7 +38,7 @@ def figure_specs(preset: str, dataset: str) -> tuple[Any, Any] | None:
     try:
         return figure7_specs(preset, dataset=dataset)
     except (ValueError, TypeError) as err:
-        st.error(str(err))
+        st.error(escape_markdown(server_safe(err)))
         return None
 
 
@@ -49,7 +50,7 @@ def cached(spec) -> tuple[list[dict], int] | None:  # noqa: ANN001
     try:
         rows, missing = cached_rows(spec)
     except (DataUnavailableError, DataFileError, ValueError) as err:
-        st.error(" ".join(str(err).split()))
+        st.error(escape_markdown(server_safe(err)))
         return None
     return [dict(r.to_dict(), classes=10) for r in rows], missing
 
@@ -78,7 +79,7 @@ def compute(specs, key: str) -> bool:  # noqa: ANN001
         return False
     except (DataUnavailableError, DataFileError, ValueError, RuntimeError) as err:
         holder.empty()
-        st.error(" ".join(str(err).split()))
+        st.error(escape_markdown(server_safe(err)))
         return False
     holder.empty()
     return True

@@ -19,7 +19,7 @@ from privcore.knobs import knob
 
 from . import state, uploads, userdata
 from .setting import DATASET_LABELS, NEIGHBOURS_NOTE, DataInfo, SidebarSettings, build_data_info, with_value
-from .text import escape_markdown
+from .text import escape_markdown, server_safe
 
 __all__ = ["draw", "shared", "settings", "data_info", "ACCOUNTING_LABELS"]
 
@@ -78,7 +78,7 @@ def draw() -> SidebarSettings:
     load is reported inline (sidebar and page) and ``info`` is None.
     """
     state.current_values()
-    for msg in state.url_errors():
+    for msg in state.url_errors() + state.unknown_params():
         st.warning(escape_markdown(msg))
     sb = st.sidebar
     sb.markdown("### Data and accounting")
@@ -138,8 +138,8 @@ def draw() -> SidebarSettings:
         try:
             info = data_info(dataset, data_file if dataset == "file" else None, prep, label_column)
         except Exception as err:  # noqa: BLE001 - DataFileError, DataUnavailableError, ValueError...
-            error = (f"Could not use your file: {uploads.load_error_text(err, data_file)}" if dataset == "file"
-                     else f"Could not load the data set {DATASET_LABELS[dataset]}: {err}")
+            error = (f"Could not use your file: {server_safe(uploads.load_error_text(err, data_file))}"
+                     if dataset == "file" else f"Could not load the data set {DATASET_LABELS[dataset]}: {server_safe(err)}")
     if error:  # quotes file names and cell values: shown as text
         sb.error(escape_markdown(error))
         st.error(escape_markdown(error))

@@ -28,7 +28,7 @@ from privcore.validation import format_value
 
 __all__ = [
     "Field", "FIELDS", "DEFAULTS", "encode", "decode", "to_params", "from_params", "bind", "commit", "get", "put",
-    "url_errors", "widget_key", "store_key", "current_values", "reset",
+    "url_errors", "unknown_params", "OTHER_PARAMS", "widget_key", "store_key", "current_values", "reset",
 ]
 
 _V = "v:"   # store prefix
@@ -177,6 +177,10 @@ DEFAULTS: dict[str, Any] = {name: f.default for name, f in FIELDS.items()}
 
 # ---------------------------------------------------------------- pure half (no Streamlit)
 
+#: The longest URL value decoded (the longest real one, a user file's per-feature bounds, is far shorter).
+MAX_VALUE_CHARS = 100_000
+
+
 def encode(value: Any) -> str:
     """Compact JSON text of a value (what goes into the URL)."""
     return json.dumps(value, separators=(",", ":"), allow_nan=False)
@@ -187,10 +191,14 @@ def decode(name: str, text: str) -> Any:
     as strings for convenience; anything invalid raises ``ValueError`` naming the parameter."""
     if name not in FIELDS:
         raise ValueError(f"unknown parameter {name!r}")
+    if isinstance(text, str) and len(text) > MAX_VALUE_CHARS:  # no control's value is anywhere near this long
+        raise ValueError(f"{name} must be at most {MAX_VALUE_CHARS:,} characters long, got {len(text):,}")
     try:
         value = json.loads(text)
     except (json.JSONDecodeError, TypeError):
         value = text
+    except RecursionError:  # "[[[[..." a thousand deep: json gives up with RecursionError, not a ValueError
+        raise ValueError(f"{name} must be a flat JSON value, got lists nested too deeply") from None
     return FIELDS[name].check(value)
 
 
@@ -266,6 +274,30 @@ def url_errors() -> list[str]:
     return list(errs)
 
 
+#: Query parameters that are not fields here but are expected: a page's own (Measured leakage) and Streamlit's.
+OTHER_PARAMS = frozenset({"lk_refs", "lk_audit", "lk_attack", "embed", "embed_options"})
+
+
+def unknown_params() -> list[str]:
+    """Messages for URL parameters no control reads (a typo such as ``batch=``), each removed from the
+    URL once reported, so that a link never seems to set something it does not."""
+    import difflib
+
+    import streamlit as st
+
+    from .text import clip
+
+    out = []
+    for key in list(st.query_params):
+        if key in FIELDS or key in OTHER_PARAMS:
+            continue
+        close = difflib.get_close_matches(key, list(FIELDS), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        out.append(f"URL parameter {clip(key, 40)} ignored: no setting of this dashboard has that name{hint}")
+        del st.query_params[key]
+    return out
+
+
 def _apply_url(name: str) -> None:
     """If the URL holds a (valid) value for ``name`` that differs from the store, adopt it."""
     import streamlit as st
@@ -305,13 +337,16 @@ def _say_adjusted(name: str, given: Any, used: Any, why: str) -> None:
     st.warning(escape_markdown(f"URL parameter {name}={clip(encode(given))} adjusted to {clip(encode(used))}: {why}"))
 
 
-def bind(name: str, *, normalise: Callable[[Any], Any] | None = None, explain: str | None = None) -> str:
+def bind(name: str, *, normalise: Callable[[Any], Any] | None = None, explain: str | None = None,
+         stored: Callable[[Any], Any] | None = None) -> str:
     """Prepare the widget key of ``name`` for this run and return it.
 
     Call right before creating the widget with ``key=bind(name)`` and no ``value``/``index``;
     then pass the widget's return value to :func:`commit`. ``normalise`` maps the stored value to
     one the widget accepts (e.g. snap to the slider's options); with ``explain`` a value it changes
-    is reported once ("URL parameter ... adjusted to ...: <explain>"), never silently.
+    is reported once ("URL parameter ... adjusted to ...: <explain>"), never silently. ``stored`` maps
+    a widget option back to the stored value it stands for (e.g. "all" -> None), so that a value the
+    widget shows under another name is not reported as changed.
     """
     import streamlit as st
 
@@ -320,7 +355,7 @@ def bind(name: str, *, normalise: Callable[[Any], Any] | None = None, explain: s
     value = st.session_state.get(store_key(name), FIELDS[name].default)
     if normalise is not None:
         fixed = normalise(value)
-        if explain is not None and encode(fixed) != encode(value):
+        if explain is not None and encode(stored(fixed) if stored is not None else fixed) != encode(value):
             _say_adjusted(name, value, fixed, explain)
         value = fixed
     if wkey not in st.session_state:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import string
 
-__all__ = ["escape_markdown", "clip"]
+__all__ = ["escape_markdown", "clip", "server_safe"]
 
 _SPECIAL = frozenset(string.punctuation)
 
@@ -27,3 +27,15 @@ def clip(text: object, most: int = 80) -> str:
     """``text`` cut to ``most`` characters (with an ellipsis), for values quoted in messages."""
     s = str(text)
     return s if len(s) <= most else s[: most - 1] + "…"
+
+
+def server_safe(text: object) -> str:
+    """``text`` on one line, with the server's cache folder shown as ``<server cache>`` (a visitor
+    never sees the server's paths; the operator knows where the cache is)."""
+    import os
+
+    from privcore.engine.cache import default_results_dir
+
+    out = " ".join(str(text).split())
+    root = str(default_results_dir().parent)
+    return out.replace(root + os.sep, "<server cache>/").replace(root, "<server cache>")

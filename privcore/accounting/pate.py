@@ -37,6 +37,7 @@ Sparse vector (Bassily, Thakkar, Thakurta, NeurIPS 2018), per stream of B querie
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -129,10 +130,18 @@ def zcdp_rho(epsilon: float, delta: float, conversion: str = "improved") -> floa
     """The largest rho (to 1e-10 relative, rounded down) whose :func:`zcdp_epsilon` is <= epsilon."""
     eps = check_real("epsilon", epsilon, low=0.0, low_open=True)
     dlt = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-    # The standard conversion inverts in closed form; it is a lower bound on the answer.
-    lo = (math.sqrt(math.log(1.0 / dlt) + eps) - math.sqrt(math.log(1.0 / dlt))) ** 2
+    # The standard conversion inverts in closed form; it is a lower bound on the answer. Written as
+    # eps / (sqrt(L + eps) + sqrt(L)) (not sqrt(L + eps) - sqrt(L)), so a tiny epsilon does not cancel to 0.
+    log_inv = math.log(1.0 / dlt)
+    lo = (eps / (math.sqrt(log_inv + eps) + math.sqrt(log_inv))) ** 2
     if conversion == "standard":
+        if not lo > 0.0:  # rho underflows: no noise scale is representable
+            raise ValueError(f"epsilon must be at least about 1e-150 for the paper's accounting, got {eps:g}")
         return lo * (1.0 - 1e-12)
+    if not lo > 0.0:  # start the doubling below from the smallest normal rho (doubling 0 would never end)
+        lo = sys.float_info.min
+        if zcdp_epsilon(lo, dlt, conversion) > eps:
+            raise ValueError(f"epsilon must be at least about 1e-150 at delta = {dlt:g}, got {eps:g}")
     hi = lo * 2.0
     while zcdp_epsilon(hi, dlt, conversion) <= eps:
         lo, hi = hi, hi * 2.0

@@ -230,6 +230,10 @@ def _build(args: _Args) -> Dataset:
         keep = np.flatnonzero(src.y < classes)
         tr, te = stratified_split(src.y[keep], args.test_fraction, args.seed)
         tr, te = keep[tr], keep[te]
+        if te.size == 0:  # every class has a single row: nothing to test on (and every class unseen)
+            raise DataFileError(
+                f"{_what(args)} has no class with at least 2 rows ({keep.size} rows in {classes} classes), so the "
+                "test split would be empty: each class needs at least 2 rows (is the label column right?)")
         x_tr, y_tr, x_te, y_te = src.x[tr], src.y[tr], src.x[te], src.y[te]
     else:
         xt, yt = src.test
@@ -274,6 +278,13 @@ def _build(args: _Args) -> Dataset:
         fingerprint=_fingerprint(args, arrays),
         notes=tuple(notes),
     )
+
+
+def _what(args: _Args) -> str:
+    """The data set as a message names it (a user's file by its base name only)."""
+    if args.name == "file":
+        return f"data_file {os.path.basename(args.data_file or '')!r}"
+    return f"data set {args.name!r}"
 
 
 def _preprocess(prep: Preprocess, x_tr: np.ndarray, x_te: np.ndarray, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -135,6 +135,13 @@ def ensure_mnist_files(folder: Path) -> dict[str, Path]:
     return paths
 
 
+def _why(exc: BaseException) -> str:
+    """A download failure in words: the OS's reason without Python's ``<urlopen error [Errno -2] ...>`` wrapping."""
+    reason = getattr(exc, "reason", None) or exc
+    text = getattr(reason, "strerror", None) or str(reason)
+    return " ".join(str(text).split())[:200]
+
+
 def _fetch_one(name: str, target: Path) -> None:
     errors: list[str] = []
     for mirror in MNIST_MIRRORS:
@@ -143,7 +150,7 @@ def _fetch_one(name: str, target: Path) -> None:
             _download(mirror + name, target, MNIST_FILES[name])
             return
         except (OSError, ValueError, http.client.HTTPException) as exc:  # URLError, timeouts are OSError
-            errors.append(f"{mirror}{name}: {exc}")
+            errors.append(f"{mirror}{name}: {_why(exc)}")
     raise DataUnavailableError(_unavailable_message(target.parent, f"could not download {name} ({'; '.join(errors)})"))
 
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..validation import fmt_value
+
 __all__ = ["Preprocess", "parse_preprocess", "LEAK_EXPLANATION", "MODES"]
 
 MODES: tuple[str, ...] = ("none", "bounds", "norm")
@@ -161,7 +163,7 @@ def parse_preprocess(text: "str | Preprocess | None") -> Preprocess:
     if text is None:
         return Preprocess()
     if not isinstance(text, str):
-        raise TypeError(f"preprocess must be a string such as 'bounds:-5:5+intercept', got {text!r}")
+        raise TypeError(f"preprocess must be a string such as 'bounds:-5:5+intercept', got {fmt_value(text)}")
     raw = text.strip().lower().replace(" ", "")
     intercept = False
     if raw.endswith("+intercept"):

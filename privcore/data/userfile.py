@@ -212,7 +212,10 @@ def _read_csv(path: str, name: str, label_column: str | None = None) -> tuple[np
                         f"data_file {name!r}: empty label in column {header[label_col]!r} at row {line}")
                 labels.append(label)
                 count += 1
-    except (UnicodeDecodeError, csv.Error) as exc:
+    except UnicodeDecodeError as exc:  # in words, not the codec's own message
+        raise DataFileError(f"data_file {name!r} is not a readable UTF-8 CSV file: byte {exc.object[exc.start]:#04x} "
+                            "is not UTF-8 text (save the file as UTF-8 CSV)") from None
+    except csv.Error as exc:
         raise DataFileError(f"data_file {name!r} is not a readable UTF-8 CSV file: {_clip(str(exc))}") from None
     return x[:count], _parse_labels(np.asarray(labels, dtype=str)), tuple(header[j] for j in feature_cols)
 
@@ -284,6 +287,10 @@ def _read_npz(path: str, name: str) -> tuple[np.ndarray, np.ndarray]:
                 f"data_file {name!r}: {xkey!r} must be a numeric array [rows, features], got {xdtype} {xshape}"
             )
         rows, cols = xshape[0], math.prod(xshape[1:])
+        if cols == 0:
+            raise DataFileError(f"data_file {name!r}: {xkey!r} has no features (shape {xshape})")
+        if rows < MIN_ROWS:
+            raise DataFileError(f"data_file {name!r} has too few rows: {rows} (need at least {MIN_ROWS})")
         if cols > limits.max_columns():
             raise DataFileError(
                 f"data_file {name!r}: {xkey!r} has {cols:,} features, above the limit of {limits.max_columns():,} "

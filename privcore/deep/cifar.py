@@ -123,7 +123,9 @@ def ensure_cifar_archive(directory: str | os.PathLike[str] | None = None, *, dow
         if isinstance(exc, FolderNotWritable):
             raise DataUnavailableError(_offline_message(folder, f"cannot write to the folder ({exc})")) from None
         if isinstance(exc, (OSError, ValueError, http.client.HTTPException)):
-            raise DataUnavailableError(_offline_message(folder, f"could not download {url} ({exc})")) from None
+            reason = getattr(exc, "reason", None) or exc  # the OS's words, not "<urlopen error [Errno -2] ...>"
+            why = " ".join(str(getattr(reason, "strerror", None) or reason).split())[:200]
+            raise DataUnavailableError(_offline_message(folder, f"could not download {url} ({why})")) from None
         raise
     return target
 

@@ -11,6 +11,7 @@ import argparse
 import csv
 import io
 import json
+import os
 import sys
 import time
 from dataclasses import replace
@@ -35,11 +36,17 @@ def _list(kind: Callable[[str], Any], what: str) -> Callable[[str], tuple]:
     return parse
 
 
-_ALL = -1  # "--n-train all": the whole data set (None in the spec; None here means "not given")
+_ALL = "all"  # "--n-train all": the whole data set (None in the spec; None here means "not given")
 
 
-def _size(text: str) -> int:
-    return _ALL if text.strip().lower() == "all" else int(text)
+def _size(text: str) -> int | str:
+    """A number of images (its range is DeepSpec's to check) or 'all' (never a negative stand-in for it)."""
+    if text.strip().lower() == _ALL:
+        return _ALL
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number or 'all', got {text!r}") from None
 
 
 def add_deep_parser(sub, number: Callable, epsilon: Callable) -> None:  # noqa: ANN001
@@ -101,6 +108,20 @@ def _progress(fraction: float, message: str) -> None:
     print(f"\r{fraction:6.1%}  {message[:60]:<60}", end="", file=sys.stderr, flush=True)
 
 
+def _output_folder(text: str) -> Path:
+    """``--figure7``'s folder, created now and checked writable; ValueError naming it otherwise."""
+    out = Path(text)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--figure7 must be a folder, got the file {out.name!r}")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"--figure7 folder {out.name!r} cannot be created: {err.strerror or 'not allowed'}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ValueError(f"--figure7 folder {out.name!r} is not writable")
+    return out
+
+
 def run_deep_command(args: argparse.Namespace) -> int:
     from ..data.errors import DataFileError, DataUnavailableError
     from .run import TrainingCancelled, run_deep
@@ -112,6 +133,10 @@ def run_deep_command(args: argparse.Namespace) -> int:
         extra["methods"] = args.methods
     batched = {"auto": None, "batched": True, "loop": False}[args.teacher_mode]
     quiet = not sys.stderr.isatty()
+    if args.figure7 is not None:
+        _output_folder(args.figure7)  # before minutes of training, not after
+        if args.format != "csv":
+            raise ValueError("--figure7 writes CSV files: leave out --format json")
     try:
         if args.figure7 is not None:
             specs = figure7_specs(args.preset, **extra)

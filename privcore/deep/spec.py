@@ -76,34 +76,40 @@ class DeepSpec:
             raise ValueError("methods must name at least one of " + ", ".join(deep_methods()))
         for m in methods:
             check_choice("method", m, deep_methods())
-        object.__setattr__(self, "methods", methods)
+        object.__setattr__(self, "methods", tuple(dict.fromkeys(methods)))  # a repeated name counts once
         eps = tuple(self.epsilons)
         if not eps:
             raise ValueError("epsilons must list at least one value > 0")
         for e in eps:
             if not math.isfinite(PrivacyBudget(e, 0.0).epsilon):
                 raise ValueError(f"epsilon must be a finite number > 0, got {e!r}")
-        object.__setattr__(self, "epsilons", tuple(float(e) for e in eps))
+        object.__setattr__(self, "epsilons", tuple(dict.fromkeys(float(e) for e in eps)))
         budgets = tuple(self.budgets)
         if not budgets:
             raise ValueError("budgets must list at least one B >= 1")
-        object.__setattr__(self, "budgets", tuple(knobs.check("budget", b) for b in budgets))
+        object.__setattr__(self, "budgets", tuple(dict.fromkeys(knobs.check("budget", b) for b in budgets)))
         check_real("delta", self.delta, low=0.0, high=1.0, low_open=True, high_open=True)
         check_choice("accounting", self.accounting, knobs.ACCOUNTING_MODES)
         for name in ("n_train", "n_test"):
             if getattr(self, name) is not None:
-                check_int(name, getattr(self, name), low=10)
+                self._keep(name, check_int(name, getattr(self, name), low=10))
         for name in ("epochs", "batch_size", "teachers", "teacher_epochs", "teacher_batch", "repeats",
                      "physical_batch"):
-            check_int(name, getattr(self, name), low=1)
-        check_int("seed", self.seed, low=0)
+            self._keep(name, check_int(name, getattr(self, name), low=1))
+        self._keep("seed", check_int("seed", self.seed, low=0))
         for name in ("lr", "clip", "teacher_lr"):
-            check_real(name, getattr(self, name), low=0.0, low_open=True)
-        check_real("momentum", self.momentum, low=0.0, high=1.0, high_open=True)
+            self._keep(name, check_real(name, getattr(self, name), low=0.0, low_open=True))
+        self._keep("momentum", check_real("momentum", self.momentum, low=0.0, high=1.0, high_open=True))
         knobs.check("device", self.device)
         for name in ("augment", "amp", "baseline"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+
+    def _keep(self, name: str, checked: Any) -> None:
+        """Store the checked value in place of a NumPy scalar (whose JSON would fail in the cache keys);
+        plain numbers are kept as given, so existing keys do not change."""
+        if type(getattr(self, name)) not in (int, float):
+            object.__setattr__(self, name, checked)
 
     def common_point(self) -> dict[str, Any]:
         return {"schema": DEEP_SCHEMA, "dataset": self.dataset, "model": self.model, "n_train": self.n_train,

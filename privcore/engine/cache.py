@@ -61,7 +61,10 @@ def point_key(point: dict[str, Any], fingerprint: str) -> str:
 def _finite(value: Any, *, low: float | None = None, high: float | None = None) -> bool:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # a JSON integer of hundreds of digits
+        return False
     return math.isfinite(v) and (low is None or v >= low) and (high is None or v <= high)
 
 

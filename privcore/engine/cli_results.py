@@ -152,8 +152,19 @@ def _check_line(number: int, text: str) -> tuple[str, dict[str, Any]] | str:
 
 
 def _read_lines(path: Path) -> list[str]:
-    with open(path, "rb") as fh:
-        raw = fh.read()
+    import stat
+
+    from .. import limits
+
+    # O_NONBLOCK: opening a named pipe must not wait for a writer; fstat then refuses it.
+    with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
+        info, most = os.fstat(fh.fileno()), limits.max_file_bytes()
+        if not stat.S_ISREG(info.st_mode):  # a device or pipe (/dev/zero) would be read until memory ran out
+            raise ImportRejected(["line 1: not a regular file"], 1)
+        raw = fh.read(most + 1)
+    if len(raw) > most:
+        raise ImportRejected([f"line 1: the file is larger than {most // 2**20:,} MB "
+                              f"({limits.limit_hint('PRIVCORE_MAX_FILE_MB')})"], 1)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -238,11 +249,31 @@ def _open_cache(directory: str | None) -> ResultCache:
     return store
 
 
+def _check_out(out: str) -> None:
+    """``--out`` must name a file in an existing folder (checked before anything is written)."""
+    path = Path(out)
+    name = os.path.basename(str(out)) or str(out)
+    if not str(out).strip():
+        raise ValueError("--out must name a .jsonl file, got ''")
+    if path.is_dir():
+        raise ValueError(f"--out must name a file, got the folder {name!r}")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ValueError(f"--out {name!r}: its folder does not exist (create it first)")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {name!r}: its folder is not writable")
+
+
 def run_results_command(args: argparse.Namespace) -> int:
     """Exit code 0 on success; a rejected file raises ValueError (one line, exit 2)."""
     store = _open_cache(args.cache_dir)
     if args.results_command == "export":
-        exported, skipped = export_results(args.out, store)
+        _check_out(args.out)
+        try:
+            exported, skipped = export_results(args.out, store)
+        except OSError as err:  # named by --out, not by the temporary file beside it
+            raise ValueError(f"--out {os.path.basename(str(args.out))!r} cannot be written: "
+                             f"{err.strerror or 'write failed'}") from None
         extra = f"; {skipped} entries without a stored identity skipped" if skipped else ""
         print(f"exported {exported} points to {args.out}{extra}", file=sys.stderr)
         return 0

@@ -41,6 +41,9 @@ def _methods(text: str) -> tuple[str, ...]:
     if text.strip() == "all":
         return METHOD_NAMES
     names = tuple(t.strip() for t in text.split(",") if t.strip())
+    if "all" in names:  # "all" alone means every method; in a list it is not a method's name
+        raise argparse.ArgumentTypeError(f"'all' cannot be combined with method names, got {text!r}: give 'all' "
+                                         "alone or a list of names")
     for name in names:
         if name not in METHOD_NAMES:
             raise argparse.ArgumentTypeError(f"unknown method {name!r}; choose from all, {', '.join(METHOD_NAMES)}")

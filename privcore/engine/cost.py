@@ -112,15 +112,61 @@ def coefficients_path() -> Path:
     return default_results_dir().parent / "cost_model.json"
 
 
-def coefficients() -> dict[str, float]:
-    """The constants: :data:`DEFAULT_COEFFS`, updated by this machine's calibration file if any."""
-    out = dict(DEFAULT_COEFFS)
+_WARNED: set[str] = set()
+
+
+def _model_file() -> dict[str, Any]:
+    """The calibration file's JSON object; {} when absent, and {} with one warning when damaged."""
+    path = coefficients_path()
     try:
-        data = json.loads(coefficients_path().read_text())
-        out.update({k: float(v) for k, v in data.get("coefficients", {}).items()
-                    if k in out and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0})
-    except (OSError, ValueError, AttributeError):
-        pass
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, RecursionError) as exc:  # unreadable, not JSON, or nested beyond json's reach
+        data = exc
+    if not isinstance(data, dict):
+        _warn_once(f"ignoring the time model's constants in {path.name}: not a JSON object written by "
+                   "bench/bench_cost.py (the built-in constants are used)")
+        return {}
+    return data
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        import warnings
+
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a finite float, or None (a bool, a string, an integer beyond float range, inf)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        out = float(value)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
+
+
+def coefficients() -> dict[str, float]:
+    """The constants: :data:`DEFAULT_COEFFS`, updated by this machine's calibration file if any
+    (entries that are not finite numbers >= 0 are ignored, with one warning)."""
+    out = dict(DEFAULT_COEFFS)
+    given = _model_file().get("coefficients", {})
+    if not isinstance(given, dict):
+        given = {"coefficients": given}
+    bad = []
+    for k, v in given.items():
+        value = _finite(v)
+        if k in out and value is not None and value >= 0:
+            out[k] = value
+        else:
+            bad.append(str(k)[:40])
+    if bad:
+        _warn_once(f"ignoring {len(bad)} entries of the time model's constants in {coefficients_path().name} "
+                   f"({', '.join(bad[:5])}): unknown names or not numbers >= 0")
     return out
 
 
@@ -135,11 +181,8 @@ def save_coefficients(coeffs: Mapping[str, float], note: str = "", fit_slowdown:
 
 def fit_slowdown() -> float:
     """The :func:`slowdown` under which the constants in use were measured."""
-    try:
-        value = float(json.loads(coefficients_path().read_text()).get("slowdown", DEFAULT_FIT_SLOWDOWN))
-        return value if math.isfinite(value) and value >= 1.0 else DEFAULT_FIT_SLOWDOWN
-    except (OSError, ValueError, AttributeError, TypeError):
-        return DEFAULT_FIT_SLOWDOWN
+    value = _finite(_model_file().get("slowdown", DEFAULT_FIT_SLOWDOWN))
+    return value if value is not None and value >= 1.0 else DEFAULT_FIT_SLOWDOWN
 
 
 def _runnable_now(samples: int = 5, pause: float = 0.003) -> float | None:

@@ -123,6 +123,28 @@ class LocalExecutor(Executor):
             yield work(unit, poll)
 
 
+def _scheduler_file_address(path: str) -> str:
+    """The ``address`` a ``dask scheduler --scheduler-file`` JSON file holds; ValueError naming the file."""
+    import json
+    import os
+
+    name = os.path.basename(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            info = json.loads(fh.read(1_000_000))
+    except FileNotFoundError:
+        raise ValueError(f"scheduler file {name!r} does not exist: start the scheduler with "
+                         "--scheduler-file first, or give its address tcp://host:8786") from None
+    except (OSError, ValueError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else "not valid JSON"
+        raise ValueError(f"scheduler file {name!r} cannot be read: {reason}") from None
+    address = info.get("address") if isinstance(info, dict) else None
+    if not isinstance(address, str) or "://" not in address:
+        raise ValueError(f"scheduler file {name!r} holds no scheduler address (a JSON object with "
+                         "\"address\": \"tcp://host:port\")")
+    return address
+
+
 class DaskExecutor(Executor):
     """Units as tasks on a Dask ``distributed`` cluster.
 
@@ -166,7 +188,8 @@ class DaskExecutor(Executor):
             from distributed import Client, LocalCluster
 
             if self.scheduler is not None and self.scheduler.endswith(".json"):  # dask scheduler --scheduler-file
-                self._client = Client(scheduler_file=self.scheduler, timeout="30s")
+                # Read here: distributed waits forever for a missing file and fails obscurely on a bad one.
+                self._client = Client(_scheduler_file_address(self.scheduler), timeout="30s")
             elif self.scheduler is not None:
                 self._client = Client(self.scheduler, timeout="30s")
             else:

@@ -17,7 +17,7 @@ from typing import Any
 from .. import knobs
 from ..methods import METHOD_NAMES, REGISTRY
 from ..types import PrivacyBudget, Problem
-from ..validation import check_choice, check_int
+from ..validation import check_choice, check_int, fmt_value
 
 __all__ = ["compact_data", "DataSpec", "SweepSpec", "VARY_AXES", "LAM_AUTO_GRID"]
 
@@ -53,20 +53,19 @@ class DataSpec:
         if self.name == "file" and not self.data_file:
             raise ValueError("data_file is required for dataset 'file' (a CSV or NPZ path)")
         if self.data_file is not None and not isinstance(self.data_file, str):
-            raise TypeError(f"data_file must be a path string, got {self.data_file!r}")
+            raise TypeError(f"data_file must be a path string, got {fmt_value(self.data_file)}")
         if self.n is not None:
             from .. import limits
 
-            check_int("n", self.n, low=10)
+            object.__setattr__(self, "n", check_int("n", self.n, low=10))
             if self.n > limits.max_n():
                 raise ValueError(f"n must be at most {limits.max_n():,} training rows, got {self.n:,} "
                                  f"({limits.limit_hint('PRIVCORE_MAX_N')})")
-        if self.dim is not None:
-            knobs.check("dim", self.dim)
-        if self.classes is not None:
-            knobs.check("classes", self.classes)
+        for name in ("dim", "classes"):  # stored as checked (a NumPy integer would break the spec's JSON key)
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, knobs.check(name, getattr(self, name)))
         if not isinstance(self.augment, bool):
-            raise TypeError(f"augment must be True or False, got {self.augment!r}")
+            raise TypeError(f"augment must be True or False, got {fmt_value(self.augment)}")
 
 
     def load_kwargs(self) -> dict[str, Any]:
@@ -116,22 +115,27 @@ class SweepSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.data, DataSpec):
             raise TypeError(f"data must be a DataSpec, got {type(self.data).__name__}")
-        methods = tuple(self.methods)
+        methods = _sequence("methods", self.methods, "method names such as ('dpsgd',)")
         if not methods:
             raise ValueError("methods must name at least one of " + ", ".join(REGISTRY))
         for m in methods:
             check_choice("method", m, tuple(REGISTRY))  # the live registry
-        object.__setattr__(self, "methods", methods)
-        eps = tuple(self.epsilons)
+        object.__setattr__(self, "methods", tuple(dict.fromkeys(methods)))  # a repeated name: once (not twice the rows)
+        eps = _sequence("epsilons", self.epsilons, "numbers such as (0.1, 1.0)")
         if not eps:
             raise ValueError("epsilons must contain at least one value > 0")
-        object.__setattr__(self, "epsilons", tuple(PrivacyBudget(e, 0.0).epsilon for e in eps))
+        object.__setattr__(self, "epsilons", tuple(dict.fromkeys(PrivacyBudget(e, 0.0).epsilon for e in eps)))
         object.__setattr__(self, "delta", knobs.check("delta", self.delta))
         object.__setattr__(self, "lam", knobs.check("lam", self.lam))
-        for name in ("accounting", "repeats", "seed", "device"):
-            knobs.check(name, getattr(self, name))
+        # Each knob is stored as checked (plain int/float/str: a NumPy scalar would break the JSON key),
+        # teachers and batch_size before the Problem below, whose n = max(T, batch) would name n instead.
+        for name in ("teachers", "batch_size", "budget", "epochs", "clip", "learning_rate", "accounting", "repeats",
+                     "seed", "device"):
+            value = knobs.check(name, getattr(self, name))
+            if type(getattr(self, name)) not in (int, float, str):  # plain values kept as given: same keys as before
+                object.__setattr__(self, name, value)
         if not isinstance(self.baseline, bool):
-            raise TypeError(f"baseline must be True or False, got {self.baseline!r}")
+            raise TypeError(f"baseline must be True or False, got {fmt_value(self.baseline)}")
         # Validate the fixed knobs once through Problem (n is checked against the data later).
         Problem(n=max(self.teachers, self.batch_size), lam=knobs.fixed_lam(self.lam),
                 budget=self.budget, teachers=self.teachers, batch_size=self.batch_size, epochs=self.epochs,
@@ -141,12 +145,15 @@ class SweepSpec:
                 raise ValueError("values given without vary: set vary to one of " + ", ".join(VARY_AXES))
             return
         check_choice("vary", self.vary, VARY_AXES)
-        values = tuple(self.values)
+        values = _sequence("values", self.values, f"{self.vary} values")
         if not values:
             raise ValueError(f"values must list at least one {self.vary} when vary={self.vary!r}")
-        for v in values:  # each value must make a valid variant
-            self.variant(v)
-        object.__setattr__(self, "values", values)
+        # Each value must make a valid variant; it is kept as that variant checked it (plain numbers).
+        checked = [self.variant(v) for v in values]
+        holder = "data" if self.vary in ("n", "dim", "classes") else None
+        object.__setattr__(self, "values", tuple(dict.fromkeys(v if type(v) in (int, float, str) else
+                                                               getattr(c.data if holder else c, self.vary)
+                                                               for v, c in zip(values, checked))))
 
     def variant(self, value: Any) -> "SweepSpec":
         """This spec with the varied axis set to ``value`` (and ``vary`` cleared)."""
@@ -186,6 +193,13 @@ class SweepSpec:
             if key in raw:
                 raw[key] = tuple(raw[key])
         return cls(data=data, **raw)
+
+
+def _sequence(name: str, value: Any, what: str) -> tuple:
+    """``value`` as a tuple; a TypeError naming ``name`` for a string or a single value."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__") or getattr(value, "ndim", 1) == 0:
+        raise TypeError(f"{name} must be a list or tuple of {what}, got {fmt_value(value)}")
+    return tuple(value)
 
 
 def _jsonable(obj: Any) -> Any:

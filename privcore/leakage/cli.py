@@ -83,9 +83,13 @@ def run_leakage_command(args: argparse.Namespace) -> int:
                   accounting=args.accounting, seed=args.seed, worlds=args.worlds, repeats=args.repeats,
                   references=args.references, canaries=args.canaries, audit_trials=args.audit_trials,
                   device=args.device)
+    if args.roc and args.format != "json":
+        raise ValueError("--roc adds ROC points to the JSON output: use --format json, or leave out --roc")
     methods = [m for m in args.method if get_method(m).supports(args.delta)]
-    if len(methods) < len(args.method):
-        print("note: dpsgd skipped: it needs delta > 0", file=sys.stderr)
+    skipped = [m for m in args.method if m not in methods]
+    if skipped:
+        print(f"note: {', '.join(skipped)} skipped: {'it needs' if len(skipped) == 1 else 'they need'} delta > 0",
+              file=sys.stderr)
     trials = common.pop("audit_trials")
     specs = [LeakageSpec(method=m, epsilon=1.0 if m == NON_PRIVATE else args.epsilon,
                          audit_trials=audit_trials_for(m, trials), **common) for m in methods]

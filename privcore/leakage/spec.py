@@ -13,6 +13,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from .. import knobs
 from ..knobs import DEVICE_CHOICES
 from ..engine.specs import DataSpec, compact_data
 from ..methods import BASELINE, METHOD_NAMES, get_method
@@ -86,16 +87,21 @@ class LeakageSpec:
         object.__setattr__(self, "lam", check_real("lam", self.lam, low=0.0, low_open=True))
         check_choice("accounting", self.accounting, ACCOUNTING_MODES)
         check_choice("device", self.device, DEVICE_CHOICES)
-        check_int("seed", self.seed, low=0)
-        check_int("worlds", self.worlds, low=1, high=64)
-        check_int("repeats", self.repeats, low=1, high=1000)
-        check_int("references", self.references, low=2, high=1024)
-        check_int("canaries", self.canaries, low=2, high=1000)
-        check_int("audit_trials", self.audit_trials, low=4, high=100_000)
+        for name, low, high in (("seed", 0, None), ("worlds", 1, 64), ("repeats", 1, 1000), ("references", 2, 1024),
+                                ("canaries", 2, 1000), ("audit_trials", 4, 100_000)):
+            value = check_int(name, getattr(self, name), low=low, high=high)
+            if type(getattr(self, name)) is not int:  # a NumPy integer: its JSON (the cache key) would fail
+                object.__setattr__(self, name, value)
         object.__setattr__(self, "alpha", check_real("alpha", self.alpha, low=0.0, high=1.0, low_open=True,
                                                      high_open=True))
-        Problem(n=max(self.teachers, self.batch_size), lam=self.lam, budget=self.budget, teachers=self.teachers,
-                batch_size=self.batch_size, epochs=self.epochs, clip=self.clip, learning_rate=self.learning_rate)
+        for name in ("teachers", "batch_size"):  # named themselves, not as Problem's n = max(T, batch)
+            knobs.check(name, getattr(self, name))
+        checked = Problem(n=max(self.teachers, self.batch_size), lam=self.lam, budget=self.budget,
+                          teachers=self.teachers, batch_size=self.batch_size, epochs=self.epochs, clip=self.clip,
+                          learning_rate=self.learning_rate)
+        for name in ("budget", "teachers", "batch_size", "epochs", "clip", "learning_rate"):
+            if type(getattr(self, name)) not in (int, float):
+                object.__setattr__(self, name, getattr(checked, name))
 
     def problem(self, n_train: int, dim: int, classes: int) -> Problem:
         """The Problem every release of this spec is calibrated for (n = the worlds' size).
