@@ -111,14 +111,24 @@ def show(results: list, *, final: bool) -> None:
 
 # The methods that train once answer in seconds: draw them first, then add loss perturbation and DP-SGD
 # (one training run per release, 64 audit runs each) when they are done.
-first = lk.run_with_progress(quick, key="leakage_quick", label="Measuring leakage (quick methods)") if slow else None
-if slow and first is None and lk.was_cancelled(quick, "leakage_quick"):
-    st.stop()
+# Either part waits for a "Compute (about N s)" click when it is predicted above the threshold.
+first = None
+if slow:
+    go, expected = lk.approved(quick, key="leakage_quick", label="Measuring leakage (quick methods)")
+    if not go:
+        st.stop()
+    first = lk.run_with_progress(quick, key="leakage_quick", label="Measuring leakage (quick methods)",
+                                 predicted=expected)
+    if first is None and lk.was_cancelled(quick, "leakage_quick"):
+        st.stop()
 if first:
     show(first, final=False)
-    pending.caption("Loss perturbation and DP-SGD train once per release (and 64 times per audit data set): they "
-                    "follow below the progress bar.")
-results = lk.run_with_progress(specs, key="leakage", label="Measuring leakage")
+    pending.caption(f"{', '.join(lk.method_label(sp.method) for sp in slow)} train once per release (and "
+                    f"{audit} times per audit data set): they follow below.")
+go, expected = lk.approved(specs, key="leakage", label="Measuring leakage")
+if not go:
+    st.stop()
+results = lk.run_with_progress(specs, key="leakage", label="Measuring leakage", predicted=expected)
 pending.empty()
 if results is None:
     st.stop()

@@ -83,3 +83,36 @@ def test_bad_page_parameters_are_reported_not_silently_replaced():
     for name in ("lk_refs=abc", "lk_audit=33", "lk_attack=nope"):
         assert f"URL parameter {name} ignored: must be one of" in shown, shown
     assert "lk_refs" not in at.query_params and "lk_attack" not in at.query_params
+
+
+def test_an_expensive_measurement_waits_for_compute_with_its_estimate(monkeypatch):
+    monkeypatch.setenv("PRIVCORE_COMPUTE_THRESHOLD_S", "0.001")  # everything is "expensive"
+    monkeypatch.setenv("PRIVCORE_SLOWDOWN", "1")
+    at = page(eps="9.0").run()  # a setting no other test cached
+    assert not at.exception, at.exception
+    buttons = [b for b in at.button if b.label.startswith("Compute (about")]
+    assert buttons and not at.dataframe  # nothing measured before the click
+    assert any("waits for you" in t for t in texts(at.info))
+    buttons[0].click().run()
+    assert not at.exception, at.exception
+    assert at.dataframe and len(at.dataframe[0].value) == 3  # measured after the click
+
+
+def test_leakage_estimate_counts_shared_contexts_once_and_skips_nothing_it_needs():
+    from privcore.engine.cost import DataSizes
+    from privcore.leakage import LeakageSpec
+    from privcore.leakage.cost import estimate_seconds
+
+    sizes = DataSizes(4000, 784, 10)
+    a = LeakageSpec(method="model_sensitivity", epsilon=3.0)
+    b = LeakageSpec(method="prediction_sensitivity", epsilon=3.0)
+    one, both = estimate_seconds([a], sizes), estimate_seconds([a, b], sizes)
+    assert 0 < one < both < 2 * one  # worlds, references and the non-private solves are shared
+    slow = LeakageSpec(method="dpsgd", epsilon=3.0, audit_trials=256)
+    assert estimate_seconds([slow], sizes) > 2 * estimate_seconds([replace_trials(slow, 16)], sizes)
+
+
+def replace_trials(spec, trials):  # noqa: ANN001, ANN201
+    from dataclasses import replace
+
+    return replace(spec, audit_trials=trials)

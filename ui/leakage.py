@@ -62,6 +62,41 @@ def split_quick(specs: Sequence) -> tuple[list, list]:
     return [sp for sp in specs if sp not in slow], slow
 
 
+def predicted_seconds(specs: Sequence) -> float | None:
+    """Predicted seconds of measuring what is not cached of ``specs`` (privcore's time model, through
+    :mod:`privcore.leakage.cost`), or None when it cannot say (the run then reports the problem)."""
+    from privcore.engine import cost
+    from privcore.engine.specs import SweepSpec
+    from privcore.leakage.cost import estimate_seconds
+    from privcore.leakage.run import is_cached
+
+    if not specs:
+        return 0.0
+    try:
+        todo = [sp for sp in specs if not is_cached(sp)]
+        if not todo:
+            return 0.0
+        sizes = cost.data_sizes(SweepSpec(data=todo[0].data, seed=todo[0].seed))
+        return float(estimate_seconds(todo, sizes))
+    except (ValueError, TypeError, RuntimeError, OSError):
+        return None
+
+
+def approved(specs: Sequence, *, key: str, label: str) -> tuple[bool, float | None]:
+    """(may run now, predicted seconds): a measurement predicted above the compute threshold waits for
+    a "Compute (about N s)" click, as the sweeps do (:func:`ui.progress.compute_approved`)."""
+    import streamlit as st
+
+    from .progress import compute_approved, device_text
+
+    sig = _signature(specs)
+    if sig in st.session_state.get("_leakage_memo", {}):
+        return True, None
+    predicted = predicted_seconds(specs)
+    device = device_text(specs[0].device) if specs else "CPU"
+    return compute_approved(key, sig, label, predicted, device), predicted
+
+
 def was_cancelled(specs: Sequence, key: str) -> bool:
     """Whether the user cancelled :func:`run_with_progress` for these specs under ``key``."""
     import streamlit as st
@@ -198,7 +233,8 @@ def describe(results: Sequence, epsilon: float) -> str:
                                          "not that nothing leaks; the claimed ε is the proven upper limit.")
 
 
-def run_with_progress(specs: Sequence, *, key: str, label: str = "Measuring leakage"):  # noqa: ANN001, ANN201
+def run_with_progress(specs: Sequence, *, key: str, label: str = "Measuring leakage",  # noqa: ANN001, ANN201
+                      predicted: float | None = None):
     """Run every spec (or fetch it from the cache) with one progress bar and a Cancel button.
 
     Returns the list of :class:`LeakageResult` or None when cancelled or failed (said inline).
@@ -217,7 +253,7 @@ def run_with_progress(specs: Sequence, *, key: str, label: str = "Measuring leak
     if sig in memo:
         return memo[sig]
     device = _device_text(specs[0].device) if specs else "CPU"
-    box = cancellable_bar(key, sig, label, device, what="methods")
+    box = cancellable_bar(key, sig, label, device, what="methods", predicted=predicted or None)
     if box is None:
         return None
     holder, bar_progress = box

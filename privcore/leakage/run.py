@@ -151,6 +151,14 @@ def _check_record(value: Any) -> str | None:
     return None
 
 
+def is_cached(spec: LeakageSpec, *, cache: ResultCache | None = None) -> bool:
+    """Whether :func:`run_leakage` would answer ``spec`` from the cache (no training)."""
+    store = cache if cache is not None else ResultCache()
+    d = spec.data
+    ds = load_dataset(d.name, seed=spec.seed, **d.load_kwargs())
+    return store.get(point_key(spec.point(), ds.fingerprint), validate=_check_record) is not None
+
+
 def run_leakage(spec: LeakageSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
                 cache: ResultCache | None = None, use_cache: bool = True) -> LeakageResult:
     """Measure the leakage of one method at one setting (or fetch it from the cache)."""
