@@ -106,7 +106,10 @@ def format_value(v: Any) -> str:
         return "?"
     if isinstance(v, str):
         return v
-    v = float(v)
+    try:
+        v = float(v)
+    except OverflowError:  # an integer beyond float range
+        return f"a {len(str(abs(int(v))))}-digit number"
     if math.isinf(v):
         return "∞"
     if v == 0:
