@@ -56,3 +56,23 @@ def test_winner_cells_break_their_label_when_the_grid_is_wide():
     assert cells and all(t.startswith("Model<br>sens.<br>0.80") for t in cells), cells
     narrow = winner_map_figure([r for r in rows if r["epsilon"] <= 3.0], "epsilon", "budget").data[0]
     assert all(t.startswith("Model sens.<br>") for row in narrow.text for t in row)  # few columns: one line
+
+
+def test_log_axes_get_one_plain_label_a_decade():
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from ui.figures import plain_log_ticks
+    from ui.teaching import composition_figure
+
+    fig = make_subplots(rows=1, cols=2)
+    fig.add_trace(go.Scatter(x=[1, 2, 3], y=[1e-4, 0.5, 1.0]), row=1, col=2)
+    fig.update_yaxes(type="log", row=1, col=2)
+    fig.update_xaxes(type="log", range=[-6, 0], row=1, col=1)  # an empty panel with a fixed range
+    plain_log_ticks(fig)
+    assert fig.layout.yaxis2.ticktext == ("1e-4", "1e-3", "0.01", "0.1", "1")
+    assert fig.layout.xaxis.tickvals[0] == 1e-6 and fig.layout.yaxis.tickvals is None  # linear axes untouched
+    learn = composition_figure(1.0, 1e-5)
+    labels = [t for k, ax in learn.layout.to_plotly_json().items()
+              if k.startswith(("xaxis", "yaxis")) and ax.get("type") == "log" for t in ax.get("ticktext", ())]
+    assert labels and not any(ch in t for t in labels for ch in "µμpn")  # no SI prefixes

@@ -19,6 +19,7 @@ Public builders:
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Iterable, Mapping, Sequence
 
 import plotly.graph_objects as go
@@ -138,6 +139,25 @@ def log_tickvals(values: Iterable[float]) -> tuple[list[float], list[str]] | Non
     step = 1 if hi - lo <= 8 else 2
     ticks = [10.0 ** k for k in range(lo, hi + 1, step)]
     return ticks, [format_number(t) if 1e-2 <= t < 1e5 else f"1e{int(round(math.log10(t)))}" for t in ticks]
+
+
+def plain_log_ticks(fig: go.Figure) -> go.Figure:
+    """Every log axis of ``fig`` gets :func:`log_tickvals` over its traces' values (and its fixed range):
+    one plain label a decade, no "2 5" minor labels, no SI prefixes such as 100µ."""
+    layout = fig.layout.to_plotly_json()
+    for key, axis in layout.items():
+        if not (key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict) and axis.get("type") == "log"):
+            continue
+        letter, ident = key[0], key[0] + key[5:]  # "yaxis3" -> "y3"
+        values: list[float] = []
+        for trace in fig.data:
+            if (getattr(trace, letter + "axis", None) or letter) == ident and getattr(trace, letter, None) is not None:
+                values += [float(v) for v in getattr(trace, letter) if isinstance(v, numbers.Real)]
+        values += [10.0 ** r for r in (axis.get("range") or []) if isinstance(r, (int, float))]
+        ticks = log_tickvals(values)
+        if ticks is not None:
+            fig.layout[key].update(tickmode="array", tickvals=ticks[0], ticktext=ticks[1])
+    return fig
 
 
 def _rgba(hex_colour: str, alpha: float) -> str:

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from privcore.methods import get_method
 
-from .figures import PRINT_TEMPLATE, format_number, method_color, method_label
+from .figures import PRINT_TEMPLATE, format_number, method_color, method_label, plain_log_ticks
 
 __all__ = ["ATTACK_LABELS", "specs_for", "split_quick", "was_cancelled", "roc_figure", "leakage_table", "describe", "rows_for_export",
            "run_with_progress", "REFERENCE_CHOICES", "AUDIT_CHOICES"]
@@ -111,7 +111,7 @@ def _signature(specs: Sequence) -> str:
 def _style(fig: go.Figure, title: str) -> go.Figure:
     fig.update_layout(template=PRINT_TEMPLATE, title=title, height=520, legend=dict(orientation="v"),
                       margin=dict(l=60, r=20, t=60, b=60))
-    return fig
+    return plain_log_ticks(fig)
 
 
 def roc_figure(results: Sequence, attack: str, epsilon: float, delta: float, *, floor: float = 1e-4) -> go.Figure:

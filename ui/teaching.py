@@ -46,7 +46,7 @@ from privcore.accounting import (
     optimal_beta,
     zcdp_beta,
 )
-from ui.figures import METHOD_COLORS, PRINT_TEMPLATE, format_number
+from ui.figures import METHOD_COLORS, PRINT_TEMPLATE, format_number, plain_log_ticks
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -95,7 +95,7 @@ def _style(fig: go.Figure, title: str, height: int = 430) -> go.Figure:
     fig.update_layout(template=PRINT_TEMPLATE, title=dict(text=title), height=height,
                       margin=dict(l=70, r=20, t=80, b=140),
                       legend=dict(orientation="h", yanchor="top", y=-0.24, xanchor="left", x=0.0))
-    return fig
+    return plain_log_ticks(fig)
 
 
 def _check_eps(epsilon: float) -> float:
