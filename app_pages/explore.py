@@ -24,7 +24,7 @@ from privcore.recommend import recommend
 from ui import controls, display, inverse, progress, setting, sidebar, state, userdata
 from ui.caption import add_caption, rows_n, settings_of
 from ui.export import export_buttons
-from ui.figures import BANDS, curve_figure, format_number, is_baseline, method_label, noise_table
+from ui.figures import BANDS, curve_figure, format_number, is_baseline, method_label, noise_table, noise_table_config
 
 TABS = {"epsilon": "Accuracy vs ε", "budget": "vs B (predictions)", "delta": "vs δ", "n": "vs N (training size)"}
 LABEL_TO_AXIS = {v: k for k, v in TABS.items()}
@@ -79,7 +79,7 @@ def show_point(rows: list[dict]) -> None:
         st.subheader(f"Noise at the current setting (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, "
                      f"B = {s.budget:,})")
         table = noise_table(rows)  # formulas and notes are long: typeset below, where text wraps
-        st.dataframe(table, hide_index=True, width="stretch",
+        st.dataframe(table, hide_index=True, width="stretch", column_config=noise_table_config(table.columns),
                      column_order=[c for c in table.columns if c not in ("Formula", "Note")])
         st.caption("σ: std of Gaussian noise; β: inverse scale of Laplace-like noise (density ∝ exp(−β‖b‖)) or "
                    "inverse temperature of the vote; ρ: extra L2 weight of loss perturbation; noise multiplier: "

@@ -467,6 +467,30 @@ def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas Dat
     return pd.DataFrame(out)
 
 
+#: Short headers (and their hover help) for the noise tables' long column names, so the table fits
+#: a 1,400 px page without sideways scrolling; the frame keeps the long names (exports, tests).
+NOISE_TABLE_HEADERS: dict[str, tuple[str, str]] = {
+    "σ (Gaussian std)": ("σ", "std of the Gaussian noise"),
+    "β (inverse scale)": ("β", "inverse scale of Laplace-like noise, or inverse temperature of the vote"),
+    "ρ (extra L2)": ("ρ", "loss perturbation's extra L2 weight"),
+    "Noise multiplier": ("z", "DP-SGD's noise multiplier σ / clip"),
+    "Per-query ε": ("ε/query", "what each of the B answers may spend"),
+    "Threshold": ("Thresh.", "vote threshold of the methods that may abstain"),
+    "Answered": ("Answered", "share of queries answered (abstentions count as wrong)"),
+    "ε data-dependent (not a guarantee)": ("ε data-dep.", "PATE's data-dependent epsilon: a function of the private "
+                                                          "votes, not the guarantee"),
+    "Sensitivity Δ": ("Δ", "sensitivity the noise is calibrated to"),
+}
+
+
+def noise_table_config(columns: Iterable[str]) -> dict[str, Any]:
+    """``column_config`` for ``st.dataframe`` of a noise table: short headers with hover help."""
+    import streamlit as st
+
+    return {c: st.column_config.TextColumn(NOISE_TABLE_HEADERS[c][0], help=NOISE_TABLE_HEADERS[c][1])
+            for c in columns if c in NOISE_TABLE_HEADERS}
+
+
 def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True):  # noqa: ANN201 - DataFrame
     """Noise scales of :func:`privcore.calibration.calibrate_all` as a table.
 
