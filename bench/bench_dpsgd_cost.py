@@ -92,9 +92,18 @@ def main() -> None:
     print(f"\nEPSILON_SHARE = {share:.2f}; " + ", ".join(f"{k} {c:.4f}" for k, c in zip(kinds, coef))
           + " (defaults now: " + ", ".join(f"{k} {cost.DEFAULT_COEFFS.get(k, 0.0)}" for k in kinds)
           + f", share {default_share}); worst factor {worst:.2f}")
-    print("| epochs | batch | epsilons | measured s | predicted / measured |\n|---|---|---|---|---|")
-    for (epochs, batch, e, sec, _), r in zip(rows, ratios):
-        print(f"| {epochs} | {batch} | {e} | {sec:.2f} | {r:.2f} |")
+    # The joint fit's constants before they were measured here (bench_cost.py, 2026-11-23 morning: sgd 0.4262,
+    # sgd_steps 0.1286, no batch term, each further epsilon 0.2 of a repetition), on the same runs.
+    dpsgd_mod.EPSILON_SHARE = 0.2
+    before = []
+    for epochs, batch, e, sec, problem in rows:
+        parts = get_method(dpsgd).cost_parts(problem, e, base.repeats)
+        units = {k: sum(p.work for p in parts if p.kind == k) for k in kinds}
+        before.append((0.4262 * units["sgd"] + 0.1286 * units["sgd_steps"] + calib * e) / sec)
+    print(f"the joint fit's constants on the same runs: predicted / measured {min(before):.2f} to {max(before):.2f}")
+    print("| epochs | batch | epsilons | measured s | predicted / measured | joint fit's |\n|---|---|---|---|---|---|")
+    for (epochs, batch, e, sec, _), r, b in zip(rows, ratios, before):
+        print(f"| {epochs} | {batch} | {e} | {sec:.2f} | {r:.2f} | {b:.2f} |")
     print(f"# load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -269,9 +269,10 @@ def _parts(method: str, spec: SweepSpec, problem: Problem, points: int) -> list[
         out += [(None if p.shared is None else ("auto",) + p.shared, p) for p in m.cost_parts(cand, points, 1)
                 if p.kind not in RELEASE_ONLY_KINDS]
     # The release at the chosen lambda: not known before the run, and each epsilon chooses its own
-    # (noisy selection: Explore's 7-epsilon curve chose 4-5 different lambdas per method). Expected cost:
-    # ``groups`` distinct choices among the points, each one of the candidates with equal chance, each
-    # group paying its own full-data pieces (non-private solve, teachers) for its share of the points.
+    # (noisy selection: Explore's 7-epsilon curve chose 3-5 different lambdas per method,
+    # bench/bench_cost_pieces.py --only lam_auto). Expected cost: ``groups`` distinct choices among the
+    # points, each one of the candidates with equal chance, each group paying its own full-data pieces
+    # (non-private solve, teachers) for its share of the points.
     k = len(LAM_AUTO_GRID)
     groups = k * (1.0 - (1.0 - 1.0 / k) ** points)
     for lam in LAM_AUTO_GRID:

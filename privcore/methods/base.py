@@ -99,12 +99,13 @@ def nonprivate_part(problem: Problem) -> CostPart:
 def teacher_part(problem: Problem) -> CostPart:
     """The T teachers' solves (shared by the teacher-vote methods at the same T and lambda).
 
-    Measured with S&A alone (cold mnist-5k, lambda = 1e-6 ... 1e-1, T = 16 / 40 / 100, N = 1,000 and
-    4,000): on a few thousand rows the T batched problems' own per-iteration work (T x D x C) outweighs
-    the data's (N = 1,000 takes 0.9x of N = 4,000), and T costs more than linearly (T = 100:
-    5.4-7.4x T = 16, T = 40: 1.8x). Against lambda = 1e-3 the time goes as (1e-3 / lambda)^0.33 (T = 16:
-    9.5 / 4.4 / 2.6 / 1 / 0.48 / 0.24x), except that teachers with fewer examples stop earlier below
-    1e-3 (T = 40: 4.9x at 1e-6; T = 100: 3.6-4.9x), so that exponent shrinks with (28 / (T + 12))^0.35."""
+    Measured with S&A alone (bench/bench_cost_pieces.py --only teachers: mnist-5k, lambda = 1e-6 ...
+    1e-1, T = 16 / 40 / 100, N = 1,000 and 4,000): on a few thousand rows the T batched problems' own
+    per-iteration work (T x D x C) outweighs the data's (N = 1,000 takes 0.7x of N = 4,000), and T costs
+    more than linearly (T = 100: 5.7x T = 16, T = 40: 2.1x). Against lambda = 1e-3 the time goes as about
+    (1e-3 / lambda)^0.33 (T = 16: 7.3 / 4.5 / 2.4 / 1 / 0.48 / 0.26x), except that teachers with fewer
+    examples stop earlier below 1e-3 (T = 40: 4.7x at 1e-6; T = 100: 4.0x), so that exponent shrinks with
+    (28 / (T + 12))^0.35."""
     lam = max(float(problem.lam), 1e-12)
     power = 0.33 if lam >= 1e-3 else 0.33 * min(1.0, (28.0 / (problem.teachers + 12)) ** 0.35)
     size = 0.25 * data_work(problem) + 0.75 * problem.dim * problem.classes / 7840

@@ -91,8 +91,9 @@ class ConfidentGNMax(TeacherVoteMethod):
     def cost_parts(self, problem: Problem, points: int, repeats: int) -> list[CostPart]:
         """The teacher methods' pieces, plus PATE's data-dependent epsilon once per point (its smooth
         sensitivity over the test queries, at the Renyi order B selects). Measured on mnist-5k's 1,000
-        test queries (Confident-GNMax alone, 6 epsilons, teachers held): 0.03 / 0.07 / 0.17 / 0.19 s per
-        point at B = 1 / 100 / 1,000 / 10,000, so a point costs 0.37 + 2 sqrt(min(B, 1000) / 1000)
+        test queries (bench/bench_cost_pieces.py --only pate_dd: Confident-GNMax alone, 6 epsilons, teachers
+        held): 0.04 / 0.08 / 0.19 / 0.19 s per point at B = 1 / 100 / 1,000 / 10,000, so a point costs
+        0.37 + 2 sqrt(min(B, 1000) / 1000)
         times the B = 100 point that the ``pate_dd`` constant measures."""
         per_point = 0.37 + 2.0 * math.sqrt(min(int(problem.budget), 1000) / 1000.0)
         return super().cost_parts(problem, points, repeats) + [CostPart("pate_dd", points * per_point)]

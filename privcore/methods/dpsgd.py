@@ -122,7 +122,7 @@ class DPSGD(Method):
         :data:`EPSILON_SHARE` of a repetition. The three constants (``sgd``, ``sgd_batch``,
         ``sgd_steps``) are measured, not fitted with the other methods: bench/bench_dpsgd_cost.py
         (mnist-5k, 20 repetitions, epochs 5 / 20 / 50, batch 64 / 256 / 1024, 1 and 5 epsilons; at 50
-        epochs and one epsilon 15.8 / 12.2 / 16.5 s for batch 64 / 256 / 1024, quiet)."""
+        epochs and one epsilon 14.4 / 9.3 / 17.1 s for batch 64 / 256 / 1024, quiet)."""
         per_rep = repeats * (1.0 + EPSILON_SHARE * (points - 1))
         examples = problem.epochs * data_work(problem) * per_rep / 100
         parts = [CostPart("fixed", 1.0), CostPart("sgd", examples),

@@ -176,11 +176,11 @@ class LossPerturbation(Method):
         of a curve took 5.3x the 20 of one point, not the 4.1x an offset of 12 gave; cold, 20
         releases took 1.35-1.45x what the warm fit of ``perturbed`` says); and the perturbed
         problems' regulariser lam + rho/N keeps them better conditioned than the non-private solve
-        as lam shrinks: at lam = 1e-6 3.0x the lam = 1e-3 time for one epsilon and 3.5x for seven
-        (loss perturbation alone, warm, 2026-11-23; earlier 2.8-4.1x), about the solver's iteration
+        as lam shrinks: at lam = 1e-6 3.2x the lam = 1e-3 time for one epsilon and 3.7x for seven
+        (bench/bench_cost_pieces.py --only lp_lambda; earlier 2.8-4.1x), about the solver's iteration
         ratio to the power 0.6 (3.2), not the full 7x."""
         batch = points * repeats
-        offset = min(3.4, 0.17 * batch)  # a single release (lambda = auto's candidates): about 0.075 s, not 4.4 releases' worth
+        offset = min(3.4, 0.17 * batch)  # a single release (lambda = auto's candidates) costs far less than 4.4 releases' worth
         return [CostPart("fixed", 1.0), nonprivate_part(problem),
                 CostPart("perturbed", data_work(problem) * solver_iterations(problem.lam) ** 0.6 * (batch + offset) / 17.3)]
 

@@ -88,8 +88,9 @@ class PateStudent(TeacherVoteMethod):
 
     def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
         """The teachers (shared), then per fold an eigenbasis of the public rows and E x R students.
-        Measured with the student alone, teachers held (cold mnist-5k, lambda = 1e-5 / 1e-3 / 0.1):
-        0.31 / 0.35 / 0.29 s for one student, 0.75 / 0.41 / 0.41 s for 20, 3.6 / 1.3 / 0.8 s for 100
+        Measured with the student alone, teachers held (bench/bench_cost_pieces.py --only student,
+        lambda = 1e-5 / 1e-3 / 0.1): 0.31 / 0.26 / 0.29 s for one student, 0.76 / 0.40 / 0.36 s for 20,
+        3.4 / 1.3 / 0.8 s for 100
         (20 repetitions x 5 epsilons): about 0.25 s of its own, then the batch's iterations, which
         grow as lambda shrinks more slowly than the full data's (power 0.8)."""
         batch = points * repeats
