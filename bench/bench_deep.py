@@ -13,7 +13,9 @@ small preset end to end.
    same model, batch and device, interleaved round by round; medians. ``non_private`` (forward and
    backward of the summed loss and the momentum step, no clipping or noise) is the floor that no
    per-example clipping can beat. ``--channels-last`` adds
-   the ghost step with channels-last input and weights. (torch.compile of the forward is not
+   the ghost step with channels-last input and weights; ``--gpu-variants`` (CUDA) ghost clipping's
+   routes and bf16 autocast, and the norms and sums left to TF32 (unsound, see privcore/deep/precision.py).
+   Opacus runs with PyTorch's default flags (cuDNN may use TF32). (torch.compile of the forward is not
    offered: it breaks the forward hooks that ghost clipping records layer outputs with.)
 2. S&A teachers: T = 16 teachers, one epoch each, trained vmapped (stack_module_state + vmap) and
    one by one; examples/s (medians of interleaved rounds).
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -62,7 +65,7 @@ def _gen(seed: int, device: torch.device) -> torch.Generator:
 
 
 def dpsgd_throughput(model_name: str, channels: int, size: int, batch: int, rounds: int, device: torch.device,
-                     steps: int, channels_last: bool = False) -> dict:
+                     steps: int, channels_last: bool = False, gpu_variants: bool = False) -> dict:
     x = torch.randn(batch, channels, size, size, generator=_gen(1, device), device=device)
     y = torch.randint(0, 10, (batch,), generator=_gen(2, device), device=device)
     clip, sigma, lr = 1.0, 1.0, 0.05
@@ -85,6 +88,33 @@ def dpsgd_throughput(model_name: str, channels: int, size: int, batch: int, roun
         momentum_step(p, scale(add_noise(summed, sigma * clip, gen), batch), b, lr, 0.9)
 
     variants = {"ghost": lambda: ghost_step(ours_model, x, g_params, g_buf, g_gen)}
+    if device.type == "cuda" and gpu_variants:  # ghost clipping's settings, each timed on the same batch
+        import contextlib
+        from privcore.deep import ghost as ghost_module
+
+        def with_settings(factor=None, route=None, tf32=False, amp=False):
+            def step() -> None:
+                saved = (dict(ghost_module.GHOST_FACTOR), dict(ghost_module.PER_EXAMPLE_ROUTE), ghost_module.exact_fp32)
+                try:
+                    if factor is not None:
+                        ghost_module.GHOST_FACTOR["cuda"] = factor
+                    if route is not None:
+                        ghost_module.PER_EXAMPLE_ROUTE["cuda"] = route
+                    if tf32:  # the norms and sums left to TF32 (unsound; only to show what the fix costs)
+                        ghost_module.exact_fp32 = lambda _d: contextlib.nullcontext()
+                    summed, _ = ghost_clip_and_sum(ours_model, g_params, {}, x, y, clip, amp)
+                    momentum_step(g_params, scale(add_noise(summed, sigma * clip, g_gen), batch), g_buf, lr, 0.9)
+                finally:
+                    ghost_module.GHOST_FACTOR.clear(); ghost_module.GHOST_FACTOR.update(saved[0])
+                    ghost_module.PER_EXAMPLE_ROUTE.clear(); ghost_module.PER_EXAMPLE_ROUTE.update(saved[1])
+                    ghost_module.exact_fp32 = saved[2]
+            return step
+
+        variants.update({"ghost_unfold": with_settings(route="unfold"), "ghost_gram": with_settings(factor=0.0),
+                         "ghost_per_example": with_settings(factor=math.inf),
+                         "ghost_unfold_f4": with_settings(factor=4.0, route="unfold"),
+                         "ghost_tf32_unsound": with_settings(tf32=True), "ghost_amp": with_settings(amp=True),
+                         "ghost_unfold_amp": with_settings(route="unfold", amp=True)})
 
     np_params = {k: v.detach().clone().requires_grad_(True) for k, v in ours_model.named_parameters()}
     np_buf = {k: torch.zeros_like(v) for k, v in np_params.items()}
@@ -202,6 +232,9 @@ def main() -> None:
     p.add_argument("--skip-preset", action="store_true")
     p.add_argument("--skip-teachers", action="store_true")
     p.add_argument("--channels-last", action="store_true", help="also time the ghost step in channels-last")
+    p.add_argument("--gpu-variants", action="store_true",
+                   help="on CUDA, also time ghost clipping's routes (unfold, Gram, per-example), bf16 autocast and "
+                        "the norms left to TF32 (unsound: the cost of full float32)")
     args = p.parse_args()
     device = resolve_device(args.device)
     gpu = device.type == "cuda"
@@ -213,7 +246,7 @@ def main() -> None:
         b = batch if (gpu or name == "small-cnn") else min(batch, 32)
         steps = 1 if (name == "resnet20" and not gpu) else 3
         out["dpsgd"].append(dpsgd_throughput(name, channels, size, b, args.rounds, device, steps,
-                                             args.channels_last))
+                                             args.channels_last, args.gpu_variants))
         print(json.dumps(out["dpsgd"][-1]), file=sys.stderr)
         if not args.skip_teachers:
             per = 600 if gpu else (64 if name == "resnet20" else 256)

@@ -34,6 +34,7 @@ from torch.nn import functional as F
 from ..device import make_generator
 from .ghost import ghost_clip_and_sum, supports_ghost
 from .images import ImageData, augment_batch, to_float
+from .precision import exact_fp32
 from .models import ResNet20, SmallCNN
 from .loop import (generator_states, load_checkpoint, lr_at, momentum_step, restore_generators,
                    save_checkpoint)
@@ -44,6 +45,11 @@ __all__ = ["SGDConfig", "CLIPPING_METHODS", "per_sample_grads", "clip_and_sum", 
 
 
 CLIPPING_METHODS = ("auto", "ghost", "torch-func")
+#: Whether "auto" takes ghost clipping for the project's models, per device type, by measured speed
+#: (bench/bench_deep.py): on a CPU ghost clipping is faster (ResNet-20 at batch 32: 67 against 49
+#: examples/s); on an H100 torch.func is (ResNet-20 at batch 600: 12,008 against 7,700 examples/s
+#: for ghost clipping with its norms in full float32, 9,031 with per-example convolutions throughout).
+AUTO_GHOST: dict[str, bool] = {"cpu": True, "cuda": False}
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,7 @@ def clip_and_sum(grads: dict[str, torch.Tensor], clip: float) -> tuple[dict[str,
     contributes zero: otherwise one example could turn the released sum into NaN, an influence that
     no clipping bounds. Zeroing is a fixed per-example map, so each contribution keeps norm <= clip.
     """
-    sq = sum(g.reshape(g.shape[0], -1).pow(2).sum(dim=1) for g in grads.values())
+    sq = sum(g.reshape(g.shape[0], -1).pow(2).sum(dim=1) for g in grads.values())  # elementwise: no TF32
     norms = sq.sqrt()
     finite = torch.isfinite(norms)
     factor = torch.where(finite, torch.clamp(clip / norms.clamp_min(1e-12), max=1.0), torch.zeros_like(norms))
@@ -97,7 +103,8 @@ def clip_and_sum(grads: dict[str, torch.Tensor], clip: float) -> tuple[dict[str,
     def kept(g: torch.Tensor) -> torch.Tensor:
         return torch.where(finite.view(-1, *([1] * (g.dim() - 1))), g, torch.zeros_like(g))
 
-    return {k: torch.einsum("b,b...->...", factor, kept(g)) for k, g in grads.items()}, norms
+    with exact_fp32(norms.device):  # the weighted sum in full float32 (no TF32): see privcore.deep.precision
+        return {k: torch.einsum("b,b...->...", factor, kept(g)) for k, g in grads.items()}, norms
 
 
 def clipped_sum(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor],
@@ -105,12 +112,14 @@ def clipped_sum(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict
                 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """The clipped sum and the norms [b] of the examples (x, y), by ``method`` (see ``SGDConfig.clipping``):
     "ghost" (:func:`privcore.deep.ghost.ghost_clip_and_sum`), "torch-func" (:func:`per_sample_grads`
-    then :func:`clip_and_sum`), "auto" (ghost for this project's ResNet-20 and small CNN, else torch-func)."""
+    then :func:`clip_and_sum`), "auto" (ghost for this project's ResNet-20 and small CNN where
+    ``AUTO_GHOST`` says it is the faster on this device, else torch-func)."""
     if method not in CLIPPING_METHODS:
         raise ValueError(f"clipping must be one of {', '.join(CLIPPING_METHODS)}, got {method!r}")
     # "auto": ghost only for the project's own models, whose forward passes are tested against a naive
     # loop (ghost norms would be too small for a forward that used a layer's weight outside its call).
-    ghost_ok = supports_ghost(model) and (method == "ghost" or isinstance(model, (ResNet20, SmallCNN)))
+    ghost_ok = supports_ghost(model) and (method == "ghost" or (isinstance(model, (ResNet20, SmallCNN))
+                                                                and AUTO_GHOST.get(x.device.type, False)))
     if method == "ghost" and not ghost_ok:
         raise ValueError("clipping='ghost' needs a model whose parameters all belong to Linear, Conv2d and "
                          f"GroupNorm layers; use 'auto' or 'torch-func' for {type(model).__name__}")

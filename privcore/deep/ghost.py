@@ -39,6 +39,8 @@ from torch.func import functional_call
 from torch.nn import functional as F
 from torch.nn.grad import conv2d_weight
 
+from .precision import exact_fp32
+
 __all__ = ["supports_ghost", "ghost_clip_and_sum"]
 
 _LAYERS = (nn.Linear, nn.Conv2d, nn.GroupNorm)
@@ -48,6 +50,10 @@ _LAYERS = (nn.Linear, nn.Conv2d, nn.GroupNorm)
 # at batch 32), so the CPU never takes the Gram route; elsewhere the usual mixed rule (factor 1),
 # not tuned without a GPU.
 GHOST_FACTOR: dict[str, float] = {"cpu": math.inf, "cuda": 1.0}
+# How a layer's per-example weight gradients are formed: "grouped" (one grouped convolution weight
+# backward, the batch folded into the channels; fastest on a CPU) or "unfold" (unfold + one batched
+# matrix product, as Opacus does).
+PER_EXAMPLE_ROUTE: dict[str, str] = {"cpu": "grouped", "cuda": "grouped"}
 
 
 def supports_ghost(model: nn.Module) -> bool:
@@ -78,9 +84,13 @@ def _conv_terms(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor, weight: tor
     if L * L * GHOST_FACTOR.get(a.device.type, 1.0) > cout * cin_kk:
         # This layer's per-example weight gradients: one grouped convolution weight-backward with the
         # batch folded into the channels (groups = n), faster than unfold + bmm on a CPU.
-        per = conv2d_weight(a.reshape(1, n * a.shape[1], *a.shape[2:]), (n * cout, *weight.shape[1:]),
-                            b.reshape(1, n * cout, *b.shape[2:]), module.stride, module.padding,
-                            module.dilation, n).reshape(n, *weight.shape)
+        if PER_EXAMPLE_ROUTE.get(a.device.type, "grouped") == "unfold":
+            unfolded = F.unfold(a, module.kernel_size, module.dilation, module.padding, module.stride)
+            per = torch.bmm(b.reshape(n, cout, L), unfolded.transpose(1, 2)).reshape(n, *weight.shape)
+        else:
+            per = conv2d_weight(a.reshape(1, n * a.shape[1], *a.shape[2:]), (n * cout, *weight.shape[1:]),
+                                b.reshape(1, n * cout, *b.shape[2:]), module.stride, module.padding,
+                                module.dilation, n).reshape(n, *weight.shape)
         return per.flatten(1).pow(2).sum(1), per
     # Ghost norm: <a_i^T a_i, b_i^T b_i> with two L x L Gram matrices per example.
     unfolded = F.unfold(a, module.kernel_size, module.dilation, module.padding, module.stride)  # [n, Cin k k, L]
@@ -129,8 +139,16 @@ def ghost_clip_and_sum(model: nn.Module, params: dict[str, torch.Tensor], buffer
         for h in handles:
             h.remove()
 
+    # The norms and the clipped sum in full float32 on CUDA (no TF32): see privcore.deep.precision.
+    with exact_fp32(x.device):
+        return _clip_records(records, grads, names, live, params, n, x.device, clip)
+
+
+def _clip_records(records: list, grads: tuple, names: dict, live: dict, params: dict, n: int,
+                  device: torch.device, clip: float) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """The per-example squared norms of every layer, the factors and the clipped sums."""
     acc = torch.promote_types(next(iter(params.values())).dtype, torch.float32)  # bfloat16 (amp) -> float32
-    sq = torch.zeros(n, device=x.device, dtype=acc)
+    sq = torch.zeros(n, device=device, dtype=acc)
     # (parameter name, per-example tensor [n, ...] or closure (factors, finite rows or None) -> sum)
     pending: list[tuple[str, object]] = []
     for (module, a, _), b in zip(records, grads):

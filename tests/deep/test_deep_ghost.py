@@ -46,11 +46,13 @@ def _naive(model: nn.Module, x: torch.Tensor, y: torch.Tensor, clip: float):
     return total, torch.tensor(norms, dtype=torch.float64)
 
 
+@pytest.mark.parametrize("route", ["grouped", "unfold"])  # how per-example weight gradients are formed
 @pytest.mark.parametrize("factor", [None, 0.0, 1.0])  # the CPU's rule (no Gram); every conv by Gram; mixed
 @pytest.mark.parametrize("name", ["small-cnn", "resnet20"])
-def test_ghost_clipped_sum_equals_naive_loop_and_torch_func(name, factor, monkeypatch):
+def test_ghost_clipped_sum_equals_naive_loop_and_torch_func(name, factor, route, monkeypatch):
     if factor is not None:
         monkeypatch.setattr(ghost_module, "GHOST_FACTOR", {"cpu": factor})
+    monkeypatch.setattr(ghost_module, "PER_EXAMPLE_ROUTE", {"cpu": route})
     model, channels = _model(name)
     assert supports_ghost(model)
     x = torch.randn(7, channels, 8, 8, generator=_gen(1), dtype=torch.float64)
@@ -204,3 +206,24 @@ def test_auto_uses_ghost_only_for_the_projects_models():
     model = Other()
     assert supports_ghost(model)
     _auto_is_torch_func_and_ghost_refused(model, 6, "no forward call of the layers holding unused.bias, unused.weight")
+
+
+def test_auto_follows_the_per_device_choice(monkeypatch):
+    """"auto" takes ghost clipping only where AUTO_GHOST says it is the faster (on CUDA torch.func is)."""
+    from privcore.deep import dpsgd as dpsgd_module
+
+    model = build_model("small-cnn", 1, 3, _gen(), size=8)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x, y = torch.randn(3, 1, 8, 8, generator=_gen(4)), torch.tensor([0, 1, 2])
+    calls = []
+    real = dpsgd_module.ghost_clip_and_sum
+    monkeypatch.setattr(dpsgd_module, "ghost_clip_and_sum", lambda *a, **k: calls.append(1) or real(*a, **k))
+    dpsgd_module.clipped_sum(model, params, {}, x, y, 1.0, "auto")
+    assert calls == [1]
+    monkeypatch.setitem(dpsgd_module.AUTO_GHOST, "cpu", False)
+    dpsgd_module.clipped_sum(model, params, {}, x, y, 1.0, "auto")
+    dpsgd_module.clipped_sum(model, params, {}, x, y, 1.0, "torch-func")
+    assert calls == [1]
+    dpsgd_module.clipped_sum(model, params, {}, x, y, 1.0, "ghost")  # asked for by name: still ghost
+    assert calls == [1, 1]
+    assert dpsgd_module.AUTO_GHOST == {"cpu": False, "cuda": False}

@@ -1,0 +1,85 @@
+"""Full float32 (no TF32) where a privacy bound rests on float32 arithmetic.
+
+On NVIDIA GPUs since Ampere, PyTorch lets cuDNN convolutions use TF32 by default (operands rounded to
+a 10-bit mantissa: a relative error bound of about 1e-3 per product instead of float32's 6e-8).
+DP-SGD's clipping promises that every example adds at most ``clip`` to the released sum; with ghost
+clipping the norms (Gram matrices or per-example weight gradients) and the weighted sum (a
+convolution weight backward) come from different kernels, so their rounding errors do not cancel.
+Measured on an H100 (tests/deep/test_deep_gpu.py, ResNet-20, 32 examples each clipped alone): the
+largest contribution was 1 + 1.6e-7 times the clip with TF32 left on as well as off, because random
+rounding errors barely move a norm; the bound that holds for any input is what this module keeps:
+:func:`exact_fp32` turns TF32 off for cuDNN (all of it: convolutions, their backward, RNNs) and CUDA
+matrix products inside its block
+and restores the previous setting after the last block that is still open leaves (a lock and a
+count, so concurrent trainings in one process never switch it back under each other). Its cost was
+measured too (bench/bench_deep.py --gpu-variants: ghost clipping 7,700 against 12,045 examples/s), one
+reason why "auto" clipping uses torch.func on CUDA. The forward and the backward to the layer outputs
+may keep TF32: they define which function's gradient is clipped, and the norms and the sum are both
+computed from their outputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Iterator
+
+import torch
+
+__all__ = ["exact_fp32"]
+
+_lock = threading.Lock()
+_depth = 0
+_saved: tuple | None = None
+
+
+def _new_api() -> bool:
+    return all(hasattr(t, "fp32_precision") for t in _targets_new())
+
+
+def _targets_new() -> tuple:
+    b = torch.backends
+    # The cuDNN-wide setting first: writing it also rewrites the conv and rnn ones, which follow.
+    return (b.cudnn, getattr(b.cudnn, "conv", None), getattr(b.cudnn, "rnn", None), b.cuda.matmul)
+
+
+def _read() -> tuple:
+    if _new_api():
+        return ("new", *(t.fp32_precision for t in _targets_new()))
+    return ("old", torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+
+
+def _write(state: tuple) -> None:
+    if state[0] == "new":
+        for target, value in zip(_targets_new(), state[1:]):
+            target.fp32_precision = value
+    else:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = state[1], state[2]
+
+
+def _strict(state: tuple) -> tuple:
+    return ("new", "ieee", "ieee", "ieee", "ieee") if state[0] == "new" else ("old", False, False)
+
+
+@contextlib.contextmanager
+def exact_fp32(device: torch.device | str = "cuda") -> Iterator[None]:
+    """Within the block, float32 matrix products and convolutions on CUDA round as float32 (no TF32).
+
+    A no-op for other devices (CPU kernels never use TF32)."""
+    global _depth, _saved
+    if torch.device(device).type != "cuda":
+        yield
+        return
+    with _lock:
+        if _depth == 0:
+            _saved = _read()
+            _write(_strict(_saved))
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0 and _saved is not None:
+                _write(_saved)
+                _saved = None
