@@ -14,7 +14,7 @@ small preset end to end.
    backward of the summed loss and the momentum step, no clipping or noise) is the floor that no
    per-example clipping can beat. ``--channels-last`` adds
    the ghost step with channels-last input and weights; ``--gpu-variants`` (CUDA) ghost clipping's
-   routes and bf16 autocast, and the norms and sums left to TF32 (unsound, see privcore/deep/precision.py).
+   routes and bf16 autocast, and the norms and sums left to TF32 (unsound, see privcore/precision.py).
    Opacus runs with PyTorch's default flags (cuDNN may use TF32). (torch.compile of the forward is not
    offered: it breaks the forward hooks that ghost clipping records layer outputs with.)
 2. S&A teachers: T = 16 teachers, one epoch each, trained vmapped (stack_module_state + vmap) and

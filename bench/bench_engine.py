@@ -1,6 +1,6 @@
 """Benchmarks of the trade-off engine (prints figures; not a test).
 
-    python bench/bench_engine.py [--device auto|cpu|cuda] [--quick] [--loop-fraction F] [--max-n N]
+    python bench/bench_engine.py [--device auto|cpu|cuda] [--quick] [--loop-fraction F] [--max-n N] [--only-n]
 
 Sections:
 1. Figure-1-style sweep: 5 methods x 10 epsilons x delta in {0, 1e-5} x 20 repetitions on mnist-5k,
@@ -157,6 +157,7 @@ def main() -> None:
     ap.add_argument("--loop-fraction", type=float, default=0.1)
     ap.add_argument("--max-n", type=int, default=64_000)
     ap.add_argument("--quick", action="store_true", help="skip the N-scaling section")
+    ap.add_argument("--only-n", action="store_true", help="only the N-scaling section (up to --max-n)")
     args = ap.parse_args()
     device = resolve_device(args.device)
     info = {"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads()}
@@ -164,6 +165,12 @@ def main() -> None:
         info["gpu"] = torch.cuda.get_device_name(0)
     print(f"# privcore engine benchmark on {info}")
     load_dataset("mnist-5k", seed=0)  # warm the data cache so both sides start equal
+    if args.only_n:
+        n_values = [n for n in (1_000, 4_000, 16_000, 64_000, 256_000, 1_000_000) if n <= args.max_n]
+        print("\n| N | data build s | sweep s (4 methods, eps=1, delta=0, 20 reps) | max RSS MB |\n|---|---|---|---|")
+        for n, v in by_n(args.device, n_values).items():
+            print(f"| {n:,} | {v['data_s']:.1f} | {v['sweep_s']:.1f} | {v['max_rss_mb']:.0f} |")
+        return
 
     t_batched = figure1_batched(args.device, args.repeats)
     t_loop, timed, total = figure1_looped(device, args.repeats, args.loop_fraction)

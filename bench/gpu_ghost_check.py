@@ -1,6 +1,6 @@
 """Ghost clipping against torch.func on CUDA and on the CPU, same ResNet-20 weights and images: the
 largest relative differences per parameter and of the norms, computed inside
-privcore.deep.precision.exact_fp32 (prints a table).
+privcore.precision.exact_fp32 (prints a table).
 
     python bench/gpu_ghost_check.py [--batch 24] [--size 32] [--deterministic]
 
@@ -20,7 +20,7 @@ import torch  # noqa: E402
 from privcore.deep.dpsgd import clip_and_sum, per_sample_grads  # noqa: E402
 from privcore.deep.ghost import ghost_clip_and_sum  # noqa: E402
 from privcore.deep.models import build_model  # noqa: E402
-from privcore.deep.precision import exact_fp32  # noqa: E402
+from privcore.precision import exact_fp32  # noqa: E402
 
 
 def _gen(seed: int, device: str) -> torch.Generator:
@@ -44,7 +44,7 @@ def main() -> None:
     args = p.parse_args()
     p_det = args.deterministic
     torch.backends.cudnn.deterministic = p_det
-    print(f"cuDNN deterministic: {p_det}; TF32 off only inside privcore.deep.precision.exact_fp32")
+    print(f"cuDNN deterministic: {p_det}; TF32 off only inside privcore.precision.exact_fp32")
     gdev = "cuda" if args.like_test else "cpu"  # where the weights and images are drawn
     x = torch.randn(args.batch, args.channels, args.size, args.size, generator=_gen(1, gdev), device=gdev).cpu()
     y = torch.arange(args.batch) % 10

@@ -73,3 +73,14 @@ def test_deep_page_without_the_data_says_which_package(tmp_path, monkeypatch):
     at = run(PAGE, {}).run()
     assert not at.exception
     assert any("dataset-fashion-mnist" in t for t in texts(at.error))
+
+
+def test_the_gpu_estimate_uses_the_rates_measured_on_an_h100():
+    """80 minutes for Fashion-MNIST: 30 M per-example gradients at 8,600/s plus the teachers and the reference."""
+    from ui.deep import H100_EXAMPLES_PER_S, gpu_work_text
+
+    text = gpu_work_text("fashion-mnist")
+    expect = (30e6 / H100_EXAMPLES_PER_S["dpsgd"] + 30e6 / H100_EXAMPLES_PER_S["teachers"]
+              + 30e6 / H100_EXAMPLES_PER_S["reference"]) / 60
+    assert f"on one H100 about {expect:.0f} minutes" in text and "has not been measured" not in text
+    assert "at least" in gpu_work_text("cifar-10")  # larger images than the ones measured

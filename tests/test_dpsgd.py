@@ -92,3 +92,26 @@ def test_the_float32_noise_std_is_never_below_the_calibrated_one():
     assert bool((exact.float().double() < exact).any())
     none = NoiseScale("dpsgd", float("inf"), 1e-5, "corrected", "none")
     assert float(noise_std_float32([none], clip, torch.device("cpu"))[0]) == 0.0
+
+
+def test_the_clipped_sum_is_taken_in_full_float32(ctx, monkeypatch):
+    """Every step's clipped sum runs inside privcore.precision.exact_fp32 (no TF32 on CUDA even when the
+    user turned it on globally); the result is unchanged."""
+    import contextlib
+
+    from privcore import precision
+
+    seen = []
+
+    @contextlib.contextmanager
+    def recording(device):
+        seen.append(torch.device(device).type)
+        yield
+
+    m = REGISTRY["dpsgd"]
+    scale = m.calibrate(PrivacyBudget(1.0, 1e-5), ctx.problem)
+    plain = m.release(ctx, [scale], 1)
+    monkeypatch.setattr(precision, "exact_fp32", recording)
+    again = m.release(ctx, [scale], 1)
+    assert len(seen) == ctx.problem.steps and set(seen) == {"cpu"}
+    assert torch.equal(plain, again)

@@ -91,16 +91,28 @@ def cancel_notice(key: str) -> None:
         st.info("Cancelled; finished trainings are cached and the one in progress resumes from its checkpoint.")
 
 
+#: Measured on one H100 (2026-11-23, docs/gpu/2026-11-23_fig7.txt): the paper preset on Fashion-MNIST with
+#: 10 DP-SGD and 50 teacher epochs took about 70 s per epsilon (60,000 x 10 examples: ~8,600 per second,
+#: sampling, augmentation and evaluation included), ~55 s for the 16 teachers (~54,000 per second) and 73 s
+#: for the non-private reference (~41,000 per second).
+H100_EXAMPLES_PER_S = {"dpsgd": 8_600.0, "teachers": 54_000.0, "reference": 41_000.0}
+
+
 def gpu_work_text(dataset: str) -> str:
-    """What the paper preset trains (counts, not a measured time: no GPU has run it yet)."""
+    """What the paper preset trains, and how long that is at the rates measured on an H100."""
     from privcore.deep.spec import FIG7_EPSILONS, PRESETS
 
     p = PRESETS["paper"]
     n = 60_000 if dataset == "fashion-mnist" else 50_000
     dp = len(FIG7_EPSILONS) * p["epochs"] * n
     teach = p["teacher_epochs"] * (n // p["teachers"]) * p["teachers"]
+    ref = p["teacher_epochs"] * n
+    rate = H100_EXAMPLES_PER_S
+    minutes = (dp / rate["dpsgd"] + teach / rate["teachers"] + ref / rate["reference"]) / 60
     return (f"The paper's settings (ResNet-20, {n:,} images, DP-SGD {p['epochs']} epochs at {len(FIG7_EPSILONS)} "
             f"epsilons, {p['teachers']} teachers × {p['teacher_epochs']} epochs) need {dp / 1e6:.0f} million "
             f"per-example gradients and {teach / 1e6:.0f} million ordinary ones: a GPU job (bench/figure7_deep.sh). "
             f"At the ~50 examples/s of one CPU core for ResNet-20 per-example gradients that would take about "
-            f"{dp / 50 / 86400:.0f} days; its GPU time has not been measured yet.")
+            f"{dp / 50 / 86400:.0f} days; on one H100 {'about' if dataset == 'fashion-mnist' else 'at least'} "
+            f"{minutes:.0f} minutes (rates measured on Fashion-MNIST with fewer epochs; the README has the results "
+            f"of that run).")

@@ -34,7 +34,7 @@ from torch.nn import functional as F
 from ..device import make_generator
 from .ghost import ghost_clip_and_sum, supports_ghost
 from .images import ImageData, augment_batch, to_float
-from .precision import exact_fp32
+from ..precision import exact_fp32
 from .models import ResNet20, SmallCNN
 from .loop import (generator_states, load_checkpoint, lr_at, momentum_step, restore_generators,
                    save_checkpoint)
@@ -103,7 +103,7 @@ def clip_and_sum(grads: dict[str, torch.Tensor], clip: float) -> tuple[dict[str,
     def kept(g: torch.Tensor) -> torch.Tensor:
         return torch.where(finite.view(-1, *([1] * (g.dim() - 1))), g, torch.zeros_like(g))
 
-    with exact_fp32(norms.device):  # the weighted sum in full float32 (no TF32): see privcore.deep.precision
+    with exact_fp32(norms.device):  # the weighted sum in full float32 (no TF32): see privcore.precision
         return {k: torch.einsum("b,b...->...", factor, kept(g)) for k, g in grads.items()}, norms
 
 

@@ -39,7 +39,7 @@ from torch.func import functional_call
 from torch.nn import functional as F
 from torch.nn.grad import conv2d_weight
 
-from .precision import exact_fp32
+from ..precision import exact_fp32
 
 __all__ = ["supports_ghost", "ghost_clip_and_sum"]
 
@@ -139,7 +139,7 @@ def ghost_clip_and_sum(model: nn.Module, params: dict[str, torch.Tensor], buffer
         for h in handles:
             h.remove()
 
-    # The norms and the clipped sum in full float32 on CUDA (no TF32): see privcore.deep.precision.
+    # The norms and the clipped sum in full float32 on CUDA (no TF32): see privcore.precision.
     with exact_fp32(x.device):
         return _clip_records(records, grads, names, live, params, n, x.device, clip)
 

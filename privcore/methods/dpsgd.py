@@ -136,6 +136,8 @@ class DPSGD(Method):
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
         import torch
+
+        from ..precision import exact_fp32
         pb = ctx.problem
         n, d = ctx.x_train.shape
         c, e_count = ctx.classes, len(scales)
@@ -173,7 +175,8 @@ class DPSGD(Method):
                 norms = torch.index_select(xnorm_ext, 0, flat).view(repeats, size, 1) * resid.norm(dim=3)
                 factor = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
                 clipped = (resid * factor.unsqueeze(3)).view(repeats, size, e_count * c).transpose(1, 2).contiguous()
-                grad_sum = torch.bmm(clipped, xb)  # [R, E C, D]: sum of the clipped per-example gradients
+                with exact_fp32(clipped.device):  # no TF32 even if the user turned it on (privcore/precision.py)
+                    grad_sum = torch.bmm(clipped, xb)  # [R, E C, D]: sum of the clipped per-example gradients
                 noise = unit_t[:, s].unsqueeze(1) * noise_scale  # [R, E, C, D]
                 theta.add_(grad_sum.add_(noise.view(repeats, e_count * c, d)), alpha=step_scale)
         return theta.view(repeats, e_count, c, d).permute(1, 0, 3, 2).contiguous()  # [E, R, D, C]

@@ -10,7 +10,7 @@ import torch
 from privcore.deep.dpsgd import SGDConfig, add_noise, clip_and_sum, per_sample_grads
 from privcore.deep.images import ImageData
 from privcore.deep.models import build_model
-from privcore.deep.precision import exact_fp32
+from privcore.precision import exact_fp32
 from privcore.deep.teachers import teacher_predictions, train_teachers
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")]

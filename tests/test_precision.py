@@ -1,4 +1,4 @@
-"""privcore.deep.precision: TF32 off inside the block on CUDA, the previous setting back after the last
+"""privcore.precision: TF32 off inside the block on CUDA, the previous setting back after the last
 block (nested and concurrent blocks), nothing touched for the CPU. The effect on a GPU is tested in
 tests/deep/test_deep_gpu.py (a clipped contribution stays within the clip; without the block it does not)."""
 
@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from privcore.deep import precision
-from privcore.deep.precision import exact_fp32
+from privcore import precision
+from privcore.precision import exact_fp32
 
 
 def test_the_block_turns_tf32_off_and_restores_the_setting():
