@@ -39,7 +39,7 @@ def _new_api() -> bool:
 
 def _targets_new() -> tuple:
     b = torch.backends
-    # The cuDNN-wide setting first: writing it also rewrites the conv and rnn ones, which follow.
+    # The CUDA-wide setting (torch.backends.cudnn.fp32_precision) first: the op settings may follow it.
     return (b.cudnn, getattr(b.cudnn, "conv", None), getattr(b.cudnn, "rnn", None), b.cuda.matmul)
 
 
@@ -49,9 +49,19 @@ def _read() -> tuple:
     return ("old", torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
 
 
-def _write(state: tuple) -> None:
+def _write(state: tuple, restore: bool = False) -> None:
+    """Set the flags to ``state``, writing only those that read differently. The getters give effective
+    values, not whether a setting is inherited, so a restore tries "none" (inherit) before an explicit
+    value: writing back every value read would pin, e.g., cuDNN convolutions to TF32 for good, against
+    a later ``torch.backends.fp32_precision = "ieee"`` (torch 2.13; tests/test_precision.py)."""
     if state[0] == "new":
         for target, value in zip(_targets_new(), state[1:]):
+            if target.fp32_precision == value:
+                continue
+            if restore:
+                target.fp32_precision = "none"
+                if target.fp32_precision == value:
+                    continue
             target.fp32_precision = value
     else:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = state[1], state[2]
@@ -81,5 +91,5 @@ def exact_fp32(device: torch.device | str = "cuda") -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0 and _saved is not None:
-                _write(_saved)
+                _write(_saved, restore=True)
                 _saved = None

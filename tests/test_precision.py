@@ -1,6 +1,7 @@
 """privcore.precision: TF32 off inside the block on CUDA, the previous setting back after the last
-block (nested and concurrent blocks), nothing touched for the CPU. The effect on a GPU is tested in
-tests/deep/test_deep_gpu.py (a clipped contribution stays within the clip; without the block it does not)."""
+block (nested and concurrent blocks), later requests for full float32 still honoured, nothing touched
+for the CPU. On a GPU, tests/deep/test_deep_gpu.py checks that a clipped contribution stays within the
+clip (measured on an H100: it did with TF32 on as well, so that test does not show the block is needed)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,39 @@ def test_overlapping_blocks_in_two_threads_keep_tf32_off_until_both_leave():
     t.join(5)
     assert seen and seen[0] != before
     assert precision._read() == before
+
+
+_LATER = """
+import sys, torch
+from privcore.precision import exact_fp32
+for step in filter(None, sys.argv[2].split(",")):
+    key, value = step.split("=")
+    torch._C._set_fp32_precision_setter(*key.split("."), value)
+if sys.argv[1] == "block":
+    with exact_fp32("cuda"):
+        pass
+torch.backends.fp32_precision = "ieee"  # later, the user asks for full float32 everywhere
+print(",".join(t.fp32_precision for t in (torch.backends.cudnn.conv, torch.backends.cudnn.rnn,
+                                          torch.backends.cuda.matmul)))
+"""
+
+
+@pytest.mark.parametrize("before", ["", "generic.all=tf32"])  # PyTorch's defaults; TF32 asked for everywhere
+def test_a_later_request_for_full_float32_still_reaches_every_kind_of_op(before):
+    """The flags read back are effective values, not whether a setting was inherited; restoring them
+    as explicit settings would pin cuDNN convolutions to TF32 against a later torch.backends.fp32_precision
+    = "ieee" (seen with torch 2.13). After a block, no op may stay in TF32 where it would not have
+    without the block. Fresh interpreters: the flags' hidden state cannot be reset in this one."""
+    import os
+    import subprocess
+    import sys
+
+    if not precision._new_api():
+        pytest.skip("this torch has only the legacy allow_tf32 flags")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    runs = {mode: subprocess.Popen([sys.executable, "-c", _LATER, mode, before], stdout=subprocess.PIPE,
+                                   text=True, env=env) for mode in ("block", "plain")}
+    out = {mode: p.communicate(timeout=60)[0].strip().split(",") for mode, p in runs.items()}
+    assert all(p.returncode == 0 for p in runs.values()), out
+    for op, with_block, without in zip(("conv", "rnn", "matmul"), out["block"], out["plain"]):
+        assert with_block == without or with_block == "ieee", (op, with_block, without)
