@@ -227,3 +227,44 @@ def test_auto_follows_the_per_device_choice(monkeypatch):
     dpsgd_module.clipped_sum(model, params, {}, x, y, 1.0, "ghost")  # asked for by name: still ghost
     assert calls == [1, 1]
     assert dpsgd_module.AUTO_GHOST == {"cpu": False, "cuda": False}
+
+
+def test_the_clipping_arithmetic_runs_inside_exact_fp32(monkeypatch):
+    """Ghost clipping's norms and sums, and clip_and_sum's weighted sum, run inside
+    privcore.precision.exact_fp32 (on CUDA: no TF32 where the clip bound rests on float32 rounding);
+    the results are unchanged."""
+    import contextlib
+
+    from privcore.deep import dpsgd as dpsgd_module
+
+    model = build_model("small-cnn", 1, 3, _gen(), size=8)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x, y = torch.randn(3, 1, 8, 8, generator=_gen(4)), torch.tensor([0, 1, 2])
+    plain_ghost = ghost_clip_and_sum(model, params, {}, x, y, 1.0)
+    plain_func = clip_and_sum(per_sample_grads(model, params, {}, x, y), 1.0)
+    state = {"inside": False, "entered": []}
+
+    @contextlib.contextmanager
+    def recording(device):
+        state["entered"].append(torch.device(device).type)
+        state["inside"] = True
+        try:
+            yield
+        finally:
+            state["inside"] = False
+
+    real_records = ghost_module._clip_records
+
+    def checked(*a, **k):
+        assert state["inside"], "ghost clipping's norms and sums ran outside exact_fp32"
+        return real_records(*a, **k)
+
+    monkeypatch.setattr(ghost_module, "exact_fp32", recording)
+    monkeypatch.setattr(ghost_module, "_clip_records", checked)
+    monkeypatch.setattr(dpsgd_module, "exact_fp32", recording)
+    again_ghost = ghost_clip_and_sum(model, params, {}, x, y, 1.0)
+    assert state["entered"] == ["cpu"]
+    again_func = clip_and_sum(per_sample_grads(model, params, {}, x, y), 1.0)
+    assert state["entered"] == ["cpu", "cpu"]
+    for plain, again in ((plain_ghost, again_ghost), (plain_func, again_func)):
+        assert torch.equal(plain[1], again[1]) and all(torch.equal(plain[0][k], again[0][k]) for k in plain[0])
