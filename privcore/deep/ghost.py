@@ -47,8 +47,10 @@ _LAYERS = (nn.Linear, nn.Conv2d, nn.GroupNorm)
 # A convolution's norms take the Gram (ghost-norm) route when GHOST_FACTOR[device] L^2 <= C_out C_in k k,
 # else its per-example weight gradients. Both are exact. On a CPU the per-example route was faster
 # for every layer of both models (unfold is slow there: ResNet-20's last stage 8.5 ms against 40 ms
-# at batch 32), so the CPU never takes the Gram route; elsewhere the usual mixed rule (factor 1),
-# not tuned without a GPU.
+# at batch 32), so the CPU never takes the Gram route; elsewhere the usual mixed rule (factor 1).
+# On an H100 per-example gradients throughout (factor inf) were faster for ResNet-20 at batch 600
+# (9,031 / 9,504 against 7,700 / 8,036 examples/s, docs/gpu/2026-11-23_deep_variants_run*.txt); not
+# changed, since "auto" takes torch.func on CUDA, faster than either.
 GHOST_FACTOR: dict[str, float] = {"cpu": math.inf, "cuda": 1.0}
 # How a layer's per-example weight gradients are formed: "grouped" (one grouped convolution weight
 # backward, the batch folded into the channels; fastest on a CPU) or "unfold" (unfold + one batched
@@ -82,8 +84,8 @@ def _conv_terms(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor, weight: tor
     L = b[0, 0].numel()
     cin_kk = weight[0].numel()
     if L * L * GHOST_FACTOR.get(a.device.type, 1.0) > cout * cin_kk:
-        # This layer's per-example weight gradients: one grouped convolution weight-backward with the
-        # batch folded into the channels (groups = n), faster than unfold + bmm on a CPU.
+        # This layer's per-example weight gradients, by PER_EXAMPLE_ROUTE: one grouped convolution
+        # weight-backward with the batch folded into the channels (groups = n), or unfold + bmm.
         if PER_EXAMPLE_ROUTE.get(a.device.type, "grouped") == "unfold":
             unfolded = F.unfold(a, module.kernel_size, module.dilation, module.padding, module.stride)
             per = torch.bmm(b.reshape(n, cout, L), unfolded.transpose(1, 2)).reshape(n, *weight.shape)
