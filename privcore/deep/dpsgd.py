@@ -47,8 +47,9 @@ __all__ = ["SGDConfig", "CLIPPING_METHODS", "per_sample_grads", "clip_and_sum", 
 CLIPPING_METHODS = ("auto", "ghost", "torch-func")
 #: Whether "auto" takes ghost clipping for the project's models, per device type, by measured speed
 #: (bench/bench_deep.py): on a CPU ghost clipping is faster (ResNet-20 at batch 32: 67 against 53
-#: examples/s for torch.func, README); on an H100 torch.func is (ResNet-20 at batch 600: 12,008 against 7,700 examples/s
-#: for ghost clipping with its norms in full float32, 9,031 with per-example convolutions throughout).
+#: examples/s for torch.func); on an H100 torch.func is (ResNet-20 at batch 600: 12,008 against 7,700
+#: examples/s for ghost clipping with its norms in full float32, 9,031 with per-example convolutions
+#: throughout).
 AUTO_GHOST: dict[str, bool] = {"cpu": True, "cuda": False}
 
 
