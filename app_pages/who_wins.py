@@ -56,6 +56,7 @@ if errors:
     st.stop()
 _, warns_at_n = setting.setting_problems(side, s)  # the ε × B map runs at this N: who is left out there, and why
 display.show_warnings(w for w in warns + warns_at_n if "ε =" not in w)
+display.show_caveats(setting.setting_caveats(side, s))
 
 # ---------------------------------------------------------------- map 1: epsilon x B
 n_eff = s.effective_n(side.info)
