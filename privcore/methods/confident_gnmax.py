@@ -26,7 +26,7 @@ never used to calibrate the noise.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING
 
 from ..accounting.pate import GNMAX_SIGMA_RATIO, GNMAX_THRESHOLD_FRACTION, gnmax_sigmas
 from ..types import NoiseScale, PrivacyBudget, Problem

@@ -22,7 +22,7 @@ for (its guarantee still holds).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING
 
 from ..accounting.pate import gnmax_sigmas
 from ..types import NoiseScale, PrivacyBudget, Problem
