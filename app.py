@@ -36,17 +36,22 @@ def _start_warm_up() -> bool:
     return True
 
 
-_PAGES = [  # file, title, icon, URL path (kept from the earlier pages/ names, so old links still work)
-    ("explore.py", "Explore", ":material/insights:", "Explore"),
-    ("who_wins.py", "Who wins", ":material/grid_view:", "Who_wins"),
-    ("reproduce.py", "Reproduce the paper", ":material/science:", "Reproduce"),
-    ("learn.py", "Learn", ":material/school:", "Learn"),
-    ("calibrate.py", "Calibrate", ":material/tune:", "Calibrate"),
-    ("measured_leakage.py", "Measured leakage", ":material/policy:", "Measured_leakage"),
-    ("deep_models.py", "Deep models", ":material/hub:", "Deep_models"),
+_PAGES = [  # file, title, icon, URL path (kept from the earlier pages/ names, so old links still work), shared sidebar
+    ("explore.py", "Explore", ":material/insights:", "Explore", True),
+    ("who_wins.py", "Who wins", ":material/grid_view:", "Who_wins", True),
+    ("reproduce.py", "Reproduce the paper", ":material/science:", "Reproduce", True),
+    ("learn.py", "Learn", ":material/school:", "Learn", True),
+    ("calibrate.py", "Calibrate", ":material/tune:", "Calibrate", True),
+    ("measured_leakage.py", "Measured leakage", ":material/policy:", "Measured_leakage", True),
+    ("deep_models.py", "Deep models", ":material/hub:", "Deep_models", False),  # its own settings, on the page
 ]
-nav = st.navigation([st.Page(f"app_pages/{file}", title=title, icon=icon, url_path=url, default=(i == 0))
-                     for i, (file, title, icon, url) in enumerate(_PAGES)])
+pages = [st.Page(f"app_pages/{file}", title=title, icon=icon, url_path=url, default=(i == 0))
+         for i, (file, title, icon, url, _) in enumerate(_PAGES)]
+nav = st.navigation(pages)
 _start_warm_up()
-with sidebar.shared():  # the page draws the sidebar after its title
+if nav.url_path in {url for *_, url, shared in _PAGES if not shared}:
+    sidebar.own_settings_note()  # the linear pages' sidebar would do nothing here
     nav.run()
+else:
+    with sidebar.shared():  # the page draws the sidebar after its title
+        nav.run()
