@@ -74,3 +74,5 @@ def test_who_wins_lists_standing_caveats_in_one_collapsed_expander_not_as_warnin
     assert not any("abstains" in w for w in texts(at.warning)), texts(at.warning)
     notes = [e for e in at.expander if e.label.startswith("Caveats")]
     assert len(notes) == 1 and "abstains" in " ".join(texts(notes[0].markdown))
+    # in its column the ε multiselect wraps its chips (else those after the first few are hidden at 800 px)
+    assert at.multiselect(key="w:map_eps").proto.wrap

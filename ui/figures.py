@@ -29,6 +29,7 @@ from privcore.methods import BASELINE, ENTRIES
 __all__ = [
     "METHOD_COLORS", "METHOD_ORDER", "METHOD_LABELS", "SHORT_LABELS", "AXIS_TITLES", "PRINT_TEMPLATE",
     "method_label", "method_color", "method_style", "BANDS", "band_halfwidth", "log_tickvals", "curve_figure", "winner_map_figure", "noise_table", "calibration_table",
+    "noise_table_order", "noise_table_config", "noise_name", "NOISE_NAMES",
     "format_number", "LEGEND_BELOW", "reserve_legend_rows", "winner_grid", "main_noise", "accounting_comparison_figure", "is_baseline",
 ]
 
@@ -434,6 +435,17 @@ def _dd_text(r: Mapping[str, Any]) -> str:
     return text
 
 
+#: The noise kinds (privcore.types.NOISE_KINDS) as the tables name them: short, so that a noise table fits
+#: a 1,400 px page beside the sidebar without sideways scrolling (measured in Chromium).
+NOISE_NAMES = {"gaussian": "Gaussian", "laplace_like": "Laplace-like", "exponential_mechanism": "exp. mechanism",
+               "none": "none"}
+
+
+def noise_name(kind: str | None) -> str:
+    """A noise kind as the tables show it (unknown kinds with spaces for underscores)."""
+    return NOISE_NAMES.get(kind or "none", str(kind).replace("_", " "))
+
+
 def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas DataFrame
     """One line per method at the current setting: noise kind and scales, formula, accuracy.
 
@@ -447,7 +459,7 @@ def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas Dat
         std = r.get("accuracy_std")
         out.append({
             "Method": method_label(method),
-            "Noise": (r.get("noise") or "none").replace("_", " "),
+            "Noise": noise_name(r.get("noise")),
             "σ (Gaussian std)": format_number(r.get("sigma")),
             "β (inverse scale)": format_number(r.get("beta")),
             "ρ (extra L2)": format_number(r.get("rho")),
@@ -480,15 +492,33 @@ NOISE_TABLE_HEADERS: dict[str, tuple[str, str]] = {
     "ε data-dependent (not a guarantee)": ("ε data-dep.", "PATE's data-dependent epsilon: a function of the private "
                                                           "votes, not the guarantee"),
     "Sensitivity Δ": ("Δ", "sensitivity the noise is calibrated to"),
+    "Sensitivity": ("Δ", "sensitivity the noise is calibrated to"),
 }
 
 
+#: Columns read first (on a narrow screen, before any sideways scrolling); the long text is typeset below.
+_NOISE_TABLE_FIRST = ("Method", "Accuracy", "Answered")
+_NOISE_TABLE_BELOW = ("Formula", "Note", "Notes")
+
+
+def noise_table_order(columns: Iterable[str]) -> list[str]:
+    """``column_order`` of a noise table: method, accuracy and answered share first, then the noise
+    columns; the formulas and notes are left out (typeset below the table, where text wraps)."""
+    cols = [c for c in columns if c not in _NOISE_TABLE_BELOW]
+    return [c for c in _NOISE_TABLE_FIRST if c in cols] + [c for c in cols if c not in _NOISE_TABLE_FIRST]
+
+
 def noise_table_config(columns: Iterable[str]) -> dict[str, Any]:
-    """``column_config`` for ``st.dataframe`` of a noise table: short headers with hover help."""
+    """``column_config`` for ``st.dataframe`` of a noise table: the method pinned (it stays in view when
+    a narrow screen scrolls the table sideways), short headers with hover help. Widths stay automatic:
+    a fixed "small" width (75 px) is wider than the automatic one of a short number (measured at 800 px)."""
     import streamlit as st
 
-    return {c: st.column_config.TextColumn(NOISE_TABLE_HEADERS[c][0], help=NOISE_TABLE_HEADERS[c][1])
-            for c in columns if c in NOISE_TABLE_HEADERS}
+    config: dict[str, Any] = {c: st.column_config.TextColumn(NOISE_TABLE_HEADERS[c][0], help=NOISE_TABLE_HEADERS[c][1])
+                              for c in columns if c in NOISE_TABLE_HEADERS}
+    if "Method" in columns:
+        config["Method"] = st.column_config.TextColumn("Method", pinned=True)
+    return config
 
 
 def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True):  # noqa: ANN201 - DataFrame
@@ -507,7 +537,7 @@ def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True):  #
             continue
         out.append({
             "Method": method_label(method),
-            "Noise": s.noise.replace("_", " "),
+            "Noise": noise_name(s.noise),
             "σ (Gaussian std)": format_number(s.sigma, 4),
             "β (inverse scale)": format_number(s.beta, 4),
             "ρ (extra L2)": format_number(s.rho, 4),
