@@ -17,8 +17,8 @@ from privcore.types import ACCOUNTING_MODES, CalibrationError, PrivacyBudget
 from ui import controls, display, setting, sidebar, state, userdata
 from ui.caption import add_caption, chart_settings
 from ui.export import export_buttons, rows_csv
-from ui.figures import (accounting_comparison_figure, calibration_table, format_number, main_noise, method_label,
-                        noise_table_config, noise_table_order)
+from ui.figures import accounting_comparison_figure, format_number, main_noise, method_label
+from ui.tables import calibration_table, noise_table_config, noise_table_order
 
 st.title("Calibrate: how much noise does each method add?")
 st.caption("Pure calibration: the noise each method must add to meet (ε, δ) on this problem. No data are "

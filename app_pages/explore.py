@@ -24,8 +24,8 @@ from privcore.recommend import recommend
 from ui import controls, display, inverse, progress, setting, sidebar, state, userdata
 from ui.caption import add_caption, rows_n, settings_of
 from ui.export import export_buttons
-from ui.figures import (BANDS, curve_figure, format_number, is_baseline, method_label, noise_table, noise_table_config,
-                        noise_table_order)
+from ui.figures import BANDS, curve_figure, format_number, is_baseline, method_label
+from ui.tables import noise_table, noise_table_config, noise_table_order
 
 TABS = {"epsilon": "Accuracy vs ε", "budget": "vs B (predictions)", "delta": "vs δ", "n": "vs N (training size)"}
 LABEL_TO_AXIS = {v: k for k, v in TABS.items()}
