@@ -1,4 +1,5 @@
-"""Entry point: ``streamlit run app.py``. The shared sidebar, drawn once, and navigation over app_pages/.
+"""Entry point: ``streamlit run app.py``. The shared sidebar, drawn once (a one-line note instead on a page
+with its own settings), and navigation over app_pages/ (plus a hidden page keeping the old /Explore link).
 
 The pages live in ``app_pages/`` (not ``pages/``, which Streamlit would also treat as its older
 automatic page folder). Each page reads the sidebar's choices with ``ui.sidebar.settings()``.
@@ -36,17 +37,33 @@ def _start_warm_up() -> bool:
     return True
 
 
-_PAGES = [  # file, title, icon, URL path (kept from the earlier pages/ names, so old links still work)
-    ("explore.py", "Explore", ":material/insights:", "Explore"),
-    ("who_wins.py", "Who wins", ":material/grid_view:", "Who_wins"),
-    ("reproduce.py", "Reproduce the paper", ":material/science:", "Reproduce"),
-    ("learn.py", "Learn", ":material/school:", "Learn"),
-    ("calibrate.py", "Calibrate", ":material/tune:", "Calibrate"),
-    ("measured_leakage.py", "Measured leakage", ":material/policy:", "Measured_leakage"),
-    ("deep_models.py", "Deep models", ":material/hub:", "Deep_models"),
+_PAGES = [  # file, title, icon, URL path (kept from the earlier pages/ names, so old links still work), shared sidebar
+    ("explore.py", "Explore", ":material/insights:", "Explore", True),
+    ("who_wins.py", "Who wins", ":material/grid_view:", "Who_wins", True),
+    ("reproduce.py", "Reproduce the paper", ":material/science:", "Reproduce", True),
+    ("learn.py", "Learn", ":material/school:", "Learn", True),
+    ("calibrate.py", "Calibrate", ":material/tune:", "Calibrate", True),
+    ("measured_leakage.py", "Measured leakage", ":material/policy:", "Measured_leakage", True),
+    ("deep_models.py", "Deep models", ":material/hub:", "Deep_models", False),  # its own settings, on the page
 ]
-nav = st.navigation([st.Page(f"app_pages/{file}", title=title, icon=icon, url_path=url, default=(i == 0))
-                     for i, (file, title, icon, url) in enumerate(_PAGES)])
+# The first page is the default, served at "/"; its old path (/Explore) is a hidden page, not in the
+# navigation, that switches to it with the link's query parameters (the settings it carries).
+pages = [st.Page(f"app_pages/{file}", title=title, icon=icon, url_path=None if i == 0 else url, default=(i == 0))
+         for i, (file, title, icon, url, _) in enumerate(_PAGES)]
+
+
+def _old_default_link() -> None:
+    st.switch_page(pages[0], query_params=st.query_params.to_dict())
+
+
+old_links = [st.Page(_old_default_link, title=_PAGES[0][1], url_path=_PAGES[0][3], visibility="hidden")]
+nav = st.navigation(pages + old_links)
 _start_warm_up()
-with sidebar.shared():  # the page draws the sidebar after its title
+if nav.url_path in {p.url_path for p in old_links}:
+    nav.run()  # switches to the page at once
+elif nav.url_path in {url for *_, url, shared in _PAGES if not shared}:
+    sidebar.own_settings_note()  # the linear pages' sidebar would do nothing here
     nav.run()
+else:
+    with sidebar.shared():  # the page draws the sidebar after its title
+        nav.run()

@@ -17,8 +17,8 @@ from privcore.types import ACCOUNTING_MODES, CalibrationError, PrivacyBudget
 from ui import controls, display, setting, sidebar, state, userdata
 from ui.caption import add_caption, chart_settings
 from ui.export import export_buttons, rows_csv
-from ui.figures import (accounting_comparison_figure, calibration_table, format_number, main_noise, method_label,
-                        noise_table_config)
+from ui.figures import accounting_comparison_figure, format_number, main_noise, method_label
+from ui.tables import calibration_table, noise_table_config, noise_table_order
 
 st.title("Calibrate: how much noise does each method add?")
 st.caption("Pure calibration: the noise each method must add to meet (ε, δ) on this problem. No data are "
@@ -62,7 +62,7 @@ st.subheader(f"Noise scales under “{side.accounting}” accounting (ε = {form
              f"B = {budget:,})")
 table = calibration_table(scales)  # formulas and notes are long: typeset below, where text wraps
 st.dataframe(table, hide_index=True, width="stretch", column_config=noise_table_config(table.columns),
-             column_order=[c for c in table.columns if c not in ("Formula", "Notes")])
+             column_order=noise_table_order(table.columns))
 display.show_formulas([{"method": m, "formula": sc.formula, "note": "; ".join(sc.notes)}
                        for m, sc in scales.items() if not isinstance(sc, CalibrationError)], expanded=True)
 for m, sc in scales.items():

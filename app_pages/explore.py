@@ -24,7 +24,8 @@ from privcore.recommend import recommend
 from ui import controls, display, inverse, progress, setting, sidebar, state, userdata
 from ui.caption import add_caption, rows_n, settings_of
 from ui.export import export_buttons
-from ui.figures import BANDS, curve_figure, format_number, is_baseline, method_label, noise_table, noise_table_config
+from ui.figures import BANDS, curve_figure, format_number, is_baseline, method_label
+from ui.tables import noise_table, noise_table_config, noise_table_order
 
 TABS = {"epsilon": "Accuracy vs ε", "budget": "vs B (predictions)", "delta": "vs δ", "n": "vs N (training size)"}
 LABEL_TO_AXIS = {v: k for k, v in TABS.items()}
@@ -80,7 +81,7 @@ def show_point(rows: list[dict]) -> None:
                      f"B = {s.budget:,})")
         table = noise_table(rows)  # formulas and notes are long: typeset below, where text wraps
         st.dataframe(table, hide_index=True, width="stretch", column_config=noise_table_config(table.columns),
-                     column_order=[c for c in table.columns if c not in ("Formula", "Note")])
+                     column_order=noise_table_order(table.columns))
         st.caption("σ: std of Gaussian noise; β: inverse scale of Laplace-like noise (density ∝ exp(−β‖b‖)) or "
                    "inverse temperature of the vote; ρ: extra L2 weight of loss perturbation; noise multiplier: "
                    "DP-SGD's σ/ν; per-query ε: what each of the B answers may spend. ε data-dependent: PATE's "

@@ -60,7 +60,7 @@ with c1:
                        key="repro_figure")
 with c2:
     accountings = st.multiselect("Accounting, side by side", list(ACCOUNTING_TITLES), default=["paper", "corrected"],
-                                 key="repro_accounting", format_func=lambda a: a,
+                                 key="repro_accounting", format_func=lambda a: a, wrap=True,
                                  help="paper: the published calibrations. corrected: sound ones. tight: exact Gaussian "
                                       "and optimal bounded-range composition, finer replace-one PLD grid for DP-SGD.") or ["corrected"]
 fig_def = next(f for f in figures if f.key == key)

@@ -34,7 +34,8 @@ delta = controls.delta_slider(c1)
 eps_key = state.bind("map_eps", normalise=lambda v: [e for e in v if e in EPS_CHOICES] or [1.0, 10.0],
                      explain="the map's ε columns are among " + ", ".join(format_number(e) for e in EPS_CHOICES))
 with c2:
-    eps_list = sorted(st.multiselect("ε values (columns)", list(EPS_CHOICES), key=eps_key, format_func=format_number))
+    eps_list = sorted(st.multiselect("ε values (columns)", list(EPS_CHOICES), key=eps_key, format_func=format_number,
+                                     wrap=True))  # in a column the chips would stay on one row, the rest hidden
 eps_list = state.commit("map_eps", eps_list)
 methods = controls.methods_select()
 answered_only = inverse.answered_only_toggle()  # default off: abstentions count as wrong
@@ -56,6 +57,7 @@ if errors:
     st.stop()
 _, warns_at_n = setting.setting_problems(side, s)  # the ε × B map runs at this N: who is left out there, and why
 display.show_warnings(w for w in warns + warns_at_n if "ε =" not in w)
+display.show_caveats(setting.setting_caveats(side, s))
 
 # ---------------------------------------------------------------- map 1: epsilon x B
 n_eff = s.effective_n(side.info)

@@ -84,3 +84,21 @@ def test_the_gpu_estimate_uses_the_rates_measured_on_an_h100():
               + 30e6 / H100_EXAMPLES_PER_S["reference"]) / 60
     assert f"on one H100 about {expect:.0f} minutes" in text and "has not been measured" not in text
     assert "at least" in gpu_work_text("cifar-10")  # larger images than the ones measured
+
+
+def test_in_the_app_the_deep_page_has_no_linear_sidebar_controls(tmp_path, monkeypatch):
+    """The shared sidebar (linear data set, repetitions, accounting, device) does nothing on this page:
+    the app shows a one-line note there instead; the other pages keep it."""
+    from privcore.deep import fashion
+
+    monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))  # no data: the page stops early, fast
+    at = run(APP, {"dataset": '"synthetic"'}).run()
+    assert [s.label for s in at.sidebar.selectbox] == ["Data set"]  # Explore: the shared sidebar
+    at.switch_page("app_pages/deep_models.py").run()
+    assert not at.exception, at.exception
+    side = at.sidebar
+    assert not (side.selectbox or side.radio or side.select_slider or side.slider or side.multiselect), (
+        [e.label for e in side.selectbox] + [e.label for e in side.radio])
+    assert any("own settings" in t for t in texts(side.caption)), texts(side.caption)
+    at.switch_page("app_pages/explore.py").run()  # back: the sidebar and its choices are there again
+    assert [s.label for s in at.sidebar.selectbox] == ["Data set"] and at.sidebar.selectbox[0].value == "synthetic"

@@ -41,6 +41,22 @@ def test_explore_runs_and_shows_results():
     assert at.query_params["repeats"] == "2"
 
 
+def test_default_view_shows_no_permanent_warning_boxes():
+    """Standing caveats (true of a method or the data whatever the setting) sit in one collapsed
+    expander; warning boxes are kept for the user's current setting."""
+    at = app().run()
+    assert not at.exception, at.exception
+    assert not at.warning, texts(at.warning)
+    notes = [e for e in at.expander if e.label.startswith("Caveats")]
+    assert len(notes) == 1 and not notes[0].proto.expanded
+    shown = " ".join(texts(notes[0].markdown))
+    assert "abstains" in shown and "public rows" in shown
+    # a warning about the setting is still a warning box, beside the caveats
+    at = app(eps="0.01").run()
+    assert any("extremely small" in w for w in texts(at.warning))
+    assert not any("abstains" in w for w in texts(at.warning))
+
+
 def test_moving_epsilon_changes_the_numbers_and_the_url():
     at = app().run()
     before = at.dataframe[0].value.copy()

@@ -65,3 +65,14 @@ def test_who_wins_offers_the_answered_only_scoring_and_keeps_it_in_the_url():
     assert at.query_params["answered_only"] == "true"
     after = [f.proto.spec for f in at.get("plotly_chart")]
     assert len(after) == 2 and after != before  # Confident-GNMax abstains here: its scores change
+
+
+def test_who_wins_lists_standing_caveats_in_one_collapsed_expander_not_as_warnings():
+    at = app(map_eps="[10.0]", methods='["confident_gnmax"]').run()
+    at.switch_page("app_pages/who_wins.py").run()
+    assert not at.exception, at.exception
+    assert not any("abstains" in w for w in texts(at.warning)), texts(at.warning)
+    notes = [e for e in at.expander if e.label.startswith("Caveats")]
+    assert len(notes) == 1 and "abstains" in " ".join(texts(notes[0].markdown))
+    # in its column the ε multiselect wraps its chips (else those after the first few are hidden at 800 px)
+    assert at.multiselect(key="w:map_eps").proto.wrap

@@ -153,3 +153,10 @@ def test_file_names_drop_thousands_separators():
     from ui.export import _slug
 
     assert _slug("Accuracy vs ε (N = 4,000, δ = 1e-5)") == "accuracy-vs-eps-n-4000-delta-1e-5"
+
+
+def test_csv_numbers_are_short_and_exact():
+    """0.12065000000000001 (float noise) is written 0.12065; integers and small p-values keep every digit."""
+    text = export.rows_csv([{"a": 0.12065000000000001, "b": 0.1 + 0.2, "p": 3.1e-12, "n": 2 ** 60, "x": [0.1 + 0.2]}],
+                           columns=["a", "b", "p", "n", "x"]).decode()
+    assert text == f"a,b,p,n,x\n0.12065,0.3,3.1e-12,{2 ** 60},0.3\n"

@@ -86,3 +86,33 @@ def test_toy_method_is_drawn_with_its_own_label_and_colour(toy):
 def test_unknown_method_names_the_registered_ones():
     with pytest.raises(ValueError, match="model_sensitivity"):
         get_method("nope")
+
+
+def _lab(colour: str) -> tuple[float, float, float]:
+    """sRGB hex to CIELAB (D65)."""
+    def lin(c: float) -> float:
+        return ((c + 0.055) / 1.055) ** 2.4 if c > 0.04045 else c / 12.92
+
+    r, g, b = (lin(int(colour[i:i + 2], 16) / 255) for i in (1, 3, 5))
+    x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047
+    y = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883
+
+    def f(v: float) -> float:
+        return v ** (1 / 3) if v > 0.008856 else 7.787 * v + 16 / 116
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def test_every_two_methods_have_clearly_different_colours():
+    """CIE76 colour difference of at least 25 between any two methods' line colours (sparse vector's former
+    goldenrod was 17.8 from loss perturbation's orange: a walk-through could not tell them apart)."""
+    import itertools
+    import math
+
+    from privcore.methods import REGISTRY
+
+    colours = {name: m.colour for name, m in REGISTRY.items()}
+    for (a, ca), (b, cb) in itertools.combinations(colours.items(), 2):
+        assert math.dist(_lab(ca), _lab(cb)) >= 25, (a, b, ca, cb)
+    assert math.dist(_lab("#E69F00"), _lab("#B8860B")) < 25  # the check would have caught the old pair

@@ -76,13 +76,3 @@ def test_log_axes_get_one_plain_label_a_decade():
     labels = [t for k, ax in learn.layout.to_plotly_json().items()
               if k.startswith(("xaxis", "yaxis")) and ax.get("type") == "log" for t in ax.get("ticktext", ())]
     assert labels and not any(ch in t for t in labels for ch in "µμpn")  # no SI prefixes
-
-
-def test_noise_tables_show_short_headers_with_help():
-    from ui.figures import NOISE_TABLE_HEADERS, noise_table, noise_table_config
-
-    table = noise_table([{"method": "model_sensitivity", "noise": "laplace_like", "beta": 2.0, "accuracy_mean": 0.5,
-                          "accuracy_std": 0.01, "sensitivity": 0.1}])
-    config = noise_table_config(table.columns)
-    assert set(config) == set(NOISE_TABLE_HEADERS) & set(table.columns) and len(config) >= 8
-    assert all(len(NOISE_TABLE_HEADERS[c][0]) <= 11 for c in config)  # what makes 13 columns fit 1,400 px

@@ -126,6 +126,24 @@ def test_methods_left_out_at_delta_zero_are_named_once_in_words_without_their_ca
     assert not any(code in w for w in warnings for code in ("dpsgd", "confident_gnmax", "pate_student", "delta"))
     # no notes about methods that do not run (Confident-GNMax's abstentions, the student's public rows)
     assert not any("abstain" in w or "public rows" in w for w in warnings), warnings
-    # at delta > 0 they run, and their caveats are back
+    assert setting.setting_caveats(SIDE, s) == []
+    # at delta > 0 they run, and their standing caveats are back (as caveats, not warnings)
     _, warnings = setting.setting_problems(SIDE, Setting(eps=1.0, delta=1e-5, methods=s.methods))
-    assert any("abstain" in w for w in warnings) and not any("left out" in w for w in warnings), warnings
+    assert not any("left out" in w or "abstain" in w for w in warnings), warnings
+    caveats = setting.setting_caveats(SIDE, Setting(eps=1.0, delta=1e-5, methods=s.methods))
+    assert len(caveats) == 2 and "abstain" in caveats[0] and "public rows" in caveats[1], caveats
+
+
+def test_the_default_setting_has_caveats_but_no_warnings():
+    """Warnings are about the current setting: the default one has none; the standing caveats of the
+    methods that run (true whatever the setting) are listed apart, once each."""
+    from privcore.methods import METHOD_NAMES
+
+    default = Setting(methods=tuple(METHOD_NAMES))  # the first view: every method of the registry
+    errors, warnings = setting.setting_problems(SIDE, default)
+    assert errors == [] and warnings == []
+    caveats = setting.setting_caveats(SIDE, default)
+    assert caveats and len(set(caveats)) == len(caveats)
+    # a setting-dependent note is still a warning: too few examples per teacher
+    _, warnings = setting.setting_problems(SIDE, Setting(teachers=400, methods=tuple(METHOD_NAMES)))
+    assert any("close to random" in w for w in warnings)

@@ -235,9 +235,10 @@ def setting_panel(side: SidebarSettings, *, expanded: bool = False, show_n: bool
 
 
 def checked_setting_panel(side: SidebarSettings, *, allow_augment: bool = False) -> Setting:
-    """The setting panel, with its problems shown: errors stop the page, warnings are listed."""
-    from .display import show_warnings
-    from .setting import setting_problems
+    """The setting panel, with its problems shown: errors stop the page, warnings about the setting are
+    listed, the methods' standing caveats follow in one collapsed expander."""
+    from .display import show_caveats, show_warnings
+    from .setting import setting_caveats, setting_problems
 
     s = setting_panel(side, allow_augment=allow_augment)
     errors, warns = setting_problems(side, s)
@@ -246,5 +247,6 @@ def checked_setting_panel(side: SidebarSettings, *, allow_augment: bool = False)
     if errors:
         st.stop()
     show_warnings(warns)
+    show_caveats(setting_caveats(side, s))
     return s
 

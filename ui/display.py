@@ -9,7 +9,7 @@ import streamlit as st
 from .setting import SidebarSettings, Setting, make_spec, setting_problems
 from .text import escape_markdown
 
-__all__ = ["show_error", "show_warnings", "show_figure", "spec_or_error", "copy_as_code", "show_formulas"]
+__all__ = ["show_error", "show_warnings", "show_caveats", "show_figure", "spec_or_error", "copy_as_code", "show_formulas"]
 
 
 def spec_or_error(side: SidebarSettings, s: Setting, **kwargs: Any):  # noqa: ANN201 - SweepSpec | None
@@ -39,6 +39,16 @@ def show_warnings(messages: Iterable[str]) -> None:
         if m and m not in seen:
             seen.add(m)
             st.warning(escape_markdown(m))
+
+
+def show_caveats(messages: Iterable[str]) -> None:
+    """Standing caveats (true whatever the setting, :func:`ui.setting.setting_caveats`): each distinct one
+    once, as a bullet in one collapsed expander, so warning boxes stay for the current setting."""
+    distinct = list(dict.fromkeys(m for m in messages if m))
+    if distinct:
+        with st.expander(f"Caveats of the methods shown ({len(distinct)})", expanded=False):
+            for m in distinct:
+                st.markdown(f"- {escape_markdown(m)}")
 
 
 def show_figure(fig, *, key: str | None = None) -> None:  # noqa: ANN001

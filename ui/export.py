@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import os
 import re
 import shutil
@@ -21,6 +20,8 @@ import threading
 from typing import Any, Iterable, Mapping, Sequence
 
 import plotly.graph_objects as go
+
+from privcore.csvtext import csv_cell
 
 from .caption import meta_json
 
@@ -195,24 +196,16 @@ def figure_html(fig: go.Figure) -> bytes:
 
 
 def _csv_value(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        if math.isnan(value):
-            return ""
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "; ".join(str(v) for v in value)
-    return value
+    """One cell: privcore.csvtext's short round-trip numbers; NaN (a missing value) empty."""
+    return csv_cell(value, nan="")
 
 
 def rows_csv(rows: Sequence[Mapping[str, Any]], columns: Iterable[str] | None = None) -> bytes:
     """Result rows as UTF-8 CSV bytes.
 
     Columns: ``columns`` if given, else privcore's :data:`RESULT_COLUMNS` (when every key is one of
-    them) followed by any extra keys in first-seen order. Infinity is written ``inf``, None empty.
+    them) followed by any extra keys in first-seen order. Infinity is written ``inf``, None and NaN empty,
+    other floats in the shortest form that round-trips at 12 significant digits (privcore.csvtext).
     """
     if columns is None:
         try:

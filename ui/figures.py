@@ -1,7 +1,8 @@
 """Plotly figure builders for the dashboard (no Streamlit here).
 
-About 500 lines: the curve, the winner map, the noise table and the accounting comparison share
-the template, the colours, markers, dashes, bands, tick labels and the number formatting defined here.
+About 450 lines: the curve, the winner map and the accounting comparison share the template, the
+colours, markers, dashes, bands, tick labels and the number formatting defined here (the noise tables,
+which use the labels and formatting, are in :mod:`ui.tables`).
 
 Every figure uses :data:`PRINT_TEMPLATE` (white background, dark readable fonts, light grid) and the
 FIXED per-method colours of :data:`METHOD_COLORS` (Okabe-Ito, colour-blind safe), whatever the
@@ -13,7 +14,7 @@ Public builders:
 * :func:`curve_figure` - accuracy of each method along one axis, +-1 std band, non-private
   reference as a dashed line, the current setting as a vertical dotted line, chance level dotted;
 * :func:`winner_map_figure` - a grid coloured by the winning method, all accuracies on hover;
-* :func:`noise_table` / :func:`calibration_table` - the per-method noise tables (pandas frames).
+* :func:`accounting_comparison_figure` - each method's noise under the accounting modes.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from privcore.methods import BASELINE, ENTRIES
 
 __all__ = [
     "METHOD_COLORS", "METHOD_ORDER", "METHOD_LABELS", "SHORT_LABELS", "AXIS_TITLES", "PRINT_TEMPLATE",
-    "method_label", "method_color", "method_style", "BANDS", "band_halfwidth", "log_tickvals", "curve_figure", "winner_map_figure", "noise_table", "calibration_table",
+    "method_label", "method_color", "method_style", "BANDS", "band_halfwidth", "log_tickvals", "curve_figure", "winner_map_figure",
     "format_number", "LEGEND_BELOW", "reserve_legend_rows", "winner_grid", "main_noise", "accounting_comparison_figure", "is_baseline",
 ]
 
@@ -419,107 +420,6 @@ def winner_map_figure(rows_grid: Sequence[Mapping[str, Any]], x: str, y: str, *,
         margin=dict(l=90, r=20, t=60, b=130),
     )
     return reserve_legend_rows(fig)
-
-
-_TABLE_FIELDS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon")
-
-
-def _dd_text(r: Mapping[str, Any]) -> str:
-    """PATE's data-dependent epsilon and what publishing it costs, or '' where the row has none."""
-    if r.get("epsilon_data_dependent") is None:
-        return ""
-    text = format_number(r.get("epsilon_data_dependent"))
-    if r.get("epsilon_dd_published") is not None:
-        text += f" ({format_number(r.get('epsilon_dd_published'))} to publish)"
-    return text
-
-
-def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas DataFrame
-    """One line per method at the current setting: noise kind and scales, formula, accuracy.
-
-    rows: result rows (one per method; ``non_private`` included as the reference line).
-    """
-    import pandas as pd
-
-    out = []
-    for method in _ordered_methods(r["method"] for r in rows):
-        r = next(rr for rr in rows if rr["method"] == method)
-        std = r.get("accuracy_std")
-        out.append({
-            "Method": method_label(method),
-            "Noise": (r.get("noise") or "none").replace("_", " "),
-            "σ (Gaussian std)": format_number(r.get("sigma")),
-            "β (inverse scale)": format_number(r.get("beta")),
-            "ρ (extra L2)": format_number(r.get("rho")),
-            "Noise multiplier": format_number(r.get("noise_multiplier")),
-            "Per-query ε": format_number(r.get("per_query_epsilon")),
-            "Accuracy": f"{r['accuracy_mean']:.3f} ± {float(std or 0):.3f}" if r.get("accuracy_mean") is not None else "-",
-            # Methods that test before answering (threshold) and may abstain (answered fraction;
-            # the accuracy above counts abstentions as wrong).
-            "Threshold": format_number(r.get("threshold")),
-            "Answered": f"{r['answered_fraction']:.1%}" if r.get("answered_fraction") is not None else "",
-            # PATE's data-dependent epsilon (Confident-GNMax): beside the guarantee, never instead of it.
-            "ε data-dependent (not a guarantee)": _dd_text(r),
-            "Sensitivity Δ": format_number(r.get("sensitivity"), 4),
-            "Formula": r.get("formula") or ("no noise (ε = ∞)" if is_baseline(method) else ""),
-            "Note": r.get("note") or "",
-        })
-    return pd.DataFrame(out)
-
-
-#: Short headers (and their hover help) for the noise tables' long column names, so the table fits
-#: a 1,400 px page without sideways scrolling; the frame keeps the long names (exports, tests).
-NOISE_TABLE_HEADERS: dict[str, tuple[str, str]] = {
-    "σ (Gaussian std)": ("σ", "std of the Gaussian noise"),
-    "β (inverse scale)": ("β", "inverse scale of Laplace-like noise, or inverse temperature of the vote"),
-    "ρ (extra L2)": ("ρ", "loss perturbation's extra L2 weight"),
-    "Noise multiplier": ("z", "DP-SGD's noise multiplier σ / clip"),
-    "Per-query ε": ("ε/query", "what each of the B answers may spend"),
-    "Threshold": ("Thresh.", "vote threshold of the methods that may abstain"),
-    "Answered": ("Answered", "share of queries answered (abstentions count as wrong)"),
-    "ε data-dependent (not a guarantee)": ("ε data-dep.", "PATE's data-dependent epsilon: a function of the private "
-                                                          "votes, not the guarantee"),
-    "Sensitivity Δ": ("Δ", "sensitivity the noise is calibrated to"),
-}
-
-
-def noise_table_config(columns: Iterable[str]) -> dict[str, Any]:
-    """``column_config`` for ``st.dataframe`` of a noise table: short headers with hover help."""
-    import streamlit as st
-
-    return {c: st.column_config.TextColumn(NOISE_TABLE_HEADERS[c][0], help=NOISE_TABLE_HEADERS[c][1])
-            for c in columns if c in NOISE_TABLE_HEADERS}
-
-
-def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True):  # noqa: ANN201 - DataFrame
-    """Noise scales of :func:`privcore.calibration.calibrate_all` as a table.
-
-    scales: {method: NoiseScale or CalibrationError}; errors become a line with the message.
-    """
-    import pandas as pd
-
-    out = []
-    for method, s in scales.items():
-        if isinstance(s, Exception):
-            out.append({"Method": method_label(method), "Noise": "not available", "σ (Gaussian std)": "-",
-                        "β (inverse scale)": "-", "ρ (extra L2)": "-", "Noise multiplier": "-", "Per-query ε": "-",
-                        "Per-query δ": "-", "Threshold": "-", "Sensitivity": "-", "Formula": "", "Notes": str(s)})
-            continue
-        out.append({
-            "Method": method_label(method),
-            "Noise": s.noise.replace("_", " "),
-            "σ (Gaussian std)": format_number(s.sigma, 4),
-            "β (inverse scale)": format_number(s.beta, 4),
-            "ρ (extra L2)": format_number(s.rho, 4),
-            "Noise multiplier": format_number(s.noise_multiplier, 4),
-            "Per-query ε": format_number(s.per_query_epsilon, 4),
-            "Per-query δ": format_number(s.per_query_delta, 3),
-            "Threshold": format_number(getattr(s, "threshold", None), 4),
-            "Sensitivity": format_number(s.sensitivity, 4),
-            "Formula": s.formula,
-            "Notes": "; ".join(s.notes) if with_notes else "",
-        })
-    return pd.DataFrame(out)
 
 
 def main_noise(scale: Any) -> tuple[str, float | None, bool]:

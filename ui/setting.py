@@ -20,7 +20,7 @@ from .figures import format_number
 
 __all__ = [
     "DataInfo", "build_data_info", "SidebarSettings", "Setting", "setting_from_values", "method_knobs",
-    "available_methods", "min_train_size", "setting_problems", "augmentation_caveat", "make_spec", "explore_specs",
+    "available_methods", "min_train_size", "setting_problems", "setting_caveats", "augmentation_caveat", "make_spec", "explore_specs",
     "setting_problem", "curve_epsilons", "n_options", "checked_n", "nearest", "with_value", "NEIGHBOURS_NOTE",
     "DATASET_LABELS",
 ]
@@ -176,7 +176,7 @@ def setting_problems(side: SidebarSettings, s: Setting) -> tuple[list[str], list
         why = entry.unavailable(knobs, n)
         if why:
             warnings.append(f"{entry.label} is left out at this setting: {why}.")
-        else:  # the caveats of a method that runs (none for one left out)
+        else:  # warnings about a method that runs, at this setting (none for one left out)
             warnings.extend(entry.setting_warnings(knobs, n))
     if need_delta:
         one = len(need_delta) == 1
@@ -202,6 +202,19 @@ def setting_problems(side: SidebarSettings, s: Setting) -> tuple[list[str], list
         warnings.append(f"D = {s.dim} uses PCA fitted on the training split: a data-dependent step that the privacy "
                         "guarantee does not cover (fit it on public data to include it).")
     return errors, warnings
+
+
+def setting_caveats(side: SidebarSettings, s: Setting) -> list[str]:
+    """The standing caveats (each method's ``caveats``: true whatever the setting) of the chosen
+    methods that run at this setting, once each; :func:`setting_problems` has the warnings."""
+    knobs = method_knobs(s)
+    n = s.effective_n(side.info)
+    out: list[str] = []
+    for name in s.methods:
+        entry = get_method(name)
+        if entry.supports(s.delta) and entry.unavailable(knobs, n) is None:
+            out.extend(c for c in entry.caveats if c not in out)
+    return out
 
 
 def _and(items: Sequence[str]) -> str:

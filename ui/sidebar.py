@@ -21,7 +21,7 @@ from . import state, uploads, userdata
 from .setting import DATASET_LABELS, NEIGHBOURS_NOTE, DataInfo, SidebarSettings, build_data_info, with_value
 from .text import escape_markdown, server_safe
 
-__all__ = ["draw", "shared", "settings", "data_info", "ACCOUNTING_LABELS"]
+__all__ = ["draw", "shared", "settings", "own_settings_note", "data_info", "ACCOUNTING_LABELS"]
 
 ACCOUNTING_LABELS = {"corrected": "corrected (sound; default)", "paper": "paper (as published)",
                      "tight": "tight (exact/optimal composition)"}
@@ -54,6 +54,13 @@ def shared() -> Iterator[None]:
     finally:  # also on st.stop() and reruns: a later run of a page alone must draw its own
         st.session_state.pop(_THIS_RUN, None)
         st.session_state.pop(_PENDING, None)
+
+
+def own_settings_note() -> None:
+    """The sidebar of a page with its own settings (Deep models): one line instead of the shared
+    controls, which act only on the linear pages (their choices are kept for those pages)."""
+    st.sidebar.caption("This page has its own settings, on the page. The data set, repetitions, accounting and "
+                       "device chosen in the sidebar of the other pages apply to the linear experiments only.")
 
 
 def settings(*, require_data: bool = False) -> SidebarSettings:

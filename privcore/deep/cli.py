@@ -8,8 +8,6 @@ deep model), one row per (method, epsilon, B).
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import sys
@@ -18,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
+from ..csvtext import csv_text
 from .data import DEEP_DATASETS
 from .spec import MODEL_NAMES, PRESETS, DeepRow, DeepSpec, figure7_specs
 
@@ -95,13 +94,7 @@ def add_deep_parser(sub, number: Callable, epsilon: Callable) -> None:  # noqa: 
 def write_rows(rows: list[DeepRow], fmt: str = "csv") -> str:
     if fmt == "json":
         return json.dumps([r.to_dict() for r in rows]) + "\n"
-    buf = io.StringIO()
-    cols = list(DeepRow.__dataclass_fields__)
-    writer = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
-    writer.writeheader()
-    for r in rows:
-        writer.writerow({k: ("" if v is None else v) for k, v in r.to_dict().items()})
-    return buf.getvalue()
+    return csv_text([r.to_dict() for r in rows], list(DeepRow.__dataclass_fields__))
 
 
 def _progress(fraction: float, message: str) -> None:

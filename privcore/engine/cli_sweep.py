@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import math
 import sys
 from typing import Any, Callable
 
 from .. import knobs
+from ..csvtext import csv_text
 from ..methods import METHOD_NAMES
 from .specs import VARY_AXES, DataSpec, SweepSpec
 
@@ -93,11 +92,7 @@ def format_rows(rows: list[dict[str, Any]], fmt: str) -> str:
     if fmt == "json":
         return json.dumps([{k: ("inf" if isinstance(v, float) and math.isinf(v) else v) for k, v in r.items()}
                            for r in picked], indent=1)
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(_CLI_COLUMNS), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(picked)
-    return buf.getvalue().rstrip("\n")
+    return csv_text(picked, _CLI_COLUMNS).rstrip("\n")
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:

@@ -6,13 +6,12 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import math
 import sys
 from typing import Any, Callable
 
+from ..csvtext import csv_text
 from ..data import DATASET_NAMES
 from ..knobs import DEVICE_CHOICES
 from ..methods import get_method
@@ -96,12 +95,7 @@ def run_leakage_command(args: argparse.Namespace) -> int:
     results = [run_leakage(s, use_cache=not args.no_cache) for s in specs]
     rows = leakage_rows(results, args.attack)
     if args.format == "csv":
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else [], lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-        sys.stdout.write(buf.getvalue())
+        sys.stdout.write(csv_text(rows, list(rows[0]) if rows else []))
     else:
         if args.roc:
             for row, r in zip(rows, results):

@@ -149,6 +149,9 @@ class Method(ABC):
     summary: ClassVar[str] = ""
     wins_when: ClassVar[str] = ""
     assumptions: ClassVar[str] = ""
+    #: Standing caveats: true of the method or its data whatever the setting (the UI lists them in one
+    #: collapsed note); notes about the current setting belong in :meth:`setting_warnings`.
+    caveats: ClassVar[tuple[str, ...]] = ()
 
     def calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str = "corrected") -> NoiseScale:
         """Noise scale meeting ``budget`` for ``problem`` under ``accounting`` (paper|corrected|tight)."""
@@ -205,7 +208,8 @@ class Method(ABC):
         return None
 
     def setting_warnings(self, setting: Mapping[str, Any], n: int | None) -> list[str]:
-        """Caveats of this method at ``setting`` that do not stop it (shown beside the results)."""
+        """Warnings about ``setting`` that do not stop the method (shown beside the results as warnings):
+        each says what in the current setting is the matter. Always-true notes go in :attr:`caveats`."""
         return []
 
     def win_reason(self, s: WinContext) -> str:

@@ -26,7 +26,7 @@ never used to calibrate the noise.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING
 
 from ..accounting.pate import GNMAX_SIGMA_RATIO, GNMAX_THRESHOLD_FRACTION, gnmax_sigmas
 from ..types import NoiseScale, PrivacyBudget, Problem
@@ -68,15 +68,12 @@ class ConfidentGNMax(TeacherVoteMethod):
     assumptions = ("Disjoint parts; one example changes one vote (histogram sensitivity sqrt 2, max 1); threshold "
                    "0.8 T and sigma_1 = 3.75 sigma_2 as in PATE's MNIST setting; the guarantee covers B queries. PATE's "
                    "data-dependent ε (lower when the teachers agree) is shown beside it, not as the guarantee.")
+    caveats = ("Confident-GNMax abstains on low-consensus queries; abstentions count as wrong answers "
+               "(the answered fraction is shown beside the accuracy).",)
 
     def win_reason(self, s: WinContext) -> str:
         return (f"the Gaussian noisy argmax over T = {_fmt(s.teachers)} teachers, answering only confident queries, "
                 f"is the most accurate way to answer B = {_fmt(s.budget)} queries here")
-
-    def setting_warnings(self, setting: Mapping[str, Any], n: int | None) -> list[str]:
-        out = ["Confident-GNMax abstains on low-consensus queries; abstentions count as wrong answers "
-               "(the answered fraction is shown beside the accuracy)."]
-        return out + super().setting_warnings(setting, n)
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         self.check_teachers(problem)

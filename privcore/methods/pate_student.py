@@ -22,7 +22,7 @@ for (its guarantee still holds).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING
 
 from ..accounting.pate import gnmax_sigmas
 from ..types import NoiseScale, PrivacyBudget, Problem
@@ -69,14 +69,12 @@ class PateStudent(TeacherVoteMethod):
                  "its accuracy does not depend on B.")
     assumptions = (f"Public unlabelled rows from the data's distribution (here {PUBLIC_LABELS} per student, carved "
                    "from the test set by a fixed seeded rule, 2-fold cross-fitted); one example changes one vote.")
+    caveats = (f"The PATE student's {PUBLIC_LABELS} public rows per student come from the test set (split in two "
+               "halves by a fixed seeded rule; each row is scored by the student that did not see it).",)
 
     def win_reason(self, s: WinContext) -> str:
         return (f"with B = {_fmt(s.budget)} predictions, paying once for {PUBLIC_LABELS} noisy teacher labels and "
                 "answering with the student beats paying for every answer")
-
-    def setting_warnings(self, setting: Mapping[str, Any], n: int | None) -> list[str]:
-        return [f"The PATE student's {PUBLIC_LABELS} public rows per student come from the test set (split in two "
-                "halves by a fixed seeded rule; each row is scored by the student that did not see it)."]
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         self.check_teachers(problem)

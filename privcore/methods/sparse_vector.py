@@ -88,7 +88,7 @@ class SparseVectorAggregate(TeacherVoteMethod):
     label = "Sparse-vector aggregation"
     short_label = "Sparse vec."
     sentence_label = "sparse-vector aggregation"
-    colour = "#B8860B"  # dark goldenrod (a readable yellow)
+    colour = "#6A3D9A"  # deep purple (the goldenrod it had was too close to loss perturbation's orange)
     marker = "star"
     dash = "12px,4px,2px,4px,2px,4px"
     uses = ("lam", "budget", "teachers")

@@ -1,0 +1,140 @@
+"""The per-method noise tables of the dashboard (pandas frames for ``st.dataframe``): the current
+setting's results (:func:`noise_table`, Explore) and pure calibrations (:func:`calibration_table`,
+Calibrate), with their ``column_config`` (:func:`noise_table_config`: short headers with help, the
+method pinned) and ``column_order`` (:func:`noise_table_order`: method and accuracy first)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from .figures import _ordered_methods, format_number, is_baseline, method_label
+
+__all__ = ["NOISE_NAMES", "noise_name", "noise_table", "NOISE_TABLE_HEADERS", "noise_table_order",
+           "noise_table_config", "calibration_table"]
+
+
+def _dd_text(r: Mapping[str, Any]) -> str:
+    """PATE's data-dependent epsilon and what publishing it costs, or '' where the row has none."""
+    if r.get("epsilon_data_dependent") is None:
+        return ""
+    text = format_number(r.get("epsilon_data_dependent"))
+    if r.get("epsilon_dd_published") is not None:
+        text += f" ({format_number(r.get('epsilon_dd_published'))} to publish)"
+    return text
+
+
+#: The noise kinds (privcore.types.NOISE_KINDS) as the tables name them: short, so that a noise table fits
+#: a 1,400 px page beside the sidebar without sideways scrolling (measured in Chromium).
+NOISE_NAMES = {"gaussian": "Gaussian", "laplace_like": "Laplace-like", "exponential_mechanism": "exp. mechanism",
+               "none": "none"}
+
+
+def noise_name(kind: str | None) -> str:
+    """A noise kind as the tables show it (unknown kinds with spaces for underscores)."""
+    return NOISE_NAMES.get(kind or "none", str(kind).replace("_", " "))
+
+
+def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas DataFrame
+    """One line per method at the current setting: noise kind and scales, formula, accuracy.
+
+    rows: result rows (one per method; ``non_private`` included as the reference line).
+    """
+    import pandas as pd
+
+    out = []
+    for method in _ordered_methods(r["method"] for r in rows):
+        r = next(rr for rr in rows if rr["method"] == method)
+        std = r.get("accuracy_std")
+        out.append({
+            "Method": method_label(method),
+            "Noise": noise_name(r.get("noise")),
+            "σ (Gaussian std)": format_number(r.get("sigma")),
+            "β (inverse scale)": format_number(r.get("beta")),
+            "ρ (extra L2)": format_number(r.get("rho")),
+            "Noise multiplier": format_number(r.get("noise_multiplier")),
+            "Per-query ε": format_number(r.get("per_query_epsilon")),
+            "Accuracy": f"{r['accuracy_mean']:.3f} ± {float(std or 0):.3f}" if r.get("accuracy_mean") is not None else "-",
+            # Methods that test before answering (threshold) and may abstain (answered fraction;
+            # the accuracy above counts abstentions as wrong).
+            "Threshold": format_number(r.get("threshold")),
+            "Answered": f"{r['answered_fraction']:.1%}" if r.get("answered_fraction") is not None else "",
+            # PATE's data-dependent epsilon (Confident-GNMax): beside the guarantee, never instead of it.
+            "ε data-dependent (not a guarantee)": _dd_text(r),
+            "Sensitivity Δ": format_number(r.get("sensitivity"), 4),
+            "Formula": r.get("formula") or ("no noise (ε = ∞)" if is_baseline(method) else ""),
+            "Note": r.get("note") or "",
+        })
+    return pd.DataFrame(out)
+
+
+#: Short headers (and their hover help) for the noise tables' long column names, so the table fits
+#: a 1,400 px page without sideways scrolling; the frame keeps the long names (exports, tests).
+NOISE_TABLE_HEADERS: dict[str, tuple[str, str]] = {
+    "σ (Gaussian std)": ("σ", "std of the Gaussian noise"),
+    "β (inverse scale)": ("β", "inverse scale of Laplace-like noise, or inverse temperature of the vote"),
+    "ρ (extra L2)": ("ρ", "loss perturbation's extra L2 weight"),
+    "Noise multiplier": ("z", "DP-SGD's noise multiplier σ / clip"),
+    "Per-query ε": ("ε/query", "what each of the B answers may spend"),
+    "Threshold": ("Thresh.", "vote threshold of the methods that may abstain"),
+    "Answered": ("Answered", "share of queries answered (abstentions count as wrong)"),
+    "ε data-dependent (not a guarantee)": ("ε data-dep.", "PATE's data-dependent epsilon: a function of the private "
+                                                          "votes, not the guarantee"),
+    "Sensitivity Δ": ("Δ", "sensitivity the noise is calibrated to"),
+    "Sensitivity": ("Δ", "sensitivity the noise is calibrated to"),
+}
+
+
+#: Columns read first (on a narrow screen, before any sideways scrolling); the long text is typeset below.
+_NOISE_TABLE_FIRST = ("Method", "Accuracy", "Answered")
+_NOISE_TABLE_BELOW = ("Formula", "Note", "Notes")
+
+
+def noise_table_order(columns: Iterable[str]) -> list[str]:
+    """``column_order`` of a noise table: method, accuracy and answered share first, then the noise
+    columns; the formulas and notes are left out (typeset below the table, where text wraps)."""
+    cols = [c for c in columns if c not in _NOISE_TABLE_BELOW]
+    return [c for c in _NOISE_TABLE_FIRST if c in cols] + [c for c in cols if c not in _NOISE_TABLE_FIRST]
+
+
+def noise_table_config(columns: Iterable[str]) -> dict[str, Any]:
+    """``column_config`` for ``st.dataframe`` of a noise table: the method pinned (it stays in view when
+    a narrow screen scrolls the table sideways), short headers with hover help. Widths stay automatic:
+    a fixed "small" width (75 px) is wider than the automatic one of a short number (measured at 800 px)."""
+    import streamlit as st
+
+    config: dict[str, Any] = {c: st.column_config.TextColumn(NOISE_TABLE_HEADERS[c][0], help=NOISE_TABLE_HEADERS[c][1])
+                              for c in columns if c in NOISE_TABLE_HEADERS}
+    if "Method" in columns:
+        config["Method"] = st.column_config.TextColumn("Method", pinned=True)
+    return config
+
+
+def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True):  # noqa: ANN201 - DataFrame
+    """Noise scales of :func:`privcore.calibration.calibrate_all` as a table.
+
+    scales: {method: NoiseScale or CalibrationError}; errors become a line with the message.
+    """
+    import pandas as pd
+
+    out = []
+    for method, s in scales.items():
+        if isinstance(s, Exception):
+            out.append({"Method": method_label(method), "Noise": "not available", "σ (Gaussian std)": "-",
+                        "β (inverse scale)": "-", "ρ (extra L2)": "-", "Noise multiplier": "-", "Per-query ε": "-",
+                        "Per-query δ": "-", "Threshold": "-", "Sensitivity": "-", "Formula": "", "Notes": str(s)})
+            continue
+        out.append({
+            "Method": method_label(method),
+            "Noise": noise_name(s.noise),
+            "σ (Gaussian std)": format_number(s.sigma, 4),
+            "β (inverse scale)": format_number(s.beta, 4),
+            "ρ (extra L2)": format_number(s.rho, 4),
+            "Noise multiplier": format_number(s.noise_multiplier, 4),
+            "Per-query ε": format_number(s.per_query_epsilon, 4),
+            "Per-query δ": format_number(s.per_query_delta, 3),
+            "Threshold": format_number(getattr(s, "threshold", None), 4),
+            "Sensitivity": format_number(s.sensitivity, 4),
+            "Formula": s.formula,
+            "Notes": "; ".join(s.notes) if with_notes else "",
+        })
+    return pd.DataFrame(out)
