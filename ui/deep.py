@@ -91,11 +91,11 @@ def cancel_notice(key: str) -> None:
         st.info("Cancelled; finished trainings are cached and the one in progress resumes from its checkpoint.")
 
 
-#: Measured on one H100 (2026-11-23, docs/gpu/2026-11-23_fig7.txt): the paper preset on Fashion-MNIST with
-#: 10 DP-SGD and 50 teacher epochs took about 70 s per epsilon (60,000 x 10 examples: ~8,600 per second,
-#: sampling, augmentation and evaluation included), ~55 s for the 16 teachers (~54,000 per second) and 73 s
-#: for the non-private reference (~41,000 per second).
-H100_EXAMPLES_PER_S = {"dpsgd": 8_600.0, "teachers": 54_000.0, "reference": 41_000.0}
+#: Measured on one H100 (2026-11-23, docs/figures/fig7a_fashion-mnist_resnet20_h100_e10_t50.csv): the paper
+#: preset on Fashion-MNIST with 10 DP-SGD and 50 teacher epochs took 72.7 s per epsilon on average (60,000 x 10
+#: examples: ~8,250 per second, sampling, augmentation and evaluation included), ~54 s for the 16 teachers
+#: (by subtraction from the 490 s total: ~56,000 per second) and 73.0 s for the non-private reference (~41,000).
+H100_EXAMPLES_PER_S = {"dpsgd": 8_250.0, "teachers": 56_000.0, "reference": 41_000.0}
 
 
 def gpu_work_text(dataset: str) -> str:

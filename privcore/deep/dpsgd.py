@@ -84,7 +84,7 @@ def per_sample_grads(model: nn.Module, params: dict[str, torch.Tensor], buffers:
     def loss(p: dict[str, torch.Tensor], xi: torch.Tensor, yi: torch.Tensor) -> torch.Tensor:
         with torch.autocast(dev, dtype=torch.bfloat16, enabled=amp and dev == "cuda"):
             out = functional_call(model, (p, buffers), (xi.unsqueeze(0),))
-        return F.cross_entropy(out.float(), yi.unsqueeze(0))
+        return F.cross_entropy(out.to(torch.promote_types(out.dtype, torch.float32)), yi.unsqueeze(0))  # bf16 -> fp32
 
     return vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)
 

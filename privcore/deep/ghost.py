@@ -47,11 +47,12 @@ _LAYERS = (nn.Linear, nn.Conv2d, nn.GroupNorm)
 # A convolution's norms take the Gram (ghost-norm) route when GHOST_FACTOR[device] L^2 <= C_out C_in k k,
 # else its per-example weight gradients. Both are exact. On a CPU the per-example route was faster
 # for every layer of both models (unfold is slow there: ResNet-20's last stage 8.5 ms against 40 ms
-# at batch 32), so the CPU never takes the Gram route; elsewhere the usual mixed rule (factor 1).
-# On an H100 per-example gradients throughout (factor inf) were faster for ResNet-20 at batch 600
-# (9,031 / 9,504 against 7,700 / 8,036 examples/s, docs/gpu/2026-11-23_deep_variants_run*.txt); not
-# changed, since "auto" takes torch.func on CUDA, faster than either.
-GHOST_FACTOR: dict[str, float] = {"cpu": math.inf, "cuda": 1.0}
+# at batch 32), so the CPU never takes the Gram route. On an H100 per-example gradients throughout
+# (factor inf) were faster than the usual mixed rule (factor 1) for ResNet-20 at batch 600 (9,031 /
+# 9,504 against 7,700 / 8,036 examples/s, docs/gpu/2026-11-23_deep_variants_run*.txt), so CUDA takes
+# them too (only an explicit clipping="ghost" uses this on CUDA: "auto" takes torch.func there).
+# Other devices: the mixed rule.
+GHOST_FACTOR: dict[str, float] = {"cpu": math.inf, "cuda": math.inf}
 # How a layer's per-example weight gradients are formed: "grouped" (one grouped convolution weight
 # backward, the batch folded into the channels; fastest on a CPU) or "unfold" (unfold + one batched
 # matrix product, as Opacus does).
@@ -133,7 +134,7 @@ def ghost_clip_and_sum(model: nn.Module, params: dict[str, torch.Tensor], buffer
         with torch.enable_grad():
             with torch.autocast(dev, dtype=torch.bfloat16, enabled=amp and dev == "cuda"):
                 out = functional_call(model, (live, buffers), (x.detach(),))
-            loss = F.cross_entropy(out.float(), y, reduction="sum")
+            loss = F.cross_entropy(out.to(torch.promote_types(out.dtype, torch.float32)), y, reduction="sum")
             if len({id(m) for m, _, _ in records}) != len(records):
                 raise ValueError("ghost clipping needs every layer to be used once per forward pass")
             grads = torch.autograd.grad(loss, [o for _, _, o in records])
