@@ -58,10 +58,14 @@ def _old_default_link() -> None:
 
 old_links = [st.Page(_old_default_link, title=_PAGES[0][1], url_path=_PAGES[0][3], visibility="hidden")]
 nav = st.navigation(pages + old_links)
-_start_warm_up()
-if nav.url_path in {p.url_path for p in old_links}:
+if __name__ != "__mp_main__":  # not in a child process that merely re-imports this file (see below)
+    _start_warm_up()
+# Outside a Streamlit runtime (e.g. a process that re-imports this file as its __main__, as
+# multiprocessing's spawn does for Dask workers started from a test session) pages have no path.
+current = getattr(nav, "url_path", "")
+if current == _PAGES[0][3]:  # an old link to the default page
     nav.run()  # switches to the page at once
-elif nav.url_path in {url for *_, url, shared in _PAGES if not shared}:
+elif current in {url for *_, url, shared in _PAGES if not shared}:
     sidebar.own_settings_note()  # the linear pages' sidebar would do nothing here
     nav.run()
 else:
