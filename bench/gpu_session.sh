@@ -5,6 +5,7 @@
 #   bash bench/gpu_session.sh checks          # pytest -m gpu, bench_deep.py on CUDA, bench_engine.py --max-n 1e6
 #   bash bench/gpu_session.sh PART [PART...]  # any of: deep deep-variants pytest engine ghost-check large-n fig7
 #   FIG7_ARGS="--epochs 10" bash bench/gpu_session.sh fig7   # Figure 7 with arguments of `privcore deep`
+#   (FIG7_PRESET / FIG7_DEVICE: another preset or device, e.g. cpu-small on cpu to try the resume here)
 #
 # The machine's own torch (2.11 with CUDA) is used; packages it lacks travel as wheels in .whl/ and the
 # Fashion-MNIST idx files in .fmnist/ (both ignored by git, named in the tool's `carry`).
@@ -49,9 +50,17 @@ for part in "$@"; do case "$part" in
     step large_n 200 python3 bench/bench_large_n.py --n 1000000 --device cuda
     tail -40 "$out/large_n.txt" ;;
   fig7)  # FIG7_ARGS: extra arguments of python -m privcore deep (e.g. reduced epochs)
-    step fig7 "${FIG7_LIMIT:-540}" python3 -m privcore deep --dataset fashion-mnist --preset paper --device cuda \
-      --figure7 "$out" ${FIG7_ARGS:-}
-    tail -30 "$out/fig7.txt" ;;
+    # Across leases: a carried .fig7cache/ (finished points, the checkpoint in progress) seeds the result cache,
+    # and the cache comes back as $out/fig7_cache.tgz.part-* (15 MB pieces); see docs/gpu/README.md.
+    if [ -d .fig7cache ]; then mkdir -p "$PRIVCORE_CACHE" && cp -r .fig7cache/. "$PRIVCORE_CACHE/"; fi
+    step fig7 "${FIG7_LIMIT:-540}" python3 -m privcore deep --dataset fashion-mnist --preset "${FIG7_PRESET:-paper}" \
+      --device "${FIG7_DEVICE:-cuda}" --figure7 "$out" ${FIG7_ARGS:-}
+    tail -30 "$out/fig7.txt"
+    rm -f "$out"/fig7_cache.tgz.part-*
+    tar -C "$PRIVCORE_CACHE" -cf - . | gzip -1 | split -b 15m - "$out/fig7_cache.tgz.part-"
+    parts=$(ls "$out"/fig7_cache.tgz.part-* | wc -l)
+    echo "result cache: $parts piece(s) of at most 15 MB in $out" | tee -a "$out/summary.txt"
+    [ "$parts" -le 3 ] || echo "WARNING: more than 3 pieces: some will not come back (8 files per call)" ;;
   *) echo "unknown part $part"; exit 2 ;;
 esac; done
 cat "$out/summary.txt"
