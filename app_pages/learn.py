@@ -179,7 +179,7 @@ elif section == SECTIONS[3]:
 
 # ---------------------------------------------------------------- 5. method cards
 else:
-    st.subheader("The five methods")
+    st.subheader("The methods")
     info = side.info
     cur = controls.current_setting()
     from privcore import Problem

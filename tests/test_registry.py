@@ -116,3 +116,14 @@ def test_every_two_methods_have_clearly_different_colours():
     for (a, ca), (b, cb) in itertools.combinations(colours.items(), 2):
         assert math.dist(_lab(ca), _lab(cb)) >= 25, (a, b, ca, cb)
     assert math.dist(_lab("#E69F00"), _lab("#B8860B")) < 25  # the check would have caught the old pair
+
+
+def test_every_abstaining_method_says_so_among_its_standing_caveats():
+    """Abstentions count as wrong answers: each method that can abstain lists that caveat (the walk-through found
+    sparse vector's accuracy under chance with nothing on the page saying why)."""
+    from privcore.methods import REGISTRY
+
+    abstaining = [m for m in REGISTRY.values() if m.abstains]
+    assert len(abstaining) >= 2
+    for m in abstaining:
+        assert any("abstain" in c for c in m.caveats), m.name

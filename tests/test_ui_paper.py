@@ -41,3 +41,13 @@ def test_a_method_left_out_at_some_points_of_the_axis_still_runs_at_the_others()
     fig3.values = (0.0, 1e-5)
     methods, notes, partly = paper.runnable_methods(fig3, Setting(), INFO)
     assert "dpsgd" in partly and "prediction_sensitivity" not in partly
+
+
+def test_the_note_on_methods_left_out_at_delta_zero_agrees_in_number():
+    from ui import paper
+
+    if len(paper._LEFT_OUT) == 1:
+        assert paper._PURE_NOTE.endswith(" needs δ > 0 and is left out.")
+    else:
+        assert paper._PURE_NOTE.endswith(" need δ > 0 and are left out.")
+    assert paper._PURE_NOTE.startswith(paper._LEFT_OUT[0])

@@ -34,6 +34,18 @@ def test_make_spec_carries_every_knob_and_leaves_out_what_cannot_run():
     assert not errors and any("left out" in w for w in warnings)
 
 
+def test_the_n_map_leaves_out_methods_without_a_guarantee_at_this_delta():
+    """Who wins' epsilon x N map at delta = 0: DP-SGD is left out of the spec (the page's top box says so),
+    instead of the engine warning once per method under the map; varying delta keeps every method."""
+    s = Setting(delta=0.0, methods=("model_sensitivity", "dpsgd", "subsample_aggregate"))
+    spec = setting.make_spec(SIDE, s, epsilons=(1.0,), vary="n", values=(400, 800))
+    assert spec.methods == ("model_sensitivity", "subsample_aggregate")
+    spec = setting.make_spec(SIDE, s, epsilons=(1.0,), vary="delta", values=(0.0, 1e-5))
+    assert "dpsgd" in spec.methods
+    s = Setting(delta=1e-5, methods=("model_sensitivity", "dpsgd"))
+    assert setting.make_spec(SIDE, s, epsilons=(1.0,), vary="n", values=(400,)).methods == ("model_sensitivity", "dpsgd")
+
+
 def test_setting_problems_errors_when_nothing_can_run():
     errors, _ = setting.setting_problems(SIDE, Setting(delta=0.0, methods=("dpsgd",)))
     assert any("None of the chosen methods" in e for e in errors)

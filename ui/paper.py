@@ -40,7 +40,9 @@ PAPER_FINDINGS: dict[str, str] = {
 ALL_METHODS: tuple[str, ...] = tuple(m for m in REGISTRY if REGISTRY[m].from_paper)
 #: The methods with a pure-DP (delta = 0) guarantee, and a note naming the ones left out.
 _PURE: tuple[str, ...] = tuple(m for m in ALL_METHODS if REGISTRY[m].supports(0.0))
-_PURE_NOTE = " and ".join(REGISTRY[m].label for m in ALL_METHODS if m not in _PURE) + " need δ > 0 and are left out."
+_LEFT_OUT = [REGISTRY[m].label for m in ALL_METHODS if m not in _PURE]
+_PURE_NOTE = " and ".join(_LEFT_OUT) + (" needs δ > 0 and is left out." if len(_LEFT_OUT) == 1
+                                        else " need δ > 0 and are left out.")
 
 
 def _figure6(axis: str) -> tuple[str, ...]:

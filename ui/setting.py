@@ -242,6 +242,10 @@ def make_spec(side: SidebarSettings, s: Setting, *, epsilons: Sequence[float], v
     meths = tuple(methods if methods is not None else s.methods)
     if vary not in ("delta", "n"):  # methods that cannot run here are left out (setting_problems says why)
         meths = available_methods(s, s.effective_n(side.info), meths) or meths
+    elif vary == "n":  # N varies, delta does not: methods without a guarantee at this delta are left out too
+        from privcore.methods import get_method
+
+        meths = tuple(m for m in meths if get_method(m).supports(float(s.delta))) or meths
     augment = bool(s.augment or (s.n is not None and side.info is not None and s.n > side.info.train_rows(s.classes)))
     return SweepSpec(
         data=side.data_spec(n=s.n, dim=s.dim, classes=s.classes, augment=augment),

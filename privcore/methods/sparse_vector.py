@@ -97,6 +97,8 @@ class SparseVectorAggregate(TeacherVoteMethod):
     uses_budget = True
     releases = "labels"
     abstains = True
+    caveats = ("Sparse vector abstains once its budget of unstable queries is spent; abstentions count as wrong "
+               "answers (the answered fraction is shown beside the accuracy), so its accuracy can fall below chance.",)
     summary = ("Teachers vote; queries whose majority is stable (far from a tie, tested by the sparse vector "
                "technique) are answered for free, at most c = B/4 unstable ones pay for a noisy vote "
                "(Bassily, Thakkar, Thakurta 2018).")
