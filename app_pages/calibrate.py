@@ -52,9 +52,14 @@ except (ValueError, TypeError) as err:  # a method's own rules (T <= N, batch <=
     display.show_error(err, prefix="Invalid problem")
     st.stop()
 
+if side.accounting == "paper":  # the published sensitivity, which assumes the exact minimiser
+    sens_text = f"sensitivity 2K/(Nλ) = **{format_number(problem.sensitivity, 4)}** (exact minimiser, as published)"
+else:  # what model and prediction sensitivity calibrate to: the solver's certified gradient norm g included
+    sens_text = (f"sensitivity 2K/(Nλ) + 2g/λ = **{format_number(problem.certified_sensitivity, 4)}** (g: the "
+                 f"solver's certified gradient norm; the exact minimiser's 2K/(Nλ) is "
+                 f"{format_number(problem.sensitivity, 4)})")
 st.markdown(f"N = {problem.n:,}, D = {problem.dim}, C = {problem.classes}, λ = {format_number(problem.lam)} → "
-            f"sensitivity 2K/(Nλ) = **{format_number(problem.sensitivity, 4)}**; DP-SGD: q = "
-            f"{format_number(problem.sample_rate, 3)}, {problem.steps:,} steps.")
+            f"{sens_text}; DP-SGD: q = {format_number(problem.sample_rate, 3)}, {problem.steps:,} steps.")
 
 with st.spinner("Calibrating..."):
     scales = calibrate_all(target, problem, side.accounting)

@@ -38,3 +38,22 @@ def test_calibrate_too_many_teachers_blocks_only_that_method():
     assert any("teachers must be at most N = 100" in w for w in texts(at.warning))
     # the other methods are still calibrated, even at delta = 0 with a batch larger than N
     assert "Model sensitivity" in set(at.dataframe[0].value["Method"])
+
+
+def test_the_sensitivity_line_is_the_one_the_table_calibrates_to():
+    """The bold sensitivity equals the table's Δ of model sensitivity (2K/(Nλ) + 2g/λ), not the exact minimiser's
+    2K/(Nλ) (a browser check saw 0.7071 above a table saying 0.7142); `paper` accounting shows the published one."""
+    at = app(delta="0").run()
+    at.switch_page("app_pages/calibrate.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    delta_col = "Sensitivity"  # shown as Δ
+    ms = table[table["Method"] == "Model sensitivity"][delta_col].iloc[0]
+    line = next(t for t in texts(at.markdown) if "sensitivity 2K/(Nλ)" in t)
+    bold = line.split("**")[1]
+    assert abs(float(bold) - float(ms)) <= 1e-3 * float(ms), (bold, ms)
+    assert "2g/λ" in line
+    at = app(delta="0", accounting='"paper"').run()
+    at.switch_page("app_pages/calibrate.py").run()
+    assert not at.exception
+    assert any("(exact minimiser, as published)" in t for t in texts(at.markdown))
