@@ -95,8 +95,8 @@ def test_the_float32_noise_std_is_never_below_the_calibrated_one():
 
 
 def test_the_clipped_sum_is_taken_in_full_float32(ctx, monkeypatch):
-    """Every step's clipped sum runs inside privcore.precision.exact_fp32 (no TF32 on CUDA even when the
-    user turned it on globally); the result is unchanged."""
+    """The training (every step's clipped sum) runs inside privcore.precision.exact_fp32, entered once (no TF32
+    on CUDA even when the user turned it on globally); the result is unchanged."""
     import contextlib
 
     from privcore import precision
@@ -113,5 +113,5 @@ def test_the_clipped_sum_is_taken_in_full_float32(ctx, monkeypatch):
     plain = m.release(ctx, [scale], 1)
     monkeypatch.setattr(precision, "exact_fp32", recording)
     again = m.release(ctx, [scale], 1)
-    assert len(seen) == ctx.problem.steps and set(seen) == {"cpu"}
+    assert seen == ["cpu"]
     assert torch.equal(plain, again)

@@ -156,29 +156,32 @@ class DPSGD(Method):
         xnorm_ext = x_ext.norm(dim=1)
         minus_one = torch.full((1, 1, 1, 1), -1.0, device=ctx.device)
         done = 0
-        for chunk in _chunks(pb.steps, n, d * c):
-            idx_chunk, sizes, unit_chunk = _draw_chunk(gens, chunk, n, q, d, c, ctx.device)
-            unit_t = unit_chunk.transpose(2, 3).contiguous()  # [R, chunk, C, D]: the draws of [R, chunk, D, C]
-            for s in range(chunk):
-                ctx.checkpoint(done / pb.steps)
-                done += 1
-                idx = idx_chunk[:, s, : sizes[s]]  # [R, b]: selected rows, then padding with row n
-                size = idx.shape[1]
-                flat = idx.flatten()  # index_select is 2-3x faster than advanced indexing on CPU
-                xb = torch.index_select(x_ext, 0, flat).view(repeats, size, d)  # [R, b, D]
-                yb = torch.index_select(y_ext, 0, flat).view(repeats, size)
-                probs = torch.softmax(torch.bmm(xb, theta.transpose(1, 2)).view(repeats, size, e_count, c), dim=3)
-                probs.scatter_add_(3, yb.view(repeats, size, 1, 1).expand(repeats, size, e_count, 1),
-                                   minus_one.expand(repeats, size, e_count, 1))
-                resid = probs  # p - y, in place
-                # Per-example gradient norms [R, b, E]: ||x_n|| ||p_n - y_n||.
-                norms = torch.index_select(xnorm_ext, 0, flat).view(repeats, size, 1) * resid.norm(dim=3)
-                factor = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
-                clipped = (resid * factor.unsqueeze(3)).view(repeats, size, e_count * c).transpose(1, 2).contiguous()
-                with exact_fp32(clipped.device):  # no TF32 even if the user turned it on (privcore/precision.py)
+        # The clipped sums in full float32, no TF32 even if the user turned it on (privcore/precision.py);
+        # entered once for the whole training, not per step.
+        with exact_fp32(ctx.device):
+            for chunk in _chunks(pb.steps, n, d * c):
+                idx_chunk, sizes, unit_chunk = _draw_chunk(gens, chunk, n, q, d, c, ctx.device)
+                unit_t = unit_chunk.transpose(2, 3).contiguous()  # [R, chunk, C, D]: the draws of [R, chunk, D, C]
+                for s in range(chunk):
+                    ctx.checkpoint(done / pb.steps)
+                    done += 1
+                    idx = idx_chunk[:, s, : sizes[s]]  # [R, b]: selected rows, then padding with row n
+                    size = idx.shape[1]
+                    flat = idx.flatten()  # index_select is 2-3x faster than advanced indexing on CPU
+                    xb = torch.index_select(x_ext, 0, flat).view(repeats, size, d)  # [R, b, D]
+                    yb = torch.index_select(y_ext, 0, flat).view(repeats, size)
+                    probs = torch.softmax(torch.bmm(xb, theta.transpose(1, 2)).view(repeats, size, e_count, c), dim=3)
+                    probs.scatter_add_(3, yb.view(repeats, size, 1, 1).expand(repeats, size, e_count, 1),
+                                       minus_one.expand(repeats, size, e_count, 1))
+                    resid = probs  # p - y, in place
+                    # Per-example gradient norms [R, b, E]: ||x_n|| ||p_n - y_n||.
+                    norms = torch.index_select(xnorm_ext, 0, flat).view(repeats, size, 1) * resid.norm(dim=3)
+                    factor = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
+                    clipped = (resid * factor.unsqueeze(3)).view(repeats, size, e_count * c)
+                    clipped = clipped.transpose(1, 2).contiguous()
                     grad_sum = torch.bmm(clipped, xb)  # [R, E C, D]: sum of the clipped per-example gradients
-                noise = unit_t[:, s].unsqueeze(1) * noise_scale  # [R, E, C, D]
-                theta.add_(grad_sum.add_(noise.view(repeats, e_count * c, d)), alpha=step_scale)
+                    noise = unit_t[:, s].unsqueeze(1) * noise_scale  # [R, E, C, D]
+                    theta.add_(grad_sum.add_(noise.view(repeats, e_count * c, d)), alpha=step_scale)
         return theta.view(repeats, e_count, c, d).permute(1, 0, 3, 2).contiguous()  # [E, R, D, C]
 
 
