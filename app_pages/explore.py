@@ -50,6 +50,18 @@ rec_area = st.container()
 tab_key = state.bind("tab", normalise=lambda v: TABS.get(v, v) if v in TABS else (v if v in LABEL_TO_AXIS else TABS["epsilon"]))
 tabs = st.tabs(list(TABS.values()), key=tab_key, on_change="rerun")
 active = state.commit("tab", LABEL_TO_AXIS.get(st.session_state.get(tab_key), "epsilon"))
+with tabs[list(TABS).index(active)]:
+    tab_controls = st.container()  # the band choice and the curve's own range controls
+    chart_slot = st.empty()        # the curve; on a first visit an empty frame at once, so the browser
+    if not progress.has_previous(f"fig_{active}"):  # loads its chart code while the setting computes
+        with chart_slot:
+            display.show_figure(curve_figure([], active, title="", log_x=True, empty_text="Computing…"),
+                                key=f"fig_{active}_frame")
+    with tab_controls:
+        band = state.commit("band", st.radio(
+            "Bands around each curve", list(BANDS), key=state.bind("band"), format_func=BANDS.get, horizontal=True,
+            help="±1 sd: the spread of single runs. 95 % CI: where the mean of the R runs lies (1.96 sd/√R), "
+                 "to judge whether two curves really differ."))
 table_area = st.container()
 target_area = st.container()  # the inverse view (filled from the ε curve), below the noise table
 
@@ -95,7 +107,7 @@ if point_spec is None:
 with rec_area:  # progress (and a cancelled notice) where the recommendation will appear
     point = progress.run_with_progress(point_spec, key="point", label="Current setting")
 if point is None:  # failed, cancelled or waiting for its Compute click: the previous chart stays
-    with tabs[list(TABS).index(active)]:
+    with chart_slot.container():
         progress.show_previous(f"fig_{active}")
     st.stop()
 display.show_warnings(point.warnings)
@@ -131,7 +143,7 @@ def curve_tab(axis: str) -> None:
     info = side.info
     n_eff = s.effective_n(info)
     if axis == "epsilon":
-        c1, c2 = st.columns(2)
+        c1, c2 = tab_controls.columns(2)
         lo = controls.log_select("eps_min", "Smallest ε on the curve", [e for e in controls.EPS_GRID if e <= 10], container=c1)
         hi = controls.log_select("eps_max", "Largest ε on the curve", [e for e in controls.EPS_GRID if e >= 1], container=c2)
         eps = setting.curve_epsilons(lo, hi, current=s.eps)
@@ -172,27 +184,29 @@ def curve_tab(axis: str) -> None:
                            current=current, band=band)
         return add_caption(fig, settings_of(spec, rows, dataset=userdata.dataset_label(side)))
 
-    early, pending = st.empty(), st.empty()
+    pending = st.empty()
     quick = progress.quick_part(spec)
     quick_key = f"curve_{axis}_quick"
     first = progress.run_with_progress(quick, key=quick_key, label="Quick methods") if quick else None
     if quick is not None and first is None and progress.was_cancelled(quick, quick_key):
-        progress.show_previous(f"fig_{axis}")
+        with chart_slot.container():
+            progress.show_previous(f"fig_{axis}")
         return  # one Cancel stops the whole curve; its Resume box is shown
     if first is not None:
-        with early.container():
+        with chart_slot:
             display.show_figure(chart(score_rows(first.rows, answered_only)), key=f"fig_{axis}_quick")
         pending.caption("Loss perturbation and DP-SGD train once per release and follow in a few seconds.")
     res = progress.run_with_progress(spec, key=f"curve_{axis}", label=f"Curve {TABS[axis]}")
     pending.empty()
     if res is None:  # cancelled, failed (said inline) or waiting for a click: the quick chart, if any, stays
         if first is None:
-            progress.show_previous(f"fig_{axis}")
+            with chart_slot.container():
+                progress.show_previous(f"fig_{axis}")
         return
-    early.empty()
     rows = score_rows(res.rows, answered_only)
     fig = chart(rows)
-    display.show_figure(fig, key=f"fig_{axis}")
+    with chart_slot:
+        display.show_figure(fig, key=f"fig_{axis}")
     st.markdown(describe(rows, x, xname))
     if note:
         st.caption(note)
@@ -204,11 +218,5 @@ def curve_tab(axis: str) -> None:
             inverse.target_section(rows, s.budget, n_eff, answered_only)
 
 
-for axis, tab in zip(TABS, tabs):
-    if axis == active:
-        with tab:
-            band = state.commit("band", st.radio(
-                "Bands around each curve", list(BANDS), key=state.bind("band"), format_func=BANDS.get, horizontal=True,
-                help="±1 sd: the spread of single runs. 95 % CI: where the mean of the R runs lies (1.96 sd/√R), "
-                     "to judge whether two curves really differ."))
-            curve_tab(axis)
+with tabs[list(TABS).index(active)]:
+    curve_tab(active)

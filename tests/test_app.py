@@ -23,3 +23,18 @@ def test_app_runs_outside_a_streamlit_runtime(tmp_path):
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "ran" in out.stdout
+
+
+def test_streamlit_run_finds_an_st_app_whose_lifespan_warms_up(tmp_path):
+    """``streamlit run app.py`` imports app.py as the module ``app`` outside a session: it must define
+    ``app``, an ``st.App`` serving this same file (no page is drawn there). Its lifespan is ui.warmup's
+    (tests/test_ui_warmup.py), and tests/test_browser.py serves it for real."""
+    code = ("import runpy, sys; sys.path.insert(0, sys.argv[1]); import streamlit as st; "
+                        "ns = runpy.run_path(sys.argv[1] + '/app.py', run_name='app'); a = ns['app']; "
+            "assert isinstance(a, st.App), type(a); "
+            "print('script', a.script_path); print('ok')")
+    env = {"PRIVCORE_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT)], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "ok" in out.stdout and str(ROOT / "app.py") in out.stdout

@@ -30,11 +30,11 @@ def test_values_round_trip_through_params(name, value):
     assert values.get(name, state.FIELDS[name].default) == value
 
 
-def test_to_params_only_writes_non_defaults_and_is_json():
+def test_to_params_only_writes_non_defaults_as_json_or_bare_words():
     params = state.to_params({"eps": 3.0, "budget": 100, "lam": "auto", "methods": ["dpsgd"]})
     assert "eps" not in params                       # default
     assert params["budget"] == "100"
-    assert params["lam"] == '"auto"'
+    assert params["lam"] == "auto"                   # a bare word (decode reads it back)
     assert params["methods"] == '["dpsgd"]'
 
 
@@ -233,3 +233,23 @@ def test_unknown_parameters_are_reported_once_and_removed():
     assert set(at.query_params) == {"eps", "lk_refs"}
     at.run()
     assert not at.warning
+
+
+def test_words_go_bare_into_the_url_and_json_lookalikes_keep_their_quotes():
+    assert state.encode("tight") == "tight" and state.encode("mnist-5k") == "mnist-5k"
+    assert state.encode("auto") == "auto"
+    for text in ("true", "1", "null", "[1]", '"x"', "", " padded"):
+        assert state.encode(text) == json.dumps(text)
+    assert state.to_params({"accounting": "tight"}) == {"accounting": "tight"}
+    assert state.decode("accounting", state.encode("tight")) == "tight"
+
+
+@settings(max_examples=300, deadline=None)
+@given(hst.text(max_size=20))
+def test_every_string_reads_back_as_itself(text):
+    raw = state.encode(text)
+    try:
+        back = json.loads(raw)
+    except ValueError:  # what decode() does with a bare word
+        back = raw
+    assert back == text

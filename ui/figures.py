@@ -206,7 +206,7 @@ def _ordered_methods(methods: Iterable[str]) -> list[str]:
 def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x: bool,
                  current: float | None = None, y_title: str = "Test accuracy",
                  x_title: str | None = None, chance: float | None = None, height: int = 480,
-                 band: str = "sd") -> go.Figure:
+                 band: str = "sd", empty_text: str = "No results to show") -> go.Figure:
     """Accuracy of every method along column ``x`` of result rows.
 
     rows: result rows of :func:`privcore.engine.runner.run_sweep` (``method``, ``accuracy_mean``,
@@ -216,7 +216,7 @@ def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x
     rows become a dashed reference line (horizontal when they have a single or infinite x);
     ``current`` draws a dotted vertical line at the current setting; ``chance`` (default 1/C from
     the rows' ``classes``) a dotted grey line. On a log axis, non-positive x (e.g. delta = 0) is
-    left out and said so in a note under the chart.
+    left out and said so in a note under the chart. Without rows the frame says ``empty_text``.
     """
     fig = go.Figure()
     by_method: dict[str, list[tuple[float, float, float]]] = {}
@@ -294,7 +294,7 @@ def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x
                                 x=0.99, y=0.02, xanchor="right", yanchor="bottom", showarrow=False,
                                 font=dict(size=12, color="#555555")))
     if not by_method:
-        annotations.append(dict(text="No results to show", xref="paper", yref="paper", x=0.5, y=0.5,
+        annotations.append(dict(text=empty_text, xref="paper", yref="paper", x=0.5, y=0.5,
                                 showarrow=False, font=dict(size=16, color="#555555")))
     xaxis = dict(title=dict(text=x_title or AXIS_TITLES.get(x, x)), type="log" if log_x else "linear")
     ticks = log_tickvals(finite_x) if log_x else None

@@ -16,7 +16,7 @@ import streamlit as st
 from .display import show_error
 
 __all__ = ["run_with_progress", "quick_part", "was_cancelled", "device_text", "fmt_seconds", "estimate_seconds",
-           "compute_approved", "show_previous"]
+           "compute_approved", "show_previous", "has_previous"]
 
 
 def device_text(device: str) -> str:
@@ -158,15 +158,25 @@ def compute_approved(key: str, sig: str, label: str, predicted: float | None, de
     return False
 
 
+def _previous_key(key: str) -> str | None:
+    shown = st.session_state.get("_last_figures", {})
+    latest = [k for k in shown if k in (key, f"{key}_quick")]  # the full chart, or the quick one drawn first
+    return latest[-1] if latest else None
+
+
+def has_previous(key: str) -> bool:
+    """Whether this session has drawn a chart under ``key`` (or ``key + "_quick"``)."""
+    return _previous_key(key) is not None
+
+
 def show_previous(key: str) -> bool:
     """Draw the last chart remembered under ``key`` (or ``key + "_quick"``, whichever was drawn
     last) when the new one was cancelled or waits for a click, so Cancel keeps the previous chart
     (its title still names its own setting). Returns whether there was one."""
     from .display import show_figure
 
-    shown = st.session_state.get("_last_figures", {})
-    latest = [k for k in shown if k in (key, f"{key}_quick")]  # the full chart, or the quick one drawn first
-    fig = shown[latest[-1]] if latest else None
+    latest = _previous_key(key)
+    fig = None if latest is None else st.session_state["_last_figures"][latest]
     if fig is None:
         return False
     st.caption("Previous chart, kept while the new setting is not computed (its title names its setting).")

@@ -182,7 +182,15 @@ MAX_VALUE_CHARS = 100_000
 
 
 def encode(value: Any) -> str:
-    """Compact JSON text of a value (what goes into the URL)."""
+    """Compact JSON text of a value (what goes into the URL); a string that is not itself JSON text
+    goes bare (``accounting=tight``, not ``accounting=%22tight%22``): :func:`decode` reads it back as
+    the same string, while ``"true"`` or ``"1"`` keep their quotes so that they stay strings."""
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except ValueError:  # json.JSONDecodeError: not JSON, so decode() keeps it as the word it is
+            if value and value == value.strip():
+                return value
     return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 

@@ -1,31 +1,43 @@
 """The dashboard's start-up warm-up: pay the first visit's costs before anyone asks.
 
-Run once per server process in a background thread (see ``app.py``). It imports DP-SGD's
-accountant and loads the default data (:func:`privcore.engine.warmup.warm_up`), then computes
-what the Explore page shows first with every control at its default, into the disk cache. A
-visitor who arrives while that is under way waits for the same computation instead of repeating
-it (:func:`privcore.engine.runner.run_sweep` runs identical specs once per process): the specs
-and their order are the page's own (:func:`ui.setting.explore_plan`), so none is computed twice.
+:func:`start` runs :func:`warm_all` once per server process in a background thread: when the
+server starts (``streamlit run app.py`` builds an ``st.App`` whose lifespan calls it, see
+``app.py``), and again, as a no-op, from the first page run (a server started some other way).
+It imports DP-SGD's accountant and loads the default data (:func:`privcore.engine.warmup.warm_up`),
+then computes what the Explore page shows first with every control at its default, into the disk
+cache. A visitor who arrives while that is under way waits for the same computation instead of
+repeating it (:func:`privcore.engine.runner.run_sweep` runs identical specs once per process): the
+specs and their order are the page's own (:func:`ui.setting.explore_plan`), so none is computed
+twice.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Any
+import os
+import threading
+import time
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Callable
 
-__all__ = ["warm_default_view"]
+__all__ = ["warm_default_view", "warm_all", "start", "stop", "lifespan"]
 
 _LOG = logging.getLogger(__name__)
+_START_LOCK = threading.Lock()
+_THREAD: list[threading.Thread] = []
+_STOP = threading.Event()
 
 
-def warm_default_view(values: dict[str, Any] | None = None) -> int:
+def warm_default_view(values: dict[str, Any] | None = None, cancel: Callable[[], bool] | None = None) -> int:
     """Compute the Explore page's first specs for ``values`` (default: every control's default).
 
     Returns the number of points computed (0 when all were cached). Never raises: a failure is
-    logged, and the page then computes on demand as usual.
+    logged, and the page then computes on demand as usual. ``cancel`` (polled between and inside
+    sweeps) stops it early; finished points stay cached.
     """
     try:
-        from privcore.engine.runner import run_sweep
+        from privcore.engine.runner import SweepCancelled, run_sweep
         from privcore.engine.warmup import warm_up
 
         from . import state
@@ -35,7 +47,59 @@ def warm_default_view(values: dict[str, Any] | None = None) -> int:
         dataset = chosen["dataset"]
         warm_up(dataset, chosen["accounting"], wait=False)  # the accountant imports beside the first methods
         info = build_data_info(dataset)
-        return sum(run_sweep(spec).computed for spec in explore_plan(info, values))
+        done = 0
+        for spec in explore_plan(info, values):
+            if cancel is not None and cancel():
+                break
+            try:
+                t0 = time.perf_counter()
+                n = run_sweep(spec, cancel=cancel).computed
+                done += n
+                _LOG.info("warm-up: %d points of %d methods in %.2f s", n, len(spec.methods), time.perf_counter() - t0)
+            except SweepCancelled:
+                break
+        return done
     except Exception:  # noqa: BLE001 - a warm-up must never take the app down
         _LOG.exception("start-up warm-up failed; results will be computed on demand")
         return 0
+
+
+def warm_all() -> None:
+    """The default Explore view first, then kaleido's Chromium for the first export: one after the
+    other, so a first visit does not share its two cores with a browser start-up. Environment:
+    ``PRIVCORE_CORE_WARMUP=0`` / ``PRIVCORE_EXPORT_WARMUP=0`` leave out either part."""
+    if os.environ.get("PRIVCORE_CORE_WARMUP", "1") != "0":
+        warm_default_view(cancel=_STOP.is_set)
+    if os.environ.get("PRIVCORE_EXPORT_WARMUP", "1") != "0" and not _STOP.is_set():
+        from . import export
+
+        export.warm_up()
+
+
+def start() -> bool:
+    """Start :func:`warm_all` in a daemon thread, once per process; True when this call started it."""
+    with _START_LOCK:
+        if _THREAD:
+            return False
+        _STOP.clear()
+        thread = threading.Thread(target=warm_all, name="privcore-warmup", daemon=True)
+        _THREAD.append(thread)
+        thread.start()
+        return True
+
+
+def stop(timeout: float = 5.0) -> None:
+    """Ask a running warm-up to stop (the server is shutting down) and wait up to ``timeout`` s."""
+    _STOP.set()
+    for thread in list(_THREAD):
+        thread.join(timeout)
+
+
+@asynccontextmanager
+async def lifespan(app: Any) -> AsyncIterator[None]:  # noqa: ARG001 - st.App passes itself
+    """``st.App``'s lifespan: start the warm-up as the server starts, stop it as the server stops."""
+    start()
+    try:
+        yield
+    finally:
+        await asyncio.to_thread(stop)
