@@ -160,3 +160,28 @@ def test_csv_numbers_are_short_and_exact():
     text = export.rows_csv([{"a": 0.12065000000000001, "b": 0.1 + 0.2, "p": 3.1e-12, "n": 2 ** 60, "x": [0.1 + 0.2]}],
                            columns=["a", "b", "p", "n", "x"]).decode()
     assert text == f"a,b,p,n,x\n0.12065,0.3,3.1e-12,{2 ** 60},0.3\n"
+
+
+def test_csv_names_each_method_and_carries_the_charts_data_set_and_seed():
+    from ui.figures import method_label
+
+    rows = _rows()
+    text = export.rows_csv(rows, context={"dataset": "digits", "seed": 7, "unused": None}).decode("utf-8")
+    header = text.splitlines()[0].split(",")
+    assert header[:4] == ["dataset", "seed", "method", "method_label"] and "unused" not in header
+    parsed = list(csv.DictReader(io.StringIO(text)))
+    assert {(r["dataset"], r["seed"]) for r in parsed} == {("digits", "7")}
+    assert all(r["method_label"] == method_label(r["method"]) for r in parsed)
+    assert parsed[0]["method_label"] != parsed[0]["method"]   # a display name, not the id
+    explicit = export.rows_csv(rows[:1], columns=["method", "epsilon"], context={"seed": 1}).decode()
+    assert explicit.splitlines()[0] == "seed,method,method_label,epsilon"
+
+
+def test_the_csv_button_takes_data_set_and_seed_from_the_charts_caption():
+    import plotly.graph_objects as go
+
+    from ui.caption import add_caption
+
+    fig = add_caption(go.Figure(), {"dataset": "mnist-5k", "seed": 3, "n": 4000})
+    assert export.csv_context(fig) == {"dataset": "mnist-5k", "seed": 3}
+    assert export.csv_context(go.Figure()) == {}

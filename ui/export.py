@@ -27,7 +27,7 @@ from .caption import meta_json
 
 __all__ = [
     "ExportUnavailable", "IMAGE_FORMATS", "EXPORT_WIDTH", "EXPORT_HEIGHT", "find_browser", "browser_available",
-    "figure_bytes", "figure_html", "embed_metadata", "rows_csv", "export_buttons", "warm_up", "MIME_TYPES",
+    "figure_bytes", "figure_html", "embed_metadata", "rows_csv", "csv_context", "export_buttons", "warm_up", "MIME_TYPES",
 ]
 
 IMAGE_FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
@@ -200,19 +200,37 @@ def _csv_value(value: Any) -> Any:
     return csv_cell(value, nan="")
 
 
-def rows_csv(rows: Sequence[Mapping[str, Any]], columns: Iterable[str] | None = None) -> bytes:
+def rows_csv(rows: Sequence[Mapping[str, Any]], columns: Iterable[str] | None = None, *,
+             context: Mapping[str, Any] | None = None) -> bytes:
     """Result rows as UTF-8 CSV bytes.
 
     Columns: ``columns`` if given, else privcore's :data:`RESULT_COLUMNS` (when every key is one of
-    them) followed by any extra keys in first-seen order. Infinity is written ``inf``, None and NaN empty,
-    other floats in the shortest form that round-trips at 12 significant digits (privcore.csvtext).
+    them) followed by any extra keys in first-seen order. Rows with a ``method`` id also get its
+    display name (``method_label``, right after it). ``context`` ({column: value}, e.g. the data set
+    and seed of the chart) is written first, the same on every row. Infinity is written ``inf``, None
+    and NaN empty, other floats in the shortest form that round-trips at 12 significant digits
+    (privcore.csvtext).
     """
+    context = {k: v for k, v in (context or {}).items() if v is not None}
+    if rows and any("method" in r for r in rows) and not any("method_label" in r for r in rows):
+        from .figures import method_label
+
+        rows = [{**r, "method_label": method_label(r["method"])} if "method" in r else r for r in rows]
+        if columns is not None:
+            columns = [name for c in columns for name in ((c, "method_label") if c == "method" else (c,))]
+    if context:
+        rows = [{**context, **r} for r in rows]
+        if columns is not None:
+            columns = [*context, *(c for c in columns if c not in context)]
     if columns is None:
         try:
             from privcore.engine.runner import RESULT_COLUMNS
             cols = list(RESULT_COLUMNS)
         except Exception:  # noqa: BLE001 - keep working without the engine
             cols = []
+        cols = [*context, *(c for c in cols if c not in context)]
+        if "method" in cols:
+            cols.insert(cols.index("method") + 1, "method_label")
         seen = set(cols)
         present = set()
         for row in rows:
@@ -246,6 +264,13 @@ def _slug(text: str) -> str:
     return keep.strip("-") or "chart"
 
 
+def csv_context(fig: go.Figure) -> dict[str, Any]:
+    """The data set and seed of a chart's caption (:func:`ui.caption.add_caption`), for its CSV rows."""
+    meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
+    settings = meta.get("privcore") if isinstance(meta.get("privcore"), dict) else {}
+    return {k: settings[k] for k in ("dataset", "seed") if k in settings}
+
+
 def export_buttons(fig: go.Figure, rows: Sequence[Mapping[str, Any]] | None, key: str, *,
                    filename: str | None = None) -> None:
     """A row of Streamlit download buttons: PNG, SVG, PDF, HTML and CSV (of ``rows``).
@@ -274,7 +299,8 @@ def export_buttons(fig: go.Figure, rows: Sequence[Mapping[str, Any]] | None, key
     row.download_button("HTML", data=lambda: figure_html(frozen), file_name=f"{base}.html", mime=MIME_TYPES["html"],
                         key=f"{key}_html", on_click="ignore", width="content", help="Interactive chart, works offline")
     if frozen_rows is not None:
-        row.download_button("CSV", data=lambda: rows_csv(frozen_rows), file_name=f"{base}.csv",
+        context = csv_context(fig)
+        row.download_button("CSV", data=lambda: rows_csv(frozen_rows, context=context), file_name=f"{base}.csv",
                             mime=MIME_TYPES["csv"], key=f"{key}_csv", on_click="ignore", width="content",
                             help="The numbers behind the chart")
     if not browser_available():
