@@ -12,8 +12,11 @@ if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run a
 
 import streamlit as st
 
+from privcore.deep.spec import FIG7_B, FIG7_BUDGETS, FIG7_EPS, FIG7_EPSILONS
 from ui import deep
+from ui.caption import add_caption, chart_settings
 from ui.display import show_figure
+from ui.export import export_buttons
 from ui.figures import curve_figure
 
 st.title("Deep models: DP-SGD or subsample-and-aggregate? (Figure 7)")
@@ -23,7 +26,7 @@ st.caption("The paper's Section 4.3 on a deep network with GroupNorm (per-exampl
            "neighbours for every method.")
 
 c1, c2 = st.columns(2)
-dataset = c1.selectbox("Data set", ("fashion-mnist", "cifar-10"), key="deep_dataset",
+dataset = c1.selectbox("Data set", tuple(deep.DATASET_LABELS), format_func=deep.DATASET_LABELS.get, key="deep_dataset",
                        help="Fashion-MNIST comes from Debian's dataset-fashion-mnist package; CIFAR-10 is downloaded "
                             "once (or placed by you) with its checksum.")
 presets = deep.preset_choices()
@@ -41,11 +44,15 @@ if specs and all(g is not None for g in got):
     elif missing:
         deep.cancel_notice("deep_run")
     a, b = st.columns(2)
-    with a:
-        show_figure(curve_figure(deep.panel_rows(got[0][0], 10), "epsilon", title="(a) Accuracy against ε at B = 10",
-                                 log_x=True, chance=0.1), key="deep_fig7a")
-    with b:
-        show_figure(curve_figure(deep.panel_rows(got[1][0]), "budget", title="(b) Accuracy against B at ε = 1",
-                                 log_x=True, chance=0.1), key="deep_fig7b")
+    panels = ((a, deep.panel_rows(got[0][0], FIG7_B), "epsilon", FIG7_EPSILONS, f"(a) Accuracy against ε at B = {FIG7_B}", "a"),
+              (b, deep.panel_rows(got[1][0]), "budget", FIG7_BUDGETS, f"(b) Accuracy against B at ε = {FIG7_EPS:g}", "b"))
+    for column, rows, x, grid, title, name in panels:
+        with column:
+            fig = curve_figure(rows, x, title=title, log_x=True, chance=0.1, x_values=grid,
+                               empty_text="Not computed yet")
+            fig = add_caption(fig, chart_settings(rows, dataset=deep.DATASET_LABELS[dataset], extra={"preset": preset}))
+            show_figure(fig, key=f"deep_fig7{name}")
+            if rows:
+                export_buttons(fig, rows, key=f"deep_export_{name}", filename=f"figure-7{name}-{dataset}-{preset}")
     st.caption("DP-SGD's model serves any number of predictions, so its curve in (b) is flat; the vote methods pay "
                "for each of the B answers. Confident-GNMax's abstentions count as wrong answers.")

@@ -50,13 +50,22 @@ rec_area = st.container()
 tab_key = state.bind("tab", normalise=lambda v: TABS.get(v, v) if v in TABS else (v if v in LABEL_TO_AXIS else TABS["epsilon"]))
 tabs = st.tabs(list(TABS.values()), key=tab_key, on_change="rerun")
 active = state.commit("tab", LABEL_TO_AXIS.get(st.session_state.get(tab_key), "epsilon"))
+
+
+def frame_grid(axis: str) -> tuple[float, ...]:
+    """The x values the empty frame's axis spans (about those of the curve to come)."""
+    if axis == "epsilon":
+        return setting.curve_epsilons(state.get("eps_min"), state.get("eps_max"), current=s.eps)
+    return {"budget": B_VALUES, "delta": DELTA_VALUES}.get(axis, N_VALUES)
+
+
 with tabs[list(TABS).index(active)]:
     tab_controls = st.container()  # the band choice and the curve's own range controls
     chart_slot = st.empty()        # the curve; on a first visit an empty frame at once, so the browser
     if not progress.has_previous(f"fig_{active}"):  # loads its chart code while the setting computes
         with chart_slot:
-            display.show_figure(curve_figure([], active, title="", log_x=True, empty_text="Computing…"),
-                                key=f"fig_{active}_frame")
+            display.show_figure(curve_figure([], active, title="", log_x=True, empty_text="Computing…",
+                                             x_values=frame_grid(active)), key=f"fig_{active}_frame")
     with tab_controls:
         band = state.commit("band", st.radio(
             "Bands around each curve", list(BANDS), key=state.bind("band"), format_func=BANDS.get, horizontal=True,

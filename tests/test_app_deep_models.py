@@ -39,11 +39,19 @@ def test_deep_page_computes_missing_points_and_draws_figure_7(tiny_preset):
     button = [b for b in at.button if b.key == "deep_compute"]
     assert button and "missing points" in button[0].label
     assert len(at.get("plotly_chart")) == 2  # empty charts before computing
+    import json
+
+    axes = [json.loads(c.proto.spec)["layout"]["xaxis"] for c in at.get("plotly_chart")]
+    assert all(10 ** a["range"][1] < 2_000 for a in axes)  # the planned grid, not a log axis to 10^6
+    assert [s.options for s in at.selectbox if s.key == "deep_dataset"] == [["Fashion-MNIST", "CIFAR-10"]]
+    assert not at.get("download_button")  # nothing to export yet
     button[0].click().run()
     assert not at.exception, at.exception
     assert not at.error, texts(at.error)
     assert not [b for b in at.button if b.key == "deep_compute"]  # nothing missing any more
     assert len(at.get("plotly_chart")) == 2
+    keys = {b.proto.id for b in at.get("download_button")}
+    assert sum("deep_export_a_csv" in k for k in keys) == 1 and sum("deep_export_b_csv" in k for k in keys) == 1
 
 
 def test_a_cancelled_training_says_so(tiny_preset, monkeypatch):

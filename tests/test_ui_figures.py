@@ -76,3 +76,10 @@ def test_log_axes_get_one_plain_label_a_decade():
     labels = [t for k, ax in learn.layout.to_plotly_json().items()
               if k.startswith(("xaxis", "yaxis")) and ax.get("type") == "log" for t in ax.get("ticktext", ())]
     assert labels and not any(ch in t for t in labels for ch in "µμpn")  # no SI prefixes
+
+
+def test_an_empty_frame_spans_the_planned_grid_not_plotlys_default():
+    fig = curve_figure([], "epsilon", title="", log_x=True, empty_text="Computing…", x_values=(0.1, 1, 100))
+    assert fig.layout.xaxis.range == pytest.approx((-1.1, 2.1))
+    assert fig.layout.annotations[0].text == "Computing…"
+    assert curve_figure([], "epsilon", title="", log_x=True).layout.xaxis.range is None  # no grid given

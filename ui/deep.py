@@ -12,9 +12,11 @@ import streamlit as st
 from .progress import cancel_clicked, cancellable_bar, device_text
 from .text import escape_markdown, server_safe
 
-__all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "compute", "gpu_work_text", "panel_rows"]
+__all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "compute", "gpu_work_text", "panel_rows",
+           "DATASET_LABELS", "PRESET_LABELS"]
 
 #: What each preset trains, for the page's text (plain numbers from privcore.deep.spec.PRESETS).
+DATASET_LABELS = {"fashion-mnist": "Fashion-MNIST", "cifar-10": "CIFAR-10"}  # data set id -> its name
 PRESET_LABELS = {"cpu-small": "Small CNN on 5,000 Fashion-MNIST images (CPU, about a minute)",
                  "paper": "ResNet-20 (GroupNorm) on all images, the paper's settings (GPU)"}
 

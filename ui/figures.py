@@ -206,7 +206,8 @@ def _ordered_methods(methods: Iterable[str]) -> list[str]:
 def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x: bool,
                  current: float | None = None, y_title: str = "Test accuracy",
                  x_title: str | None = None, chance: float | None = None, height: int = 480,
-                 band: str = "sd", empty_text: str = "No results to show") -> go.Figure:
+                 band: str = "sd", empty_text: str = "No results to show",
+                 x_values: Sequence[float] | None = None) -> go.Figure:
     """Accuracy of every method along column ``x`` of result rows.
 
     rows: result rows of :func:`privcore.engine.runner.run_sweep` (``method``, ``accuracy_mean``,
@@ -216,7 +217,8 @@ def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x
     rows become a dashed reference line (horizontal when they have a single or infinite x);
     ``current`` draws a dotted vertical line at the current setting; ``chance`` (default 1/C from
     the rows' ``classes``) a dotted grey line. On a log axis, non-positive x (e.g. delta = 0) is
-    left out and said so in a note under the chart. Without rows the frame says ``empty_text``.
+    left out and said so in a note under the chart. Without rows the frame says ``empty_text`` and
+    its x axis spans ``x_values`` (the planned grid), not plotly's default 1 to 10^6 of a log axis.
     """
     fig = go.Figure()
     by_method: dict[str, list[tuple[float, float, float]]] = {}
@@ -297,6 +299,12 @@ def curve_figure(rows: Sequence[Mapping[str, Any]], x: str, *, title: str, log_x
         annotations.append(dict(text=empty_text, xref="paper", yref="paper", x=0.5, y=0.5,
                                 showarrow=False, font=dict(size=16, color="#555555")))
     xaxis = dict(title=dict(text=x_title or AXIS_TITLES.get(x, x)), type="log" if log_x else "linear")
+    if not finite_x and x_values:  # nothing to draw yet: the axis of the planned grid
+        finite_x = sorted(float(v) for v in x_values if math.isfinite(float(v)) and (float(v) > 0 or not log_x))
+        if finite_x:
+            lo, hi = finite_x[0], finite_x[-1]
+            xaxis["range"] = ([math.log10(lo) - 0.1, math.log10(hi) + 0.1] if log_x
+                              else [lo - 0.05 * (hi - lo or 1.0), hi + 0.05 * (hi - lo or 1.0)])
     ticks = log_tickvals(finite_x) if log_x else None
     if ticks is not None:
         xaxis.update(tickmode="array", tickvals=ticks[0], ticktext=ticks[1])
