@@ -7,7 +7,8 @@ defaults (mnist-5k, 20 repetitions) in headless Chromium (/usr/bin/chromium, Pla
 after the server answers (``--wait``), and times from the request: the page heading, the
 recommendation, the first chart with data and the end of all computing; then the same moments counted from
 the server command (``*_from_launch_s``: the server starts computing the default view as it
-starts, so a visitor who comes later waits less). With ``--floor`` it first times the same request to a
+starts, so a visitor who comes later waits less). ``--trace`` prints the warm-up's steps with
+their times after launch; ``--no-visit S`` traces the warm-up alone for S seconds, with no browser. With ``--floor`` it first times the same request to a
 one-line Streamlit app (``st.title`` only): what Streamlit and Chromium themselves take here. Then it opens ``?repeats=200`` in a second tab, clicks
 Cancel 2 s after a progress bar appears, and times until the bar is gone. Browser and server share
 this machine's cores, as they do when both run on a laptop.
@@ -21,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -33,12 +35,28 @@ LAUNCHED = 0.0  # when the last server command was started (perf_counter)
 REC = """() => [...document.querySelectorAll('[data-testid="stAlert"]')].some(e => e.innerText.includes('Recommended'))"""
 
 
-def _serve(app: Path, port: int, env: dict) -> subprocess.Popen:
+# --trace: the streamlit command itself (its CLI function), with the warm-up's INFO log on stderr.
+_TRACED = ("import logging, sys; logging.basicConfig(level=logging.WARNING, format='%(message)s'); "
+           "logging.getLogger('ui.warmup').setLevel(logging.INFO); "
+           "from streamlit.web.cli import main; sys.argv[0] = 'streamlit'; main()")
+
+
+def _print_trace(stream) -> None:  # noqa: ANN001 - a text pipe
+    for line in stream:
+        if "warm-up" in line:
+            print(f"  [{time.perf_counter() - LAUNCHED:6.2f} s after launch] {line.strip()}", flush=True)
+
+
+def _serve(app: Path, port: int, env: dict, trace: bool = False) -> subprocess.Popen:
     global LAUNCHED
     LAUNCHED = time.perf_counter()
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
+    head = [sys.executable, "-c", _TRACED] if trace else [sys.executable, "-m", "streamlit"]
+    server = subprocess.Popen([*head, "run", str(app), "--server.headless", "true",
                                "--server.port", str(port), "--server.address", "127.0.0.1"],
-                              cwd=app.parent if app.name == "app.py" else ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              cwd=app.parent if app.name == "app.py" else ROOT, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE if trace else subprocess.DEVNULL, text=trace)
+    if trace:
+        threading.Thread(target=_print_trace, args=(server.stderr,), daemon=True).start()
     while True:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
@@ -89,6 +107,11 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--root", type=Path, default=ROOT, help="the checkout to serve (e.g. a worktree of an older commit)")
     ap.add_argument("--cache", default=None, help="use this result cache instead of a fresh, empty one (a warm visit)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="OMP_NUM_THREADS for the server (torch's intra-op threads; default: torch's own, the cores)")
+    ap.add_argument("--trace", action="store_true", help="print the warm-up's steps (seconds after launch)")
+    ap.add_argument("--no-visit", type=float, default=None, metavar="S",
+                    help="only start the server and trace its warm-up for S seconds, with no browser")
     ap.add_argument("--wait", type=float, default=2.0, help="seconds between the server's answer and the request")
     ap.add_argument("--floor", action="store_true", help="first time a one-line app's heading (Streamlit's floor)")
     args = ap.parse_args()
@@ -97,8 +120,16 @@ def main() -> None:
     base = f"http://127.0.0.1:{args.port}"
     # No "Compute" gate: the cancel test needs the slow run to start by itself.
     env = dict(os.environ, PRIVCORE_CACHE=args.cache or tempfile.mkdtemp(), PRIVCORE_COMPUTE_THRESHOLD_S="1e9")
-    server = _serve(args.root / "app.py", args.port, env)
+    if args.threads is not None:
+        env["OMP_NUM_THREADS"] = str(args.threads)
+    server = _serve(args.root / "app.py", args.port, env, trace=args.trace or args.no_visit is not None)
     out: dict[str, float | int] = {"server_answers_s": time.perf_counter() - LAUNCHED}
+    if args.no_visit is not None:
+        time.sleep(args.no_visit)
+        server.terminate()
+        server.wait(timeout=30)
+        print(json.dumps({k: round(v, 2) for k, v in out.items()}))
+        return
     try:
         time.sleep(args.wait)
         with sync_playwright() as pw:

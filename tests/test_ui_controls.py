@@ -65,7 +65,7 @@ for m in state.url_errors():
 
 @pytest.mark.parametrize("params, expected", [
     ({}, []),                                                      # once: "dim=null adjusted to all" on every first view
-    ({"dim": "5000"}, ['URL parameter dim=5000 adjusted to "all"']),   # a real adjustment is still reported
+    ({"dim": "5000"}, ["URL parameter dim=5000 adjusted to all"]),   # a real adjustment is still reported
     ({"classes": "8"}, ["URL parameter classes=8 adjusted to 5"]),
 ])
 def test_dim_and_classes_sliders_report_only_real_adjustments(params, expected):
