@@ -7,7 +7,9 @@ defaults (mnist-5k, 20 repetitions) in headless Chromium (/usr/bin/chromium, Pla
 after the server answers (``--wait``), and times from the request: the page heading, the
 recommendation, the first chart with data and the end of all computing; then the same moments counted from
 the server command (``*_from_launch_s``: the server starts computing the default view as it
-starts, so a visitor who comes later waits less). ``--trace`` prints the warm-up's steps with
+starts, so a visitor who comes later waits less). ``--browser-trace`` records Chromium's own trace
+of the first visit and prints how long the page's renderer main thread was busy (its tasks, the
+longest ones, and the share of script evaluation): the browser's part of the wait. ``--trace`` prints the warm-up's steps with
 their times after launch; ``--no-visit S`` traces the warm-up alone for S seconds, with no browser. With ``--floor`` it first times the same request to a
 one-line Streamlit app (``st.title`` only): what Streamlit and Chromium themselves take here. Then it opens ``?repeats=200`` in a second tab, clicks
 Cancel 2 s after a progress bar appears, and times until the bar is gone. Browser and server share
@@ -80,6 +82,78 @@ def _open_to_heading(browser, url: str, timeout_ms: int):  # noqa: ANN001, ANN20
     return page, t0, time.perf_counter() - t0
 
 
+def _proc_table() -> dict[int, tuple[int, str, float]]:
+    """pid -> (parent pid, command name, CPU seconds so far incl. waited-for children) from /proc (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name = raw[raw.index("(") + 1:raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2:].split()
+        table[int(entry.name)] = (int(fields[1]), name, sum(int(f) for f in fields[11:15]) / tick)
+    return table
+
+
+def cpu_split(server_pid: int) -> dict[str, float]:
+    """CPU seconds used so far by the server's Python process, its child processes (kaleido's
+    Chromium), every other Chromium process (the visitor's browser), Playwright's driver (node) and
+    this script (the harness)."""
+    table = _proc_table()
+    out = {"server_s": 0.0, "server_children_s": 0.0, "browser_s": 0.0, "browser_renderer_s": 0.0,
+           "browser_gpu_s": 0.0, "harness_s": 0.0}
+    for pid, (_, name, cpu) in table.items():
+        ancestor, seen = pid, set()
+        while ancestor in table and ancestor not in seen and ancestor != server_pid:
+            seen.add(ancestor)
+            ancestor = table[ancestor][0]
+        if pid == server_pid:
+            out["server_s"] += cpu
+        elif ancestor == server_pid:
+            out["server_children_s"] += cpu
+        elif "chrom" in name.lower() or "headless" in name.lower():
+            out["browser_s"] += cpu  # all of it; the renderers' and the GPU process's shares also apart
+            try:
+                kind = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                kind = b""
+            if b"--type=renderer" in kind:
+                out["browser_renderer_s"] += cpu
+            elif b"--type=gpu-process" in kind:
+                out["browser_gpu_s"] += cpu
+        elif pid == os.getpid() or (name == "node" and table[pid][0] == os.getpid()):
+            out["harness_s"] += cpu
+    return out
+
+
+def renderer_busy(trace: dict, until_s: float) -> dict[str, float]:
+    """Busy time of the page's renderer main thread in a Chromium trace, up to ``until_s`` after its first event.
+
+    Sums the top-level ``RunTask`` slices on ``CrRendererMain`` (of the renderer with the most such
+    time, i.e. the visited page), the longest five, and the module/script evaluation inside them.
+    """
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    mains = {(e["pid"], e["tid"]) for e in events
+             if e.get("ph") == "M" and e.get("name") == "thread_name" and e.get("args", {}).get("name") == "CrRendererMain"}
+    best: dict[str, float] = {}
+    for thread in mains:
+        mine = [e for e in events if (e.get("pid"), e.get("tid")) == thread and e.get("ph") == "X" and "dur" in e]
+        if not mine:
+            continue
+        start = min(e["ts"] for e in mine)
+        mine = [e for e in mine if e["ts"] - start <= until_s * 1e6]
+        tasks = sorted((e["dur"] / 1e6 for e in mine if e["name"] == "RunTask"), reverse=True)
+        scripts = sum(e["dur"] / 1e6 for e in mine if e["name"] in ("v8.evaluateModule", "EvaluateScript"))
+        if sum(tasks) > best.get("main_thread_busy_s", -1.0):
+            best = {"main_thread_busy_s": sum(tasks), "script_evaluation_s": scripts, "tasks": float(len(tasks)),
+                    **{f"longest_task_{i + 1}_s": t for i, t in enumerate(tasks[:5])}}
+    return best
+
+
 def floor_heading(port: int) -> float:
     """Seconds to the heading of a one-line Streamlit app, measured like the real page."""
     from playwright.sync_api import sync_playwright
@@ -113,6 +187,10 @@ def main() -> None:
     ap.add_argument("--no-visit", type=float, default=None, metavar="S",
                     help="only start the server and trace its warm-up for S seconds, with no browser")
     ap.add_argument("--wait", type=float, default=2.0, help="seconds between the server's answer and the request")
+    ap.add_argument("--browser-trace", action="store_true",
+                    help="record Chromium's trace of the first visit and print its renderer main thread's busy time")
+    ap.add_argument("--cpu", action="store_true",
+                    help="print the CPU seconds of the server, its children and the browser between the moments timed")
     ap.add_argument("--floor", action="store_true", help="first time a one-line app's heading (Streamlit's floor)")
     args = ap.parse_args()
     if args.floor:
@@ -134,16 +212,40 @@ def main() -> None:
         time.sleep(args.wait)
         with sync_playwright() as pw:
             browser = _browser(pw)
-            page, t0, out["heading_s"] = _open_to_heading(browser, base + "/", 300_000)
+            tracing = Path(tempfile.mkdtemp(), "trace.json") if args.browser_trace else None
+            if tracing is not None:  # the page is opened first (blank), so that its renderer is traced
+                page = browser.new_page(viewport={"width": 1400, "height": 1900})
+                browser.start_tracing(page=page, path=str(tracing), categories=["disabled-by-default-devtools.timeline", "devtools.timeline", "v8.execute"])
+                t0 = time.perf_counter()
+                page.goto(base + "/", wait_until="commit")
+                page.get_by_role("heading", name=HEADING).wait_for(timeout=300_000)
+                out["heading_s"] = time.perf_counter() - t0
+            else:
+                page, t0, out["heading_s"] = _open_to_heading(browser, base + "/", 300_000)
+            marks = {"request": cpu_split(server.pid)} if args.cpu else {}
             page.wait_for_function(REC, timeout=300_000, polling=50)
             out["recommendation_s"] = time.perf_counter() - t0
+            if args.cpu:
+                marks["recommendation"] = cpu_split(server.pid)
             page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=300_000)
             out["chart_frame_s"] = time.perf_counter() - t0  # the empty frame drawn before results (or the chart)
             page.wait_for_selector(CURVE, timeout=300_000)
             out["first_chart_s"] = time.perf_counter() - t0
             page.wait_for_selector(IDLE, timeout=300_000)
             out["all_done_s"] = time.perf_counter() - t0
+            if args.cpu:
+                marks["all_done"] = cpu_split(server.pid)
+                names = list(marks)
+                for a, b in zip(names, names[1:]):
+                    print(f"cpu {a} -> {b}:", json.dumps({k: round(marks[b][k] - marks[a][k], 2) for k in marks[b]}),
+                          flush=True)
+                print("cpu launch -> request:", json.dumps({k: round(v, 2) for k, v in marks["request"].items()}),
+                      flush=True)
             out["exceptions"] = page.locator('[data-testid="stException"]').count()
+            if tracing is not None:
+                browser.stop_tracing()
+                busy = renderer_busy(json.loads(tracing.read_text()), out["all_done_s"])
+                print("browser:", json.dumps({k: round(v, 3) for k, v in busy.items()}), flush=True)
             # The same moments counted from the server command (the warm-up starts with the server).
             request_after = t0 - LAUNCHED
             out["request_after_launch_s"] = request_after

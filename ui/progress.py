@@ -15,7 +15,7 @@ import streamlit as st
 
 from .display import show_error
 
-__all__ = ["run_with_progress", "quick_part", "was_cancelled", "device_text", "fmt_seconds", "estimate_seconds",
+__all__ = ["BAR_INTERVAL_S", "BarThrottle", "run_with_progress", "quick_part", "was_cancelled", "device_text", "fmt_seconds", "estimate_seconds",
            "compute_approved", "show_previous", "has_previous"]
 
 
@@ -42,6 +42,34 @@ def fmt_seconds(s: float) -> str:
 
 
 _MEMO_SIZE = 64
+#: Seconds between two redraws of a progress bar. Each redraw is a message to the browser, which
+#: then renders the page again (0.1-0.4 s of its main thread on a 2-core machine, measured with
+#: ``bench/bench_first_visit.py --browser-trace``): redrawing at every 0.25 s callback kept the
+#: browser busy on one of the two cores the computation needs. Cancel takes effect at the next
+#: redraw, so this is also the most a Cancel click waits for the computation to notice it.
+BAR_INTERVAL_S = 1.0
+
+
+class BarThrottle:
+    """Which progress callbacks redraw a bar: the first, every one at fraction 1, and otherwise at most
+    one per ``interval`` seconds; a redraw whose text is unchanged is skipped too."""
+
+    def __init__(self, interval: float = BAR_INTERVAL_S) -> None:
+        self.interval = float(interval)
+        self._last: float | None = None
+        self._text: str | None = None
+
+    def due(self, now: float, fraction: float) -> bool:
+        """Whether a callback at time ``now`` (seconds) with ``fraction`` done may redraw."""
+        return fraction >= 1.0 or self._last is None or now - self._last >= self.interval
+
+    def redraw(self, now: float, text: str) -> bool:
+        """Record a redraw at ``now``; False when ``text`` is what the bar already shows."""
+        self._last = now
+        if text == self._text:
+            return False
+        self._text = text
+        return True
 
 
 def _memo() -> OrderedDict:
@@ -106,18 +134,23 @@ def cancellable_bar(key: str, sig: str, label: str, device: str, *, what: str = 
             holder.empty()
             st.rerun()
     t0 = time.perf_counter()
+    throttle = BarThrottle()
 
     def progress(fraction: float, message: str) -> None:
         fraction = min(max(fraction, 0.0), 1.0)
-        elapsed = time.perf_counter() - t0
+        now = time.perf_counter()
+        elapsed = now - t0
+        if not throttle.due(now, fraction):
+            return  # see BAR_INTERVAL_S
         if predicted is not None:
             from privcore.engine.cost import eta as model_eta
 
             eta = f"ETA {fmt_seconds(model_eta(predicted, fraction, elapsed))}"
         else:
             eta = "estimating..." if fraction <= 0 else f"ETA {fmt_seconds(elapsed * (1 - fraction) / fraction)}"
-        bar.progress(fraction,
-                     text=f"{label} on {device}: {message} · {fraction:.0%} · {fmt_seconds(elapsed)} elapsed · {eta}")
+        text = f"{label} on {device}: {message} · {fraction:.0%} · {fmt_seconds(elapsed)} elapsed · {eta}"
+        if throttle.redraw(now, text):
+            bar.progress(fraction, text=text)
 
     return holder, progress
 
@@ -192,9 +225,9 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
     (finished points stay cached; a "Resume" button continues) or waits for its "Compute (about
     N s)" click: with ``ask`` (default) a run the cost model predicts above
     :data:`privcore.engine.cost.THRESHOLD_SECONDS` starts only on that click (:func:`compute_approved`). Results are memoised per session
-    and on disk, so repeating a spec is instant. Cancelling takes effect at the next progress
-    update (at most 0.25 s apart, also inside a batch): the progress callback is where Streamlit
-    can stop the script.
+    and on disk, so repeating a spec is instant. Cancelling takes effect at the next redraw of
+    the bar (:data:`BAR_INTERVAL_S` apart; privcore calls back every 0.25 s, also inside a batch):
+    a message to the browser is where Streamlit can stop the script.
     """
     from privcore.engine.runner import SweepCancelled, run_sweep
 
