@@ -8,8 +8,9 @@ comes and goes moves both (the target is at most 3x). ``calibrate`` without data
 torch nor scipy for any method but DP-SGD: pure DP, and the Gaussian ones (analytic Gaussian,
 loss perturbation's chi quantile, PATE's zCDP conversion) in the standard library. DP-SGD loads
 ``dp_accounting`` (its replace-one PLD accountant, timed bare below) unless the on-disk memo
-(privcore/accounting/memo.py) already holds the answer: "cold" runs with the memo off, "memo
-hit" after one call has written it. ``--repo`` times another checkout instead of this one;
+(privcore/accounting/memo.py) already holds the answer: "cold" runs with the memo off (and so
+without the table shipped with privcore), "shipped table" on an empty cache at the defaults (the
+table of privcore/accounting/bundle.py answers), "memo hit" after one call has written it. ``--repo`` times another checkout instead of this one;
 ``--against`` times a second checkout in the same rounds (e.g. ``git archive <old commit>``
 unpacked in a folder; commands it lacks just fail fast). Last, in one process: DP-SGD's
 replace-one calibration at mnist-5k's defaults (q = 0.064, 79 steps) for Explore's curve
@@ -142,6 +143,10 @@ def main() -> None:
     row("python -c 'import dp_accounting' (the accountant's import)", [py, "-c", "import dp_accounting"])
     row("calibrate dpsgd (delta = 1e-5), cold: memo off", [py, "-m", "privcore", *DPSGD],
         dict(env, PRIVCORE_CALIBRATION_MEMO="off"))
+    # An empty cache with the table shipped with privcore (privcore/accounting/bundle.py): a first
+    # call at the defaults reads it and writes nothing, so every round is a first call.
+    row("calibrate dpsgd (delta = 1e-5), first call, empty cache: shipped table", [py, "-m", "privcore", *DPSGD],
+        dict(env, PRIVCORE_CACHE=tempfile.mkdtemp(prefix="privcore-bench-empty-")))
     for repo in repos:  # writes the memo (where the checkout has one)
         _once([py, "-m", "privcore", *DPSGD], env, repo)
     row("calibrate dpsgd (delta = 1e-5), repeated: memo hit", [py, "-m", "privcore", *DPSGD])

@@ -71,12 +71,27 @@ def test_dpsgd_imports_its_accountant_once_then_reads_the_memo(tmp_path, monkeyp
     # First call: the replace-one PLD (dp_accounting, scipy) runs; the probe sees the imports.
     monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
     monkeypatch.delenv("PRIVCORE_CALIBRATION_MEMO", raising=False)
+    monkeypatch.setenv("PRIVCORE_CALIBRATION_BUNDLE", "off")  # the shipped table is tested below
     cmd = ["calibrate", "--method", "dpsgd", "--epsilon", "1", "--delta", "1e-5", "--json"]
     got = _probe([cmd])
     assert got["codes"] == [0] and {"scipy", "dp_accounting"} <= set(got["loaded"])
     # The same calibration in a new process: the verified multiplier comes from the memo.
     again = _probe([cmd])
     assert again["codes"] == [0] and not set(ACCOUNTANT_PACKAGES) & set(again["loaded"])
+
+
+def test_a_first_default_dpsgd_calibration_reads_the_shipped_table(tmp_path, monkeypatch):
+    # An empty cache, the table shipped with privcore on: the dashboard's and the CLI's default
+    # settings need no accountant even in a first process (privcore/accounting/bundle.py).
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    monkeypatch.delenv("PRIVCORE_CALIBRATION_MEMO", raising=False)
+    monkeypatch.delenv("PRIVCORE_CALIBRATION_BUNDLE", raising=False)
+    cmd = ["calibrate", "--method", "dpsgd", "--epsilon", "1", "--delta", "1e-5", "--json"]
+    got = _probe([cmd, [*cmd[:4], "0.3", *cmd[5:]]])
+    assert got["codes"] == [0, 0] and not set(ACCOUNTANT_PACKAGES) & set(got["loaded"]), got
+    # A setting outside the table (another batch size) still runs the accountant.
+    other = _probe([[*cmd, "--batch-size", "200"]])
+    assert other["codes"] == [0] and "dp_accounting" in other["loaded"]
 
 
 def test_the_probe_sees_a_heavy_import():

@@ -15,13 +15,16 @@ def test_warm_up_imports_the_accountant_and_memoises_the_data() -> None:
         from privcore.engine.warmup import warm_up
         assert "opacus" not in sys.modules
         before = len(loader._MEMO._items)
+        from privcore.accounting import bundle
         warm_up("digits")
         assert "opacus" not in sys.modules  # corrected accounting: dp_accounting's PLD only
-        assert "dp_accounting.pld.privacy_loss_distribution" in sys.modules
+        # ... and not even that where the shipped calibration table answers the defaults
+        assert ("dp_accounting" in sys.modules) is (not bundle.covers("digits"))
         assert len(loader._MEMO._items) == before + 1
         t = warm_up("synthetic", "corrected", wait=False)  # returns at once with the import under way
         t.join()
         assert not t.is_alive() and len(loader._MEMO._items) == before + 2
+        assert "dp_accounting.pld.privacy_loss_distribution" in sys.modules  # no table for synthetic data
         warm_up("digits", "paper")
         assert "opacus.accountants" in sys.modules
         print("ok")

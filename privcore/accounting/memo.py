@@ -15,6 +15,12 @@ checksum would pass it, so dpsgd.py also re-checks every replace-one multiplier 
 against the independent numpy PLD (pld_approx, a few ms) and recomputes one that is too small. A file that cannot be read, is not this format, or has a damaged entry is ignored as a
 whole with a warning (and replaced on the next store). Nothing is ever unpickled: JSON numbers only.
 ``PRIVCORE_CALIBRATION_MEMO=off`` disables it (the evaluation-counting tests do).
+
+A second, read-only table in the same format ships with privcore (``calibrations_bundled.json``,
+written by privcore/accounting/bundle.py): a lookup that misses the user's memo consults it, so the
+dashboard's default settings are answered without the accountant even on a first run. Its entries
+are re-checked on reading like any other. ``PRIVCORE_CALIBRATION_BUNDLE=off`` (or the memo's own
+``off``) leaves it out.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["memo_path", "lookup", "store"]
+__all__ = ["memo_path", "bundled_path", "lookup", "bundled_value", "store", "key", "checksum", "write_entries",
+           "library_versions"]
 
 FILE_NAME = "calibrations.json"
 FORMAT = "privcore-calibration-memo-1"
@@ -41,37 +48,63 @@ _LIBRARIES = ("dp-accounting", "numpy", "scipy")
 
 def memo_path() -> Path | None:
     """Where the memo lives, or None when ``PRIVCORE_CALIBRATION_MEMO`` is ``off``/``0``."""
-    if os.environ.get("PRIVCORE_CALIBRATION_MEMO", "").strip().lower() in ("off", "0", "no", "false"):
+    if _off("PRIVCORE_CALIBRATION_MEMO"):
         return None
     env = os.environ.get("PRIVCORE_CACHE")
     base = Path(env).expanduser() if env else Path(__file__).resolve().parents[2] / "cache"
     return base / FILE_NAME
 
 
+def _off(variable: str) -> bool:
+    return os.environ.get(variable, "").strip().lower() in ("off", "0", "no", "false")
+
+
+def bundled_path() -> Path | None:
+    """The table shipped with privcore, or None when it is switched off (either variable ``off``)."""
+    if _off("PRIVCORE_CALIBRATION_MEMO") or _off("PRIVCORE_CALIBRATION_BUNDLE"):
+        return None
+    from .bundle import BUNDLED_PATH
+
+    return BUNDLED_PATH
+
+
+def library_versions() -> dict[str, str]:
+    """The installed versions of the libraries in every key (:data:`_LIBRARIES`), without importing them."""
+    from importlib import metadata
+
+    out = {}
+    for package in _LIBRARIES:
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:  # pragma: no cover - requirements
+            out[package] = "none"
+    return out
+
+
 @lru_cache(maxsize=1)
 def _code_version() -> str:
     """sha256 of the calibration sources and the installed dp-accounting, numpy and scipy versions (no import)."""
-    from importlib import metadata
-
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
     for name in _SOURCES:
         h.update((here / name).read_bytes())
-    for package in _LIBRARIES:
-        try:
-            h.update(f"{package}={metadata.version(package)};".encode())
-        except metadata.PackageNotFoundError:  # pragma: no cover - requirements
-            h.update(f"{package}=none;".encode())
+    for package, version in library_versions().items():
+        h.update(f"{package}={version};".encode())
     return h.hexdigest()[:24]
 
 
-def _key(name: str, args: tuple) -> str:
+def key(name: str, args: tuple) -> str:
+    """The entry key of ``name(*args)``: every argument exactly, and :func:`_code_version`."""
     parts = [repr(float(a)) if isinstance(a, float) else repr(a) for a in args]
     return f"{name}({', '.join(parts)})@{_code_version()}"
 
 
-def _check(key: str, value: float) -> str:
-    return hashlib.sha256(f"{key}={value!r}".encode()).hexdigest()[:16]
+def checksum(entry_key: str, value: float) -> str:
+    """The per-entry sha256 that detects damage (not a signature: see the module docstring)."""
+    return hashlib.sha256(f"{entry_key}={value!r}".encode()).hexdigest()[:16]
+
+
+_key, _check = key, checksum  # the names the tests of an earlier release use
 
 
 def _read(path: Path) -> dict[str, list]:
@@ -99,13 +132,36 @@ def _read(path: Path) -> dict[str, list]:
         return {}
 
 
+@lru_cache(maxsize=2)
+def _bundled_entries(path: Path) -> dict[str, list]:
+    return _read(path)  # read once per process: it does not change while privcore runs
+
+
+def bundled_value(name: str, args: tuple) -> float | None:
+    """The value of ``name(*args)`` in the table shipped with privcore, or None."""
+    path = bundled_path()
+    entry = None if path is None else _bundled_entries(path).get(key(name, args))
+    return None if entry is None else float(entry[0])
+
+
 def lookup(name: str, args: tuple) -> float | None:
-    """The stored value of ``name(*args)`` for this code and accountant version, or None."""
+    """The stored value of ``name(*args)`` for this code and accountant version: the user's memo,
+    then the bundled table; None when neither has it (or the memo is off)."""
     path = memo_path()
     if path is None:
         return None
-    entry = _read(path).get(_key(name, args))
-    return None if entry is None else float(entry[0])
+    entry = _read(path).get(key(name, args))
+    return float(entry[0]) if entry is not None else bundled_value(name, args)
+
+
+def write_entries(path: Path, entries: dict[str, list], **extra: object) -> None:
+    """Write ``entries`` (key -> [value, checksum]) as a memo file at ``path`` (atomically); ``extra``
+    top-level fields (e.g. the library versions of a bundled table) are kept for readers."""
+    from ..atomic import atomic_write
+
+    text = json.dumps({"format": FORMAT, **extra, "entries": entries}, indent=0)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
 
 
 def store(name: str, args: tuple, value: float) -> None:
@@ -113,17 +169,13 @@ def store(name: str, args: tuple, value: float) -> None:
     path = memo_path()
     if path is None or not (isinstance(value, float) and math.isfinite(value) and value > 0):
         return
-    from ..atomic import atomic_write
-
     entries = _read(path)
-    key = _key(name, args)
-    entries.pop(key, None)
-    entries[key] = [value, _check(key, value)]
+    k = key(name, args)
+    entries.pop(k, None)
+    entries[k] = [value, checksum(k, value)]
     while len(entries) > MAX_ENTRIES:  # oldest first (insertion order)
         entries.pop(next(iter(entries)))
-    text = json.dumps({"format": FORMAT, "entries": entries}, indent=0)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
+        write_entries(path, entries)
     except OSError:
         pass  # a read-only cache only costs the next process a recomputation

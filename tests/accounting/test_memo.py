@@ -21,6 +21,7 @@ ARGS = (1.0, 1e-5, 0.064, 79)
 def counted(monkeypatch, tmp_path, accountant_calls):
     monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
     monkeypatch.delenv("PRIVCORE_CALIBRATION_MEMO", raising=False)
+    monkeypatch.setenv("PRIVCORE_CALIBRATION_BUNDLE", "off")  # the user's memo alone (tests/accounting/test_bundle.py: the table)
     return accountant_calls
 
 
