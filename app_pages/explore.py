@@ -46,7 +46,13 @@ side = sidebar.settings(require_data=True)
 s = controls.checked_setting_panel(side, allow_augment=True)
 answered_only = inverse.answered_only_toggle()  # default off: abstentions count as wrong
 
+# Two fixed slots, so every run has the same layout: the current setting's progress (empty once it
+# is computed or when it comes from the memo), then the recommendation. With one shared container
+# the box moved up a slot when no bar was drawn, and the previous run's box stayed visible, faded,
+# below the new one until the run ended.
 rec_area = st.container()
+point_status = rec_area.empty()
+rec_slot = rec_area.container()
 tab_key = state.bind("tab", normalise=lambda v: TABS.get(v, v) if v in TABS else (v if v in LABEL_TO_AXIS else TABS["epsilon"]))
 tabs = st.tabs(list(TABS.values()), key=tab_key, on_change="rerun")
 active = state.commit("tab", LABEL_TO_AXIS.get(st.session_state.get(tab_key), "epsilon"))
@@ -77,7 +83,7 @@ target_area = st.container()  # the inverse view (filled from the ε curve), bel
 
 # ---------------------------------------------------------------- 1. the current setting (fast)
 def show_point(rows: list[dict]) -> None:
-    with rec_area:
+    with rec_slot:
         rec = recommend(rows)
         box = st.container(border=True)
         if rec.winner is None:
@@ -113,7 +119,7 @@ def show_point(rows: list[dict]) -> None:
 point_spec = display.spec_or_error(side, s, epsilons=(s.eps,))
 if point_spec is None:
     st.stop()
-with rec_area:  # progress (and a cancelled notice) where the recommendation will appear
+with point_status.container():  # progress (and a cancelled notice) where the recommendation will appear
     point = progress.run_with_progress(point_spec, key="point", label="Current setting")
 if point is None:  # failed, cancelled or waiting for its Compute click: the previous chart stays
     with chart_slot.container():
@@ -121,7 +127,7 @@ if point is None:  # failed, cancelled or waiting for its Compute click: the pre
     st.stop()
 display.show_warnings(point.warnings)
 show_point(score_rows(point.rows, answered_only))
-with rec_area:
+with rec_slot:
     userdata.baseline_check(side, point.rows)  # own data: far below a plain logistic regression?
 
 

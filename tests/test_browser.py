@@ -16,7 +16,7 @@ import csv
 import io
 from pathlib import Path
 
-from browser_helpers import chromium, idle, needs_browser, no_exception, screenshot_dir, streamlit_server
+from browser_helpers import IDLE, chromium, idle, needs_browser, no_exception, screenshot_dir, streamlit_server
 
 SHOTS = screenshot_dir()  # docs/screenshots with PRIVCORE_UPDATE_SCREENSHOTS=1
 FAST = "dataset=%22digits%22&repeats=3&epochs=1&eps_min=1.0&eps_max=10.0"
@@ -24,6 +24,10 @@ LEAKAGE = ("dataset=%22digits%22&eps=10.0&budget=5&teachers=4&lk_refs=8&lk_audit
            "&methods=%5B%22model_sensitivity%22%2C%22subsample_aggregate%22%5D")
 CHART_DATA = """() => { const el = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
   return el && el.data ? JSON.stringify(el.data.map(d => [d.name, d.x, d.y])) : null; }"""
+
+
+RECOMMENDED_BOXES = """() => [...document.querySelectorAll('[data-testid="stAlert"]')]
+  .filter(e => e.innerText.includes('Recommended')).length"""
 
 
 def _recommendation(page) -> str:
@@ -85,6 +89,19 @@ def test_dashboard_end_to_end_in_chromium(tmp_path):
                 "subsample_aggregate", "non_private"} <= methods
         assert {float(r["epsilon"]) for r in rows if r["method"] == "dpsgd"} >= {1.0, 10.0}
         assert all(0.0 <= float(r["accuracy_mean"]) <= 1.0 for r in rows)
+
+        # Another tab computes its curve: one recommendation box all along (the previous run's box
+        # used to stay, faded, below the new one until the run ended).
+        page.get_by_role("tab", name="vs N (training size)").click()
+        boxes = []
+        for _ in range(150):
+            boxes.append(page.evaluate(RECOMMENDED_BOXES))
+            if len(boxes) > 10 and page.locator(IDLE).count():
+                break
+            page.wait_for_timeout(200)
+        idle(page)
+        assert max(boxes) == 1 and page.evaluate(RECOMMENDED_BOXES) == 1, boxes
+        no_exception(page, "Explore's N tab")
 
         # ---- Learn, through the sidebar navigation: ε, δ, B follow from Explore (shared state).
         page.get_by_test_id("stSidebarNav").get_by_text("Learn", exact=True).click()
