@@ -1,6 +1,6 @@
 """Narrow and ordinary screens in a real browser (Streamlit server + headless Chromium, ~30 s):
 at 800 px the Who wins ε multiselect shows every chosen ε (its chips wrap instead of hiding in one
-scrolled row); at 1,400 px with the sidebar open the Explore noise table needs no sideways scrolling.
+scrolled row) and δ's typed box reads 1e-5 in full; at 1,400 px with the sidebar open the Explore noise table needs no sideways scrolling.
 (At 800 px the noise table still scrolls sideways, with the method column pinned: tests/test_ui_figures.py.)"""
 
 from __future__ import annotations
@@ -28,6 +28,13 @@ def test_eps_chips_visible_at_800_px_and_noise_table_fits_1400_px(tmp_path):
             chip = chips.nth(i).bounding_box()
             assert chip["x"] >= box["x"] and chip["x"] + chip["width"] <= box["x"] + box["width"], (i, chip, box)
             assert chip["y"] + chip["height"] <= box["y"] + box["height"], (i, chip, box)
+        # Explore at 800 px: delta's typed box reads 1e-5 in full (a number box showed "0.0000").
+        page.goto(f"{base}/?{FAST}")
+        delta = page.get_by_role("textbox", name="δ (0 = pure ε-DP) (type a value)", exact=True)
+        delta.wait_for(timeout=120_000)
+        assert delta.input_value() == "1e-5"
+        fits = delta.evaluate("e => e.scrollWidth <= e.clientWidth")
+        assert fits, delta.evaluate("e => [e.scrollWidth, e.clientWidth]")
         page.close()
 
         page = browser.new_page(viewport={"width": 1400, "height": 1200})

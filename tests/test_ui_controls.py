@@ -17,15 +17,17 @@ def test_typed_values_set_the_slider_and_the_url():
     at = run(APP, FAST).run()
     assert not at.exception, at.exception
     keys = {ni.key for ni in at.number_input}
-    assert {"t:eps", "t:delta", "t:budget", "t:n", "t:teachers", "t:lam", "t:lr", "t:clip", "t:epochs",
+    assert {"t:eps", "t:budget", "t:n", "t:teachers", "t:lam", "t:lr", "t:clip", "t:epochs",
             "t:batch_size"} <= keys
+    # delta's box is text, showing the slider's notation: a narrow number box read "0.0000" for 1e-5
+    assert at.text_input(key="t:delta").value == "1e-5"
     at.number_input(key="t:eps").set_value(8.0).run()
     at.number_input(key="t:budget").set_value(250).run()
-    at.number_input(key="t:delta").set_value(2.5e-7).run()
+    at.text_input(key="t:delta").input("2.5e-7").run()
     assert not at.exception, at.exception
     assert at.select_slider(key="w:eps").value == 8.0 and at.query_params["eps"] == "8.0"
     assert at.select_slider(key="w:budget").value == 250 and at.query_params["budget"] == "250"
-    assert at.query_params["delta"] == "2.5e-07"
+    assert at.query_params["delta"] == "2.5e-07" and at.text_input(key="t:delta").value == "2.5e-7"
     assert any("B = 250" in t for t in texts(at.subheader))       # the computed setting uses it
     # moving the slider rewrites the box
     at.select_slider(key="w:eps").set_value(30.0).run()
@@ -40,6 +42,14 @@ def test_typed_values_set_the_slider_and_the_url():
 
 def test_out_of_range_values_are_refused_with_the_range():
     at = run(APP, FAST).run()
+    for bad, reason in (("abc", "must be a number"), ("0.5", "0.1")):  # text, then out of range
+        at.text_input(key="t:delta").input(bad).run()
+        assert not at.exception
+        msgs = [t for t in texts(at.warning) if "ignored" in t and "δ" in t]
+        assert msgs and reason in msgs[0], texts(at.warning)
+        assert at.query_params.get("delta") is None and at.text_input(key="t:delta").value == "1e-5"
+    at.text_input(key="t:delta").input("").run()                # emptied: nothing changes, no message
+    assert not [t for t in texts(at.warning) if "ignored" in t] and at.text_input(key="t:delta").value == "1e-5"
     at.number_input(key="t:eps").set_value(1e6).run()
     assert not at.exception
     msgs = [t for t in texts(at.warning) if "ignored" in t]

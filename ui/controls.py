@@ -28,13 +28,13 @@ def log_select(name: str, label: str, grid: Sequence[Any], *, container=None, fm
                help: str | None = None, to_widget: Callable[[Any], Any] | None = None,
                from_widget: Callable[[Any], Any] | None = None, keep_value: bool = True, disabled: bool = False,
                typed: bool = False, to_typed: Callable[[Any], Any] | None = None,
-               from_typed: Callable[[Any], Any] | None = None) -> Any:
+               from_typed: Callable[[Any], Any] | None = None, typed_text: bool = False) -> Any:
     """A select slider over a (log-spaced) grid bound to state field ``name``; returns the value.
 
     ``to_widget``/``from_widget`` map between the stored value and the option shown (e.g. None <->
     "all"). With ``keep_value`` a stored value off the grid (from a URL or typed) is added to the
     options; otherwise it snaps to the nearest option. ``typed`` adds a number box under the slider
-    for any value in the field's valid range (:func:`typed_input`).
+    for any value in the field's valid range (:func:`typed_input`; ``typed_text``: a text box).
     """
     where = container if container is not None else st
     to_w = to_widget or (lambda v: v)
@@ -47,7 +47,8 @@ def log_select(name: str, label: str, grid: Sequence[Any], *, container=None, fm
     chosen = where.select_slider(label, options=options, key=wkey, format_func=fmt, help=help, disabled=disabled)
     value = state.commit(name, from_w(chosen))
     if typed:
-        typed_input(name, label, container=where, to_typed=to_typed, from_typed=from_typed, disabled=disabled)
+        typed_input(name, label, container=where, to_typed=to_typed, from_typed=from_typed, disabled=disabled,
+                    text=typed_text)
     return value
 
 
@@ -67,7 +68,7 @@ def _on_typed(name: str, label: str, from_typed: Callable[[Any], Any]) -> None:
     raw = st.session_state.get(_typed_key(name))
     errors = st.session_state.setdefault("_typed_errors", {})
     errors.pop(name, None)
-    if raw is None:
+    if raw is None or (isinstance(raw, str) and not raw.strip()):  # an emptied box changes nothing
         return
     f = state.FIELDS[name]
     try:
@@ -86,11 +87,24 @@ def _on_typed(name: str, label: str, from_typed: Callable[[Any], Any]) -> None:
     state.put(name, value)
 
 
+def _number(text: Any) -> float | None:
+    """A typed text as a number ("1e-5", "0.00001", " 2.5E-7 "); None for an empty box."""
+    if text is None or not str(text).strip():
+        return None
+    try:
+        return float(str(text).strip())
+    except ValueError:
+        raise ValueError(f"value must be a number such as 1e-5, got {str(text).strip()!r}") from None
+
+
 def typed_input(name: str, label: str, *, container=None, to_typed: Callable[[Any], Any] | None = None,
-                from_typed: Callable[[Any], Any] | None = None, disabled: bool = False) -> None:
+                from_typed: Callable[[Any], Any] | None = None, disabled: bool = False, text: bool = False) -> None:
     """A number box for field ``name`` (any value in its valid range, e.g. ε = 8 or B = 250), kept in
     sync with the slider through Session State: typing sets the stored value (the slider then shows it);
-    moving the slider rewrites the box. An out-of-range value is refused with the range, never raised."""
+    moving the slider rewrites the box. An out-of-range value is refused with the range, never raised.
+
+    ``text``: a text box showing the value as the slider does (``1e-5``), for tiny values that a
+    narrow number box cuts off ("0.0000" at 800 px); it takes any number notation."""
     where = container if container is not None else st
     f = state.FIELDS[name]
     to_t = to_typed or (lambda v: v)
@@ -98,6 +112,16 @@ def typed_input(name: str, label: str, *, container=None, to_typed: Callable[[An
     tkey = _typed_key(name)
     shown = to_t(state.get(name))
     is_int = f.kind in ("int", "int_or_none")
+    if text:
+        st.session_state[tkey] = "" if shown is None or isinstance(shown, str) else format_number(float(shown))
+        where.text_input(f"{label} (type a value)", key=tkey, on_change=_on_typed,
+                         args=(name, label, lambda v: None if _number(v) is None else from_t(_number(v))),
+                         label_visibility="collapsed", placeholder=f"type {label.split(' (')[0]}", disabled=disabled,
+                         help=f"Type any value, e.g. 1e-5: {_range_text(f)}.")
+        message = st.session_state.get("_typed_errors", {}).pop(name, None)
+        if message:
+            where.warning(message)
+        return
     st.session_state[tkey] = None if shown is None or isinstance(shown, str) else (int(shown) if is_int else float(shown))
     where.number_input(f"{label} (type a value)", key=tkey, value=None, step=1 if is_int else None,
                        format="%d" if is_int else "%g", on_change=_on_typed, args=(name, label, from_t),
@@ -122,7 +146,8 @@ def epsilon_slider(container=None, *, name: str = "eps", label: str | None = Non
 
 
 def delta_slider(container=None) -> float:
-    return _knob_select("delta", container, fmt=lambda v: "0 (pure DP)" if v == 0 else f"{v:.0e}".replace("e-0", "e-"))
+    return _knob_select("delta", container, fmt=lambda v: "0 (pure DP)" if v == 0 else f"{v:.0e}".replace("e-0", "e-"),
+                        typed_text=True)
 
 
 def budget_slider(container=None) -> int:
