@@ -52,24 +52,19 @@ BAR_INTERVAL_S = 1.0
 
 class BarThrottle:
     """Which progress callbacks redraw a bar: the first, every one at fraction 1, and otherwise at most
-    one per ``interval`` seconds; a redraw whose text is unchanged is skipped too."""
+    one per ``interval`` seconds. A due redraw happens even when its text is unchanged: it is also
+    when a Cancel click is noticed."""
 
     def __init__(self, interval: float = BAR_INTERVAL_S) -> None:
         self.interval = float(interval)
         self._last: float | None = None
-        self._text: str | None = None
 
     def due(self, now: float, fraction: float) -> bool:
-        """Whether a callback at time ``now`` (seconds) with ``fraction`` done may redraw."""
-        return fraction >= 1.0 or self._last is None or now - self._last >= self.interval
-
-    def redraw(self, now: float, text: str) -> bool:
-        """Record a redraw at ``now``; False when ``text`` is what the bar already shows."""
-        self._last = now
-        if text == self._text:
-            return False
-        self._text = text
-        return True
+        """Whether a callback at time ``now`` (seconds) with ``fraction`` done redraws; if so, it is recorded."""
+        if fraction >= 1.0 or self._last is None or now - self._last >= self.interval:
+            self._last = now
+            return True
+        return False
 
 
 def _memo() -> OrderedDict:
@@ -149,8 +144,7 @@ def cancellable_bar(key: str, sig: str, label: str, device: str, *, what: str = 
         else:
             eta = "estimating..." if fraction <= 0 else f"ETA {fmt_seconds(elapsed * (1 - fraction) / fraction)}"
         text = f"{label} on {device}: {message} · {fraction:.0%} · {fmt_seconds(elapsed)} elapsed · {eta}"
-        if throttle.redraw(now, text):
-            bar.progress(fraction, text=text)
+        bar.progress(fraction, text=text)
 
     return holder, progress
 
