@@ -18,7 +18,8 @@ def test_warm_up_imports_the_accountant_and_memoises_the_data() -> None:
         from privcore.accounting import bundle
         warm_up("digits")
         assert "opacus" not in sys.modules  # corrected accounting: dp_accounting's PLD only
-        # ... and not even that where the shipped calibration table answers the defaults
+        # ... and not even that where the shipped calibration table answers the defaults (that it
+        # does with the pinned libraries: tests/accounting/test_bundle.py)
         assert ("dp_accounting" in sys.modules) is (not bundle.covers("digits"))
         assert len(loader._MEMO._items) == before + 1
         t = warm_up("synthetic", "corrected", wait=False)  # returns at once with the import under way

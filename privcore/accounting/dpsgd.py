@@ -217,7 +217,8 @@ def dpsgd_noise_multiplier(epsilon: float, delta: float, sample_rate: float, ste
         from .pld_approx import recheck as _recheck
 
         args = (eps, dlt, q, k, rel, float(rel_tol), grid)
-        hit = memo.lookup("dpsgd_noise_multiplier", args)
+        # The shipped table only for replace-one: the only relation whose answers are re-checked here.
+        hit = memo.lookup("dpsgd_noise_multiplier", args, bundled=rel == "replace_one")
         if hit is not None and (rel != "replace_one" or _recheck(hit, eps, dlt, q, k)):
             return hit
         z = _pld_noise_multiplier(eps, dlt, q, k, rel, rel_tol, grid)

@@ -134,7 +134,20 @@ def _read(path: Path) -> dict[str, list]:
 
 @lru_cache(maxsize=2)
 def _bundled_entries(path: Path) -> dict[str, list]:
-    return _read(path)  # read once per process: it does not change while privcore runs
+    """The table's entries, read once per process; {} with a warning when its sha256 is not the one
+    privcore/accounting/bundle.py names (editing the table takes editing the code too)."""
+    from .bundle import TABLE_SHA256
+
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return {}
+    if digest != TABLE_SHA256:
+        warnings.warn(f"ignoring the calibration table {path}: its sha256 {digest[:16]}... is not the one "
+                      "privcore/accounting/bundle.py names (rebuild it: python -m privcore.accounting.bundle)",
+                      RuntimeWarning, stacklevel=3)
+        return {}
+    return _read(path)
 
 
 def bundled_value(name: str, args: tuple) -> float | None:
@@ -144,14 +157,17 @@ def bundled_value(name: str, args: tuple) -> float | None:
     return None if entry is None else float(entry[0])
 
 
-def lookup(name: str, args: tuple) -> float | None:
+def lookup(name: str, args: tuple, *, bundled: bool = True) -> float | None:
     """The stored value of ``name(*args)`` for this code and accountant version: the user's memo,
-    then the bundled table; None when neither has it (or the memo is off)."""
+    then (with ``bundled``) the table shipped with privcore; None when neither has it (or the memo
+    is off). The caller passes ``bundled=False`` where it cannot re-check what it reads."""
     path = memo_path()
     if path is None:
         return None
     entry = _read(path).get(key(name, args))
-    return float(entry[0]) if entry is not None else bundled_value(name, args)
+    if entry is not None:
+        return float(entry[0])
+    return bundled_value(name, args) if bundled else None
 
 
 def write_entries(path: Path, entries: dict[str, list], **extra: object) -> None:

@@ -7,8 +7,10 @@ must be refused by the independent re-check and recomputed, as for the user's me
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -18,13 +20,26 @@ from privcore.accounting.dpsgd import dpsgd_epsilon_replace_one
 REGENERATE = "the shipped table no longer matches the calibration code: run python -m privcore.accounting.bundle"
 
 
+def _pinned() -> dict[str, str]:
+    """The versions requirements.txt pins for the libraries in every key."""
+    text = (Path(__file__).resolve().parents[2] / "requirements.txt").read_text(encoding="utf-8")
+    pins = dict(line.split("==", 1) for line in text.split() if "==" in line)
+    return {name: pins.get(name, "unpinned") for name in memo.library_versions()}
+
+
 @pytest.fixture
 def table() -> dict:
     data = json.loads(bundle.BUNDLED_PATH.read_text(encoding="utf-8"))
-    if data.get("versions") != memo.library_versions():
-        pytest.skip(f"the table was computed with {data.get('versions')}, installed: {memo.library_versions()} "
-                    "(its keys cannot match here; requirements.txt pins the versions it was built with)")
+    installed = memo.library_versions()
+    if installed != _pinned():  # e.g. the GPU image's own libraries: the keys cannot match there
+        pytest.skip(f"installed {installed}, not requirements.txt's pins {_pinned()}: the table cannot answer here")
+    assert data.get("versions") == installed, "the table was built with other libraries than requirements.txt pins"
     return data
+
+
+def test_the_table_is_the_one_the_code_names():
+    digest = hashlib.sha256(bundle.BUNDLED_PATH.read_bytes()).hexdigest()
+    assert digest == bundle.TABLE_SHA256, f"{REGENERATE} (and put the sha256 it prints in bundle.TABLE_SHA256)"
 
 
 def test_the_table_matches_the_code_and_covers_the_sliders(table):
@@ -44,13 +59,30 @@ def test_the_train_sizes_are_the_loaders():
     assert {name: load_dataset(name).n for name in bundle.DATASETS} == bundle.TRAIN_SIZES
 
 
+def test_every_entry_meets_its_target_by_the_accountant(table):
+    """Each multiplier, by dp_accounting's pessimistic PLD on the search's own grid: epsilon at most
+    the target (what the search checked before returning it), and at z (1 - 2 rel_tol) above it,
+    so the entry is not needlessly large either. All entries: about 10-20 s."""
+    checked = 0
+    for args in bundle.settings():
+        z = memo.bundled_value("dpsgd_noise_multiplier", args)
+        if z is None:
+            continue
+        eps, delta, q, steps, rel, rel_tol, grid = args
+        at = lambda s: dpsgd._pld_epsilon(s, q, steps, delta, rel, dpsgd.pld_interval(eps, steps, s, q, rel, grid))  # noqa: E731
+        assert at(z) <= eps, (args, z, at(z))
+        assert at(z * (1 - 2 * rel_tol)) > eps, (args, z)
+        checked += 1
+    assert checked == len(table["entries"])
+
+
 @pytest.mark.parametrize("index", [0, 57, 170, 250, -20])
-def test_an_entry_is_what_the_accountant_answers(table, index):
+def test_an_entry_is_what_the_search_answers(table, index):
     args = bundle.settings()[index]
     z = memo.bundled_value("dpsgd_noise_multiplier", args)
     assert z is not None
     eps, delta, q, steps, rel, rel_tol, grid = args
-    assert dpsgd._pld_noise_multiplier(eps, delta, q, steps, rel, rel_tol, grid) == z
+    assert dpsgd._pld_noise_multiplier(eps, delta, q, steps, rel, rel_tol, grid) == pytest.approx(z, rel=1e-9)
     # An independent upper bound (the fine grid, not the search's) also meets the target.
     assert dpsgd_epsilon_replace_one(z, q, steps, delta) <= eps
 
@@ -88,7 +120,34 @@ def test_a_tampered_entry_is_refused_and_recomputed(table, tmp_path, monkeypatch
     data["entries"][k] = [true_z * factor, memo.checksum(k, true_z * factor)]
     copy.write_text(json.dumps(data))
     monkeypatch.setattr(bundle, "BUNDLED_PATH", copy)
+    with pytest.warns(RuntimeWarning, match="is not the one"):  # an edited table is not the one the code names
+        assert memo.bundled_value("dpsgd_noise_multiplier", args) is None
+    # Past that pin too (the code's digest edited as well): the re-check on reading still refuses it.
+    monkeypatch.setattr(bundle, "TABLE_SHA256", hashlib.sha256(copy.read_bytes()).hexdigest())
+    memo._bundled_entries.cache_clear()
     assert memo.bundled_value("dpsgd_noise_multiplier", args) == true_z * factor  # it passes the checksum
     with pytest.warns(RuntimeWarning, match="independent check finds it too small"):
         got = _fresh(*args[:4])
     assert got == true_z and accountant_calls
+
+
+
+def test_only_replace_one_calibrations_read_the_table(table, tmp_path, monkeypatch):
+    """An add/remove entry in the table (build() writes none) is never used: only replace-one answers
+    are re-checked on reading. A copy with a tiny add/remove multiplier, its digest pinned: the
+    add/remove calibration still comes from the accountant."""
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PRIVCORE_CALIBRATION_MEMO", raising=False)
+    monkeypatch.delenv("PRIVCORE_CALIBRATION_BUNDLE", raising=False)
+    eps, delta, q, steps, _, rel_tol, grid = bundle.settings()[60]
+    args = (eps, delta, q, steps, "add_remove", rel_tol, grid)
+    data = json.loads(bundle.BUNDLED_PATH.read_text())
+    k = memo.key("dpsgd_noise_multiplier", args)
+    data["entries"][k] = [0.01, memo.checksum(k, 0.01)]
+    copy = tmp_path / "bundled.json"
+    copy.write_text(json.dumps(data))
+    monkeypatch.setattr(bundle, "BUNDLED_PATH", copy)
+    monkeypatch.setattr(bundle, "TABLE_SHA256", hashlib.sha256(copy.read_bytes()).hexdigest())
+    assert memo.bundled_value("dpsgd_noise_multiplier", args) == 0.01  # in the table...
+    z = _fresh(eps, delta, q, steps, "pld", relation="add_remove", grid=grid)
+    assert z > 0.1  # ...but not used
