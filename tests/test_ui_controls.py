@@ -16,13 +16,13 @@ pytestmark = pytest.mark.usefixtures("app_env")
 def test_typed_values_set_the_slider_and_the_url():
     at = run(APP, FAST).run()
     assert not at.exception, at.exception
-    keys = {ni.key for ni in at.number_input}
-    assert {"t:eps", "t:budget", "t:n", "t:teachers", "t:lam", "t:lr", "t:clip", "t:epochs",
-            "t:batch_size"} <= keys
-    # δ's box is a text box in the slider's notation (a number box 55 px wide at 800 px read "0.0000")
-    assert at.text_input(key="t:delta").value == "1e-5"
-    at.number_input(key="t:eps").set_value(8.0).run()
-    at.number_input(key="t:budget").set_value(250).run()
+    # text boxes in the sliders' notation (number boxes 44-55 px wide at 800 px read "0.0000" for δ)
+    boxes = {ti.key: ti.value for ti in at.text_input if ti.key.startswith("t:")}
+    assert {"t:eps", "t:delta", "t:budget", "t:n", "t:teachers", "t:lam", "t:lr", "t:clip", "t:epochs",
+            "t:batch_size"} <= set(boxes) and not [ni for ni in at.number_input if ni.key.startswith("t:")]
+    assert (boxes["t:eps"], boxes["t:delta"], boxes["t:budget"], boxes["t:lam"]) == ("3", "1e-5", "10", "0.001")
+    at.text_input(key="t:eps").input("8").run()
+    at.text_input(key="t:budget").input("250").run()
     at.text_input(key="t:delta").input(" 2.5E-7 ").run()
     assert not at.exception, at.exception
     assert at.select_slider(key="w:eps").value == 8.0 and at.query_params["eps"] == "8.0"
@@ -35,13 +35,15 @@ def test_typed_values_set_the_slider_and_the_url():
     assert any("B = 250" in t for t in texts(at.subheader))       # the computed setting uses it
     # moving the slider rewrites the box
     at.select_slider(key="w:eps").set_value(30.0).run()
-    assert at.number_input(key="t:eps").value == 30.0
+    assert at.text_input(key="t:eps").value == "30"
     # lambda and DP-SGD's learning rate (exposed here) take typed values too
-    at.number_input(key="t:lam").set_value(2e-4).run()
-    at.number_input(key="t:lr").set_value(3.5).run()
+    at.text_input(key="t:lam").input("2e-4").run()
+    at.text_input(key="t:lr").input("3.5").run()
     assert not at.exception, at.exception
     assert at.query_params["lam"] == "0.0002" and at.select_slider(key="w:lam").value == 2e-4
-    assert at.query_params["lr"] == "3.5"
+    assert at.query_params["lr"] == "3.5" and at.text_input(key="t:lam").value == "2e-4"
+    at.text_input(key="t:n").input("1,000").run()               # thousands commas are read
+    assert not at.exception and at.query_params["n"] == "1000" and at.text_input(key="t:n").value == "1,000"
 
 
 def test_out_of_range_values_are_refused_with_the_range():
@@ -54,14 +56,16 @@ def test_out_of_range_values_are_refused_with_the_range():
         assert "delta" not in at.query_params and at.text_input(key="t:delta").value == "1e-5"  # box restored
     at.text_input(key="t:delta").input("   ").run()             # emptied: nothing changes, no message
     assert not [t for t in texts(at.warning) if "ignored" in t] and at.text_input(key="t:delta").value == "1e-5"
-    at.number_input(key="t:eps").set_value(1e6).run()
+    at.text_input(key="t:eps").input("1e6").run()
     assert not at.exception
     msgs = [t for t in texts(at.warning) if "ignored" in t]
     assert msgs and "10,000" in msgs[0] and "1,000,000" in msgs[0]
     assert "1000000.0" not in msgs[0] and "eps must" not in msgs[0]  # plain numbers, no URL key
     assert at.query_params.get("eps") is None                   # still the default
-    at.number_input(key="t:n").set_value(10**6).run()           # synthetic data cannot grow
+    at.text_input(key="t:n").input("1000000").run()             # synthetic data cannot grow
     assert any("N must be at most" in t for t in texts(at.warning))
+    at.text_input(key="t:budget").input("2.5").run()            # B counts answers
+    assert any("must be a whole number, got 2.5" in t for t in texts(at.warning)) and "budget" not in at.query_params
 
 
 _DIM_CLASSES = """

@@ -30,13 +30,13 @@ def log_select(name: str, label: str, grid: Sequence[Any], *, container=None, fm
                help: str | None = None, to_widget: Callable[[Any], Any] | None = None,
                from_widget: Callable[[Any], Any] | None = None, keep_value: bool = True, disabled: bool = False,
                typed: bool = False, to_typed: Callable[[Any], Any] | None = None,
-               from_typed: Callable[[Any], Any] | None = None, typed_as_text: bool = False) -> Any:
+               from_typed: Callable[[Any], Any] | None = None) -> Any:
     """A select slider over a (log-spaced) grid bound to state field ``name``; returns the value.
 
     ``to_widget``/``from_widget`` map between the stored value and the option shown (e.g. None <->
     "all"). With ``keep_value`` a stored value off the grid (from a URL or typed) is added to the
-    options; otherwise it snaps to the nearest option. ``typed`` adds a number box under the slider
-    for any value in the field's valid range (:func:`typed_input`; ``typed_as_text``: a text box).
+    options; otherwise it snaps to the nearest option. ``typed`` adds a box under the slider to type
+    any value in the field's valid range (:func:`typed_input`).
     """
     where = container if container is not None else st
     to_w = to_widget or (lambda v: v)
@@ -49,8 +49,7 @@ def log_select(name: str, label: str, grid: Sequence[Any], *, container=None, fm
     chosen = where.select_slider(label, options=options, key=wkey, format_func=fmt, help=help, disabled=disabled)
     value = state.commit(name, from_w(chosen))
     if typed:
-        typed_input(name, label, container=where, to_typed=to_typed, from_typed=from_typed, disabled=disabled,
-                    as_text=typed_as_text)
+        typed_input(name, label, container=where, to_typed=to_typed, from_typed=from_typed, disabled=disabled)
     return value
 
 
@@ -99,42 +98,42 @@ def box_text(value: Any, *, whole: bool = False) -> str:
 
 def _on_typed(name: str, label: str, from_typed: Callable[[Any], Any]) -> None:
     """A value was typed: validate it against the field's range and adopt it (store, slider, URL)."""
-    raw = st.session_state.get(_typed_key(name))
+    raw = str(st.session_state.get(_typed_key(name)) or "")
     errors = st.session_state.setdefault("_typed_errors", {})
     errors.pop(name, None)
-    if raw is None or (isinstance(raw, str) and not raw.strip()):  # an emptied box changes nothing
+    if not raw.strip():  # an emptied box changes nothing
         return
     f = state.FIELDS[name]
     try:
-        number = parse_typed(raw) if isinstance(raw, str) else raw
+        number = parse_typed(raw)
         whole = f.kind in ("int", "int_or_none")
         if whole and not float(number).is_integer():  # before from_typed, which may round (N)
             raise ValueError(f"{name} must be a whole number, got {format_number(number)}")
         value = from_typed(number)
         if whole and value is not None:
             if float(value) != int(value):
-                raise ValueError(f"{name} must be a whole number, got {raw!r}")
+                raise ValueError(f"{name} must be a whole number, got {format_number(value)}")
             value = int(value)
         value = f.check(value)
     except ValueError as err:
         reason = str(err)  # the field's message names its URL key ("eps must be ..."): the label says which here
         reason = reason[len(name) + 1:] if reason.startswith(name + " ") else reason
-        shown = format_number(raw) if isinstance(raw, (int, float)) else escape_markdown(clip(raw, 24))
-        errors[name] = f"{label}: {shown} ignored ({reason}; " \
-                       f"valid: {_range_text(f)})."
+        errors[name] = f"{label}: {escape_markdown(clip(raw.strip(), 24))} ignored ({reason}; valid: {_range_text(f)})."
         return
     state.put(name, value)
 
 
 def typed_input(name: str, label: str, *, container=None, to_typed: Callable[[Any], Any] | None = None,
-                from_typed: Callable[[Any], Any] | None = None, disabled: bool = False, as_text: bool = False) -> None:
-    """A number box for field ``name`` (any value in its valid range, e.g. ε = 8 or B = 250), kept in
-    sync with the slider through Session State: typing sets the stored value (the slider then shows it);
-    moving the slider rewrites the box. An out-of-range value is refused with the range, never raised.
+                from_typed: Callable[[Any], Any] | None = None, disabled: bool = False) -> None:
+    """A box to type field ``name`` (any value in its valid range, e.g. ε = 8, δ = 2.5e-7 or B = 250),
+    kept in sync with the slider through Session State: typing sets the stored value (the slider then
+    shows it); moving the slider rewrites the box. An out-of-range value is refused with the range,
+    never raised.
 
-    ``as_text``: a text box showing :func:`box_text` (``1e-5``) and reading :func:`parse_typed`. A
-    number box in a third of an 800 px page keeps about 55 px for the digits beside its clear and
-    step buttons, and shows δ = 1e-5 as "0.0000" (format "%g" in the browser writes 0.00001)."""
+    A text box, showing :func:`box_text` (``1e-5``, ``1,438``) and reading :func:`parse_typed`: a
+    number box in a third of an 800 px page keeps 44-55 px for the digits beside its clear and step
+    buttons, and showed δ = 1e-5 as "0.0000", λ = 0.001 as "0.00" and N = 1,438 as "143" (its
+    format "%g" writes 0.00001 in the browser; the step buttons added 0.01 to any float)."""
     where = container if container is not None else st
     f = state.FIELDS[name]
     to_t = to_typed or (lambda v: v)
@@ -142,23 +141,10 @@ def typed_input(name: str, label: str, *, container=None, to_typed: Callable[[An
     tkey = _typed_key(name)
     shown = to_t(state.get(name))
     is_int = f.kind in ("int", "int_or_none")
-    if as_text:
-        st.session_state[tkey] = box_text(shown, whole=is_int)
-        where.text_input(f"{label} (type a value)", key=tkey, on_change=_on_typed, args=(name, label, from_t),
-                         label_visibility="collapsed", placeholder=f"type {label.split(' (')[0]}", disabled=disabled,
-                         help=f"Type any value ({_range_text(f)}); 1e-5 means 0.00001.")
-        _typed_error(name, where)
-        return
-    st.session_state[tkey] = None if shown is None or isinstance(shown, str) else (int(shown) if is_int else float(shown))
-    where.number_input(f"{label} (type a value)", key=tkey, value=None, step=1 if is_int else None,
-                       format="%d" if is_int else "%g", on_change=_on_typed, args=(name, label, from_t),
-                       label_visibility="collapsed", placeholder=f"type {label.split(' (')[0]}", disabled=disabled,
-                       help=f"Type any value: {_range_text(f)}.")
-    _typed_error(name, where)
-
-
-def _typed_error(name: str, where) -> None:  # noqa: ANN001
-    """The message of a refused typed value, once, under its box."""
+    st.session_state[tkey] = box_text(shown, whole=is_int)
+    where.text_input(f"{label} (type a value)", key=tkey, on_change=_on_typed, args=(name, label, from_t),
+                     label_visibility="collapsed", placeholder=f"type {label.split(' (')[0]}", disabled=disabled,
+                     help=f"Type any value ({_range_text(f)}); 1e-5 means 0.00001.")
     message = st.session_state.get("_typed_errors", {}).pop(name, None)
     if message:
         where.warning(message)
@@ -178,8 +164,7 @@ def epsilon_slider(container=None, *, name: str = "eps", label: str | None = Non
 
 
 def delta_slider(container=None) -> float:
-    return _knob_select("delta", container, fmt=lambda v: "0 (pure DP)" if v == 0 else f"{v:.0e}".replace("e-0", "e-"),
-                        typed_as_text=True)
+    return _knob_select("delta", container, fmt=lambda v: "0 (pure DP)" if v == 0 else f"{v:.0e}".replace("e-0", "e-"))
 
 
 def budget_slider(container=None) -> int:
