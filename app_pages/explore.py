@@ -110,9 +110,10 @@ def show_point(rows: list[dict]) -> None:
         st.dataframe(table, hide_index=True, width="stretch", column_config=noise_table_config(table.columns),
                      column_order=noise_table_order(table.columns))
         st.caption("σ: std of Gaussian noise; β: inverse scale of Laplace-like noise (density ∝ exp(−β‖b‖)) or "
-                   "inverse temperature of the vote; ρ: extra L2 weight of loss perturbation; noise multiplier: "
-                   "DP-SGD's σ/ν; per-query ε: what each of the B answers may spend. ε data-dependent: PATE's "
-                   "accounting at these votes, a function of the private data, so not the guarantee (the ε above is).")
+                   "inverse temperature of the vote; ρ: extra L2 weight of loss perturbation; z: DP-SGD's noise "
+                   "multiplier σ/ν; ε/query: what each of the B answers may spend. ε data-dep.: PATE's accounting "
+                   "at these votes, a function of the private data, so not the guarantee (the ε above is); ε publ.: "
+                   "what publishing that value would cost.")
         display.show_formulas(rows)
 
 

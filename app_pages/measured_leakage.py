@@ -98,12 +98,14 @@ def show(results: list, *, final: bool) -> None:
                    "at that FPR.")
         st.subheader(f"Leakage per method (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, "
                      f"B = {s.budget:,})")
-        st.dataframe(lk.leakage_table(results), hide_index=True, width="stretch")
+        table = lk.leakage_table(results)
+        st.dataframe(table, hide_index=True, width="stretch", column_config=lk.leakage_table_config(table.columns))
         st.caption(f"Each release trains on {results[0].n_train:,} rows. Measured ε: a 95 % lower bound from {audit} "
                    "releases (8× more for the methods that train once) on each of two data sets that differ only in "
                    "the label of one out-of-distribution canary (the attacker knows both); the estimate uses the "
-                   "observed error rates (none when one of them is 0, which few trials often give). TPR@x%: members found while calling at most x % of non-members members. "
-                   "The loss and LiRA AUCs pool every training row; the canary AUC only the inserted canaries.")
+                   "observed error rates (none when one of them is 0, which few trials often give). TPR@x%: members "
+                   "found while calling at most x % of non-members members. The loss and LiRA AUCs pool every "
+                   "training row; the canary AUC only the inserted canaries. " + lk.no_estimate_note(results))
         display.show_warnings([n for r in results for n in r.notes])
         if final:
             export_buttons(fig, lk.rows_for_export(results), key="export_leakage", filename="measured_leakage")

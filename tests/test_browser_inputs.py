@@ -77,14 +77,14 @@ def _compute_all(page) -> None:
 
 
 def _type(page, label: str, value: str) -> None:
-    box = page.get_by_role("spinbutton", name=f"{label} (type a value)", exact=True)
+    box = page.get_by_role("textbox", name=f"{label} (type a value)", exact=True)
     box.fill(value)
     box.press("Enter")
     idle(page)
 
 
 def _expander(page) -> None:
-    box = page.get_by_role("spinbutton", name="Training examples N (type a value)", exact=True)
+    box = page.get_by_role("textbox", name="Training examples N (type a value)", exact=True)
     if box.count() == 0 or not box.is_visible():
         page.get_by_text("More settings: N, T, λ, D, C and DP-SGD").click()
         page.wait_for_timeout(300)

@@ -17,7 +17,7 @@ def test_expensive_settings_wait_for_compute_and_the_previous_chart_stays(monkey
     at = run(APP, FAST).run()
     assert not at.exception and len(at.get("plotly_chart")) == 1
     monkeypatch.setenv("PRIVCORE_COMPUTE_THRESHOLD_S", "0")       # everything counts as expensive now
-    at.number_input(key="t:eps").set_value(7.0).run()
+    at.text_input(key="t:eps").input("7").run()
     assert not at.exception, at.exception
     compute = [b for b in at.button if b.label.startswith("Compute (about")]
     assert compute, [b.label for b in at.button]
@@ -32,7 +32,7 @@ def test_expensive_settings_wait_for_compute_and_the_previous_chart_stays(monkey
     assert not [b for b in at.button if b.label.startswith("Compute (about")]
     assert not any("Previous chart" in t for t in texts(at.caption))
     monkeypatch.setenv("PRIVCORE_COMPUTE_THRESHOLD_S", "1000")
-    at.number_input(key="t:eps").set_value(4.0).run()                           # cheap: starts by itself
+    at.text_input(key="t:eps").input("4").run()                              # cheap: starts by itself
     assert not [b for b in at.button if b.label.startswith("Compute (about")]
 
 

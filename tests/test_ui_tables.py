@@ -31,3 +31,27 @@ def test_noise_tables_read_method_and_accuracy_first_on_a_narrow_screen():
 
     assert set(NOISE_NAMES) == set(NOISE_KINDS) and max(len(noise_name(k)) for k in NOISE_KINDS) <= 14
     assert list(table["Noise"]) == ["Gaussian"]
+
+
+def test_noise_table_cells_are_short_values():
+    """PATE's data-dependent ε and what publishing it costs are two short cells: in one cell,
+    "2.17 (8.55 to publish)" was cut to "2.17 (8.55 to" at 800 and 1,400 px. Every shown cell but the
+    method and the accuracy fits about twelve characters; the explanations are hover help."""
+    from ui.tables import NOISE_TABLE_HEADERS, noise_table, noise_table_config, noise_table_order
+
+    rows = [{"method": "confident_gnmax", "noise": "gaussian", "sigma": 6.8, "threshold": 12.8, "accuracy_mean": 0.358,
+             "accuracy_std": 0.041, "answered_fraction": 0.543, "epsilon_data_dependent": 2.17,
+             "epsilon_dd_published": 8.55, "sensitivity": 1.414},
+            {"method": "sparse_vector", "noise": "exponential_mechanism", "beta": 0.25, "accuracy_mean": 0.2,
+             "accuracy_std": 0.01, "per_query_epsilon": 0.5, "answered_fraction": 0.301, "sensitivity": 1.0},
+            {"method": "model_sensitivity", "noise": "laplace_like", "beta": 1.2345e-4, "accuracy_mean": 0.3,
+             "accuracy_std": 0.1, "sensitivity": 1.987}]
+    table = noise_table(rows)
+    gnmax = table[table["Method"].str.contains("Confident")].iloc[0]
+    assert gnmax["ε data-dependent (not a guarantee)"] == "2.17" and gnmax["ε to publish the data-dependent ε"] == "8.55"
+    shown = [c for c in noise_table_order(table.columns) if c not in ("Method", "Accuracy")]
+    assert max(len(str(v)) for c in shown for v in table[c]) <= 12, table[shown].to_dict("records")
+    config = noise_table_config(table.columns)
+    assert config["ε to publish the data-dependent ε"]["label"] == "ε publ." and "publishing" in \
+        config["ε to publish the data-dependent ε"]["help"]
+    assert all(config[c].get("help") for c in shown if c in NOISE_TABLE_HEADERS)

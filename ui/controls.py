@@ -7,6 +7,7 @@ State and in the URL through :mod:`ui.state`. :func:`setting_panel` draws the Ex
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Sequence
 
 import streamlit as st
@@ -16,9 +17,10 @@ from privcore.knobs import knob
 from . import state
 from .figures import format_number, method_label
 from .setting import DataInfo, Setting, SidebarSettings, nearest, setting_from_values, with_value
+from .text import clip, escape_markdown
 
 __all__ = ["log_select", "epsilon_slider", "delta_slider", "budget_slider", "n_slider", "teachers_slider",
-           "lam_slider", "dim_slider", "classes_slider", "dpsgd_controls", "learning_rate_slider", "typed_input", "methods_select", "current_setting",
+           "lam_slider", "dim_slider", "classes_slider", "dpsgd_controls", "learning_rate_slider", "typed_input", "parse_typed", "box_text", "methods_select", "current_setting",
            "setting_panel", "checked_setting_panel", "EPS_GRID"]
 
 EPS_GRID = knob("epsilon").grid
@@ -28,13 +30,13 @@ def log_select(name: str, label: str, grid: Sequence[Any], *, container=None, fm
                help: str | None = None, to_widget: Callable[[Any], Any] | None = None,
                from_widget: Callable[[Any], Any] | None = None, keep_value: bool = True, disabled: bool = False,
                typed: bool = False, to_typed: Callable[[Any], Any] | None = None,
-               from_typed: Callable[[Any], Any] | None = None, typed_text: bool = False) -> Any:
+               from_typed: Callable[[Any], Any] | None = None) -> Any:
     """A select slider over a (log-spaced) grid bound to state field ``name``; returns the value.
 
     ``to_widget``/``from_widget`` map between the stored value and the option shown (e.g. None <->
     "all"). With ``keep_value`` a stored value off the grid (from a URL or typed) is added to the
-    options; otherwise it snaps to the nearest option. ``typed`` adds a number box under the slider
-    for any value in the field's valid range (:func:`typed_input`; ``typed_text``: a text box).
+    options; otherwise it snaps to the nearest option. ``typed`` adds a box under the slider to type
+    any value in the field's valid range (:func:`typed_input`).
     """
     where = container if container is not None else st
     to_w = to_widget or (lambda v: v)
@@ -47,8 +49,7 @@ def log_select(name: str, label: str, grid: Sequence[Any], *, container=None, fm
     chosen = where.select_slider(label, options=options, key=wkey, format_func=fmt, help=help, disabled=disabled)
     value = state.commit(name, from_w(chosen))
     if typed:
-        typed_input(name, label, container=where, to_typed=to_typed, from_typed=from_typed, disabled=disabled,
-                    text=typed_text)
+        typed_input(name, label, container=where, to_typed=to_typed, from_typed=from_typed, disabled=disabled)
     return value
 
 
@@ -63,48 +64,76 @@ def _range_text(f: state.Field) -> str:
     return f"{zero}{lo} to {hi}" if lo and hi else (f"at least {lo}" if lo else f"at most {hi}")
 
 
+_GROUPED = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?")  # 16,000 or 1,438.5: commas group thousands
+
+
+def parse_typed(text: str) -> float | None:
+    """The number typed in a text box: ``1e-5``, ``2.5E-7``, ``0.00001``, ``16,000``; None when the box
+    is empty. ``ValueError`` for anything else (``0,5`` too: a comma only groups thousands)."""
+    t = text.strip().replace(" ", "")
+    if not t:
+        return None
+    if _GROUPED.fullmatch(t):
+        t = t.replace(",", "")
+    try:
+        return float(t)
+    except ValueError:
+        raise ValueError("must be a number such as 8, 0.001 or 1e-5") from None
+
+
+def box_text(value: Any, *, whole: bool = False) -> str:
+    """A stored value as a text box shows it: whole numbers with thousands commas, tiny or huge values
+    in the sliders' e-notation (``1e-5``, ``2.5e-7``), the rest as typed (``0.001``, ``3.5``); full
+    precision, so an untouched box holds exactly the stored value."""
+    if value is None or isinstance(value, str):
+        return ""
+    v = float(value)
+    if whole and v.is_integer():
+        return f"{int(v):,}"
+    if v == 0 or 1e-3 <= abs(v) < 1e7:
+        return f"{v:.12g}"
+    mantissa, exponent = f"{v:.11e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
 def _on_typed(name: str, label: str, from_typed: Callable[[Any], Any]) -> None:
-    """A number was typed: validate it against the field's range and adopt it (store, slider, URL)."""
-    raw = st.session_state.get(_typed_key(name))
+    """A value was typed: validate it against the field's range and adopt it (store, slider, URL)."""
+    raw = str(st.session_state.get(_typed_key(name)) or "")
     errors = st.session_state.setdefault("_typed_errors", {})
     errors.pop(name, None)
-    if raw is None or (isinstance(raw, str) and not raw.strip()):  # an emptied box changes nothing
+    if not raw.strip():  # an emptied box changes nothing
         return
     f = state.FIELDS[name]
     try:
-        value = from_typed(raw)
-        if f.kind in ("int", "int_or_none") and value is not None:
+        number = parse_typed(raw)
+        whole = f.kind in ("int", "int_or_none")
+        if whole and not float(number).is_integer():  # before from_typed, which may round (N)
+            raise ValueError(f"{name} must be a whole number, got {format_number(number)}")
+        value = from_typed(number)
+        if whole and value is not None:
             if float(value) != int(value):
-                raise ValueError(f"{name} must be a whole number, got {raw!r}")
+                raise ValueError(f"{name} must be a whole number, got {format_number(value)}")
             value = int(value)
         value = f.check(value)
     except ValueError as err:
         reason = str(err)  # the field's message names its URL key ("eps must be ..."): the label says which here
         reason = reason[len(name) + 1:] if reason.startswith(name + " ") else reason
-        errors[name] = f"{label}: {format_number(raw) if isinstance(raw, (int, float)) else raw} ignored ({reason}; " \
-                       f"valid: {_range_text(f)})."
+        errors[name] = f"{label}: {escape_markdown(clip(raw.strip(), 24))} ignored ({reason}; valid: {_range_text(f)})."
         return
     state.put(name, value)
 
 
-def _number(text: Any) -> float | None:
-    """A typed text as a number ("1e-5", "0.00001", " 2.5E-7 "); None for an empty box."""
-    if text is None or not str(text).strip():
-        return None
-    try:
-        return float(str(text).strip())
-    except ValueError:
-        raise ValueError(f"value must be a number such as 1e-5, got {str(text).strip()!r}") from None
-
-
 def typed_input(name: str, label: str, *, container=None, to_typed: Callable[[Any], Any] | None = None,
-                from_typed: Callable[[Any], Any] | None = None, disabled: bool = False, text: bool = False) -> None:
-    """A number box for field ``name`` (any value in its valid range, e.g. ε = 8 or B = 250), kept in
-    sync with the slider through Session State: typing sets the stored value (the slider then shows it);
-    moving the slider rewrites the box. An out-of-range value is refused with the range, never raised.
+                from_typed: Callable[[Any], Any] | None = None, disabled: bool = False) -> None:
+    """A box to type field ``name`` (any value in its valid range, e.g. ε = 8, δ = 2.5e-7 or B = 250),
+    kept in sync with the slider through Session State: typing sets the stored value (the slider then
+    shows it); moving the slider rewrites the box. An out-of-range value is refused with the range,
+    never raised.
 
-    ``text``: a text box showing the value as the slider does (``1e-5``), for tiny values that a
-    narrow number box cuts off ("0.0000" at 800 px); it takes any number notation."""
+    A text box, showing :func:`box_text` (``1e-5``, ``1,438``) and reading :func:`parse_typed`: a
+    number box in a third of an 800 px page keeps 44-55 px for the digits beside its clear and step
+    buttons, and showed δ = 1e-5 as "0.0000", λ = 0.001 as "0.00" and N = 1,438 as "143" (its
+    format "%g" writes 0.00001 in the browser; the step buttons added 0.01 to any float)."""
     where = container if container is not None else st
     f = state.FIELDS[name]
     to_t = to_typed or (lambda v: v)
@@ -112,21 +141,10 @@ def typed_input(name: str, label: str, *, container=None, to_typed: Callable[[An
     tkey = _typed_key(name)
     shown = to_t(state.get(name))
     is_int = f.kind in ("int", "int_or_none")
-    if text:
-        st.session_state[tkey] = "" if shown is None or isinstance(shown, str) else format_number(float(shown))
-        where.text_input(f"{label} (type a value)", key=tkey, on_change=_on_typed,
-                         args=(name, label, lambda v: None if _number(v) is None else from_t(_number(v))),
-                         label_visibility="collapsed", placeholder=f"type {label.split(' (')[0]}", disabled=disabled,
-                         help=f"Type any value, e.g. 1e-5: {_range_text(f)}.")
-        message = st.session_state.get("_typed_errors", {}).pop(name, None)
-        if message:
-            where.warning(message)
-        return
-    st.session_state[tkey] = None if shown is None or isinstance(shown, str) else (int(shown) if is_int else float(shown))
-    where.number_input(f"{label} (type a value)", key=tkey, value=None, step=1 if is_int else None,
-                       format="%d" if is_int else "%g", on_change=_on_typed, args=(name, label, from_t),
-                       label_visibility="collapsed", placeholder=f"type {label.split(' (')[0]}", disabled=disabled,
-                       help=f"Type any value: {_range_text(f)}.")
+    st.session_state[tkey] = box_text(shown, whole=is_int)
+    where.text_input(f"{label} (type a value)", key=tkey, on_change=_on_typed, args=(name, label, from_t),
+                     label_visibility="collapsed", placeholder=f"type {label.split(' (')[0]}", disabled=disabled,
+                     help=f"Type any value ({_range_text(f)}); 1e-5 means 0.00001.")
     message = st.session_state.get("_typed_errors", {}).pop(name, None)
     if message:
         where.warning(message)
@@ -146,8 +164,7 @@ def epsilon_slider(container=None, *, name: str = "eps", label: str | None = Non
 
 
 def delta_slider(container=None) -> float:
-    return _knob_select("delta", container, fmt=lambda v: "0 (pure DP)" if v == 0 else f"{v:.0e}".replace("e-0", "e-"),
-                        typed_text=True)
+    return _knob_select("delta", container, fmt=lambda v: "0 (pure DP)" if v == 0 else f"{v:.0e}".replace("e-0", "e-"))
 
 
 def budget_slider(container=None) -> int:

@@ -14,7 +14,8 @@ from privcore.methods import get_method
 
 from .figures import PRINT_TEMPLATE, format_number, method_color, method_label, plain_log_ticks
 
-__all__ = ["ATTACK_LABELS", "specs_for", "split_quick", "was_cancelled", "roc_figure", "leakage_table", "describe", "rows_for_export",
+__all__ = ["ATTACK_LABELS", "specs_for", "split_quick", "was_cancelled", "roc_figure", "leakage_table",
+           "leakage_table_config", "LEAKAGE_HEADERS", "no_estimate_note", "describe", "rows_for_export",
            "run_with_progress", "REFERENCE_CHOICES", "AUDIT_CHOICES"]
 
 ATTACK_LABELS = {
@@ -152,20 +153,55 @@ def roc_figure(results: Sequence, attack: str, epsilon: float, delta: float, *, 
                        f"δ = {format_number(delta)} (log-log)")
 
 
-def _eps_text(r) -> str:  # noqa: ANN001
+def _estimate_text(r) -> str:  # noqa: ANN001
+    """The audit's plug-in estimate of ε, "none" where one error rate was 0 (:func:`no_estimate_note`)."""
     b = r.audit
     if b is None:
         return "–"
-    if not math.isinf(b.estimate):
-        return f"{b.lower:.2f} (estimate {b.estimate:.2f})"
     # One error rate was 0 in the trials: the plug-in estimate is infinite whatever the method, so it
     # is not shown as a number (it read as 'leaks without limit' beside a claim of eps = 3).
-    which = (f"no false positive in {b.n_out} trials" if b.fpr == 0 else f"no missed member in {b.n_in} trials")
-    return f"{b.lower:.2f} (no point estimate: {which})"
+    return "none" if math.isinf(b.estimate) else f"{b.estimate:.2f}"
+
+
+def no_estimate_note(results: Sequence) -> str:
+    """Why some methods have no point estimate ("Model sensitivity: no false positive in 32 trials"),
+    or '' when all have one. Said below the table: in a cell it was cut off at 800 and 1,400 px."""
+    out = []
+    for r in results:
+        b = r.audit
+        if b is not None and math.isinf(b.estimate):
+            which = f"no false positive in {b.n_out} trials" if b.fpr == 0 else f"no missed member in {b.n_in} trials"
+            out.append(f"{method_label(r.method)}, {which}")
+    return ("No point estimate of ε where an error rate was 0 in the audit's trials: " + "; ".join(out) + ".") if out else ""
+
+
+def _attack_headers() -> dict[str, tuple[str, str]]:
+    out = {}
+    for short, attack in (("loss", "loss threshold"), ("LiRA", "offline LiRA on training rows"),
+                          ("canary", "LiRA on the inserted canaries")):
+        out[f"AUC {short}"] = (f"AUC {short}", f"area under the ROC curve of the {attack} attack; 0.5 is chance")
+        for fpr in ("0.1%", "1%"):
+            out[f"TPR@{fpr} {short}"] = (f"TPR@{fpr} {short}", f"share of members the {attack} attack finds while "
+                                                               f"calling at most {fpr} of non-members members")
+    return out
+
+
+#: Short headers (and their hover help) of :func:`leakage_table`'s columns.
+LEAKAGE_HEADERS: dict[str, tuple[str, str]] = {
+    "Accuracy": ("Accuracy", "test accuracy of the release trained on the first random half of the rows"),
+    "Claimed ε": ("Claimed ε", "the ε the method is calibrated to: the proven upper limit on leakage"),
+    "Measured ε ≥ (95 %)": ("Measured ε ≥", "95 % lower bound on ε from the audit (Clopper-Pearson); 0: nothing "
+                                            "certified, not nothing leaked"),
+    "ε estimate": ("ε estimate", "plug-in estimate from the audit's observed error rates; none when one of them "
+                                 "is 0 (said below the table)"),
+    **_attack_headers(),
+    "Seconds": ("Seconds", "time to measure this method now; 0 when it came from the cache"),
+}
 
 
 def leakage_table(results: Sequence):  # noqa: ANN201 - pandas DataFrame
-    """One row per method: accuracy, claimed eps, audited eps lower bound, AUCs and TPR at low FPR."""
+    """One row per method: accuracy, claimed eps, audited eps lower bound and estimate, AUCs and TPR at
+    low FPR; one short value per cell (a phrase in a cell was cut off), see :func:`leakage_table_config`."""
     import pandas as pd
 
     rows = []
@@ -174,7 +210,8 @@ def leakage_table(results: Sequence):  # noqa: ANN201 - pandas DataFrame
             "Method": method_label(r.method),
             "Accuracy": round(r.accuracy, 3),
             "Claimed ε": "none (∞)" if math.isinf(r.epsilon) else format_number(r.epsilon),
-            "Measured ε ≥ (95 %)": _eps_text(r),
+            "Measured ε ≥ (95 %)": None if r.audit is None else round(r.audit.lower, 2),
+            "ε estimate": _estimate_text(r),
         }
         for name, short in (("loss", "loss"), ("lira", "LiRA"), ("canary", "canary")):
             try:
@@ -188,6 +225,25 @@ def leakage_table(results: Sequence):  # noqa: ANN201 - pandas DataFrame
         row["Seconds"] = 0.0 if r.cached else round(r.seconds, 1)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def leakage_table_config(columns) -> dict[str, Any]:  # noqa: ANN001
+    """``column_config`` of :func:`leakage_table`: the method pinned (it stays in view when the table
+    scrolls sideways), the measured ε with two decimals, short headers with hover help."""
+    import streamlit as st
+
+    config: dict[str, Any] = {}
+    for c in columns:
+        if c not in LEAKAGE_HEADERS:
+            continue
+        label, help_text = LEAKAGE_HEADERS[c]
+        if c == "Measured ε ≥ (95 %)":
+            config[c] = st.column_config.NumberColumn(label, help=help_text, format="%.2f")
+        else:
+            config[c] = st.column_config.Column(label, help=help_text)
+    if "Method" in columns:
+        config["Method"] = st.column_config.TextColumn("Method", pinned=True)
+    return config
 
 
 def rows_for_export(results: Sequence) -> list[dict[str, Any]]:
