@@ -228,22 +228,11 @@ def leakage_table(results: Sequence):  # noqa: ANN201 - pandas DataFrame
 
 
 def leakage_table_config(columns) -> dict[str, Any]:  # noqa: ANN001
-    """``column_config`` of :func:`leakage_table`: the method pinned (it stays in view when the table
-    scrolls sideways), the measured ε with two decimals, short headers with hover help."""
-    import streamlit as st
+    """``column_config`` of :func:`leakage_table`: the method pinned, the measured ε with two decimals,
+    short headers with hover help (:func:`ui.tables.headed_config`)."""
+    from .tables import headed_config
 
-    config: dict[str, Any] = {}
-    for c in columns:
-        if c not in LEAKAGE_HEADERS:
-            continue
-        label, help_text = LEAKAGE_HEADERS[c]
-        if c == "Measured ε ≥ (95 %)":
-            config[c] = st.column_config.NumberColumn(label, help=help_text, format="%.2f")
-        else:
-            config[c] = st.column_config.Column(label, help=help_text)
-    if "Method" in columns:
-        config["Method"] = st.column_config.TextColumn("Method", pinned=True)
-    return config
+    return headed_config(columns, LEAKAGE_HEADERS, formats={"Measured ε ≥ (95 %)": "%.2f"})
 
 
 def rows_for_export(results: Sequence) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .figures import _ordered_methods, format_number, is_baseline, method_label
 
-__all__ = ["NOISE_NAMES", "noise_name", "noise_table", "NOISE_TABLE_HEADERS", "noise_table_order",
+__all__ = ["NOISE_NAMES", "noise_name", "noise_table", "NOISE_TABLE_HEADERS", "noise_table_order", "headed_config",
            "noise_table_config", "calibration_table"]
 
 
@@ -96,17 +96,31 @@ def noise_table_order(columns: Iterable[str]) -> list[str]:
     return [c for c in _NOISE_TABLE_FIRST if c in cols] + [c for c in cols if c not in _NOISE_TABLE_FIRST]
 
 
-def noise_table_config(columns: Iterable[str]) -> dict[str, Any]:
-    """``column_config`` for ``st.dataframe`` of a noise table: the method pinned (it stays in view when
-    a narrow screen scrolls the table sideways), short headers with hover help. Widths stay automatic:
-    a fixed "small" width (75 px) is wider than the automatic one of a short number (measured at 800 px)."""
+def headed_config(columns: Iterable[str], headers: Mapping[str, tuple[str, str]], *,
+                  formats: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``column_config`` for ``st.dataframe``: each column in ``headers`` (name -> (short header, hover
+    help)) under its short header, number ``formats`` where given (name -> printf format), and the
+    Method column pinned (it stays in view when a narrow screen scrolls the table sideways)."""
     import streamlit as st
 
-    config: dict[str, Any] = {c: st.column_config.TextColumn(NOISE_TABLE_HEADERS[c][0], help=NOISE_TABLE_HEADERS[c][1])
-                              for c in columns if c in NOISE_TABLE_HEADERS}
+    columns = list(columns)
+    formats = formats or {}
+    config: dict[str, Any] = {}
+    for c in columns:
+        if c in headers:
+            label, help_text = headers[c]
+            config[c] = (st.column_config.NumberColumn(label, help=help_text, format=formats[c]) if c in formats
+                         else st.column_config.Column(label, help=help_text))
     if "Method" in columns:
         config["Method"] = st.column_config.TextColumn("Method", pinned=True)
     return config
+
+
+def noise_table_config(columns: Iterable[str]) -> dict[str, Any]:
+    """``column_config`` of a noise table (:func:`headed_config` with :data:`NOISE_TABLE_HEADERS`). Widths
+    stay automatic: a fixed "small" width (75 px) is wider than the automatic one of a short number
+    (measured at 800 px)."""
+    return headed_config(columns, NOISE_TABLE_HEADERS)
 
 
 def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True):  # noqa: ANN201 - DataFrame

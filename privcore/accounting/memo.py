@@ -104,8 +104,6 @@ def checksum(entry_key: str, value: float) -> str:
     return hashlib.sha256(f"{entry_key}={value!r}".encode()).hexdigest()[:16]
 
 
-_key, _check = key, checksum  # the names the tests of an earlier release use
-
 
 def _read(path: Path) -> dict[str, list]:
     """The entries of ``path`` ({} if absent); a damaged or foreign file: {} and a warning."""
@@ -121,11 +119,11 @@ def _read(path: Path) -> dict[str, list]:
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), dict):
             raise ValueError("not a privcore calibration memo")
         entries = data["entries"]
-        for key, entry in entries.items():
+        for k, entry in entries.items():
             ok = (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], float)
-                  and math.isfinite(entry[0]) and entry[0] > 0 and entry[1] == _check(key, entry[0]))
+                  and math.isfinite(entry[0]) and entry[0] > 0 and entry[1] == checksum(k, entry[0]))
             if not ok:
-                raise ValueError(f"entry {key[:60]!r} is damaged")
+                raise ValueError(f"entry {k[:60]!r} is damaged")
         return entries
     except (ValueError, TypeError, RecursionError) as exc:
         warnings.warn(f"ignoring the calibration memo {path}: {exc}", RuntimeWarning, stacklevel=3)

@@ -94,7 +94,7 @@ def test_an_entry_edited_with_its_checksum_is_rechecked_not_trusted(counted, tmp
     path = tmp_path / memo.FILE_NAME
     data = json.loads(path.read_text())
     key = next(iter(data["entries"]))
-    data["entries"][key] = [z * factor, memo._check(key, z * factor)]
+    data["entries"][key] = [z * factor, memo.checksum(key, z * factor)]
     path.write_text(json.dumps(data))
     assert memo.lookup("dpsgd_noise_multiplier", (*ARGS, "replace_one", 1e-3, "moderate")) == z * factor  # passes the checksum
     counted.clear()
