@@ -5,7 +5,8 @@
 Starts ``streamlit run app.py`` on a fresh, empty result cache, opens the Explore page with the
 defaults (mnist-5k, 20 repetitions) in headless Chromium (/usr/bin/chromium, Playwright) 2 s
 after the server answers (``--wait``), and times from the request: the page heading, the
-recommendation, the first chart with data and the end of all computing; then the same moments counted from
+controls all drawn (``controls_drawn_s``: no grey placeholder left; ``--cpu-throttle`` emulates a slower
+machine's browser), the recommendation, the first chart with data and the end of all computing; then the same moments counted from
 the server command (``*_from_launch_s``: the server starts computing the default view as it
 starts, so a visitor who comes later waits less). ``--browser-trace`` records Chromium's own trace
 of the first visit and prints how long the page's renderer main thread was busy (its tasks, the
@@ -73,9 +74,25 @@ def _browser(pw):  # noqa: ANN001, ANN202 - playwright objects
     return pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
 
 
+#: Page script: when the controls are first all drawn (the ε slider there and no grey placeholder
+#: left: Streamlit shows one while a widget's code loads) and the most placeholders seen at once, in
+#: ``window.__controlsAt`` (ms from navigation) and ``window.__maxPlaceholders``.
+CONTROLS_WATCH = """
+window.__maxPlaceholders = 0;
+const __watch = setInterval(() => {
+  const n = document.querySelectorAll('[data-testid="stSkeleton"]').length;
+  window.__maxPlaceholders = Math.max(window.__maxPlaceholders, n);
+  if (n === 0 && document.querySelector('.st-key-w-eps [data-testid="stSlider"]')) {
+    window.__controlsAt = performance.now(); clearInterval(__watch);
+  }
+}, 100);
+"""
+
+
 def _open_to_heading(browser, url: str, timeout_ms: int):  # noqa: ANN001, ANN202
     """A new tab on ``url``: (the page, when the request was made, seconds until the heading shows)."""
     page = browser.new_page(viewport={"width": 1400, "height": 1900})
+    page.add_init_script(CONTROLS_WATCH)
     t0 = time.perf_counter()
     page.goto(url, wait_until="commit")
     page.get_by_role("heading", name=HEADING).wait_for(timeout=timeout_ms)
@@ -192,6 +209,8 @@ def main() -> None:
     ap.add_argument("--cpu", action="store_true",
                     help="print the CPU seconds of the server, its children and the browser between the moments timed")
     ap.add_argument("--floor", action="store_true", help="first time a one-line app's heading (Streamlit's floor)")
+    ap.add_argument("--cpu-throttle", type=float, default=None, metavar="RATE",
+                    help="slow the page's CPU down RATE times (Chromium's DevTools emulation of a slower machine)")
     args = ap.parse_args()
     if args.floor:
         print("floor:", json.dumps({"heading_s": round(floor_heading(args.port + 1), 2)}), flush=True)
@@ -213,9 +232,18 @@ def main() -> None:
         with sync_playwright() as pw:
             browser = _browser(pw)
             tracing = Path(tempfile.mkdtemp(), "trace.json") if args.browser_trace else None
-            if tracing is not None:  # the page is opened first (blank), so that its renderer is traced
+            if tracing is not None or args.cpu_throttle:  # the page is opened first (blank): traced, throttled
                 page = browser.new_page(viewport={"width": 1400, "height": 1900})
+                page.add_init_script(CONTROLS_WATCH)
+                if args.cpu_throttle:
+                    page.context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": args.cpu_throttle})
+            if tracing is not None:
                 browser.start_tracing(page=page, path=str(tracing), categories=["disabled-by-default-devtools.timeline", "devtools.timeline", "v8.execute"])
+                t0 = time.perf_counter()
+                page.goto(base + "/", wait_until="commit")
+                page.get_by_role("heading", name=HEADING).wait_for(timeout=300_000)
+                out["heading_s"] = time.perf_counter() - t0
+            elif args.cpu_throttle:
                 t0 = time.perf_counter()
                 page.goto(base + "/", wait_until="commit")
                 page.get_by_role("heading", name=HEADING).wait_for(timeout=300_000)
@@ -242,6 +270,9 @@ def main() -> None:
                 print("cpu launch -> request:", json.dumps({k: round(v, 2) for k, v in marks["request"].items()}),
                       flush=True)
             out["exceptions"] = page.locator('[data-testid="stException"]').count()
+            watched = page.evaluate("() => [window.__controlsAt ?? null, window.__maxPlaceholders ?? 0]")
+            out["controls_drawn_s"] = None if watched[0] is None else watched[0] / 1000.0  # from navigation start
+            out["placeholders_max"] = watched[1]
             if tracing is not None:
                 browser.stop_tracing()
                 busy = renderer_busy(json.loads(tracing.read_text()), out["all_done_s"])

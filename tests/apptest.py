@@ -22,3 +22,11 @@ def run(path: str, base: dict[str, str], **params):  # noqa: ANN201 - AppTest
     at = AppTest.from_file(path, default_timeout=240)
     at.query_params.update({**base, **{k: str(v) for k, v in params.items()}})
     return at
+
+
+def open_more_settings(at):  # noqa: ANN001, ANN201 - AppTest
+    """Open the "More settings" expander before the next run (its sliders are drawn only while open)."""
+    from ui.controls import MORE_KEY
+
+    at.session_state[MORE_KEY] = True
+    return at

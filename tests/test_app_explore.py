@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest import APP, run, texts  # noqa: E402
+from apptest import APP, open_more_settings, run, texts  # noqa: E402
 
 FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0", "eps_max": "10.0"}
 
@@ -94,7 +94,8 @@ def test_moving_epsilon_changes_the_numbers_and_the_url():
 
 
 def test_url_sets_the_widgets():
-    at = app(eps="10", delta="0", budget="100", lam='"auto"', teachers="8", methods='["model_sensitivity","subsample_aggregate"]')
+    at = open_more_settings(app(eps="10", delta="0", budget="100", lam='"auto"', teachers="8",
+                                methods='["model_sensitivity","subsample_aggregate"]'))
     at.run()
     assert not at.exception
     assert at.select_slider(key="w:eps").value == 10.0
@@ -105,6 +106,31 @@ def test_url_sets_the_widgets():
     assert at.multiselect(key="w:methods").value == ["model_sensitivity", "subsample_aggregate"]
     assert at.selectbox(key="w:dataset").value == "synthetic"
     assert set(at.dataframe[0].value["Method"]) == {"Model sensitivity", "Subsample-and-aggregate", "Non-private (no noise)"}
+
+
+def test_closed_more_settings_draw_nothing_and_use_the_same_values_as_open():
+    """The expander's sliders are drawn only while it is open; closed, its values still come from the
+    URL and are normalised as the sliders would (dim beyond the data's 20 features means all), and the
+    page computes with them. Opening it reruns the page and shows the same values."""
+    params = {"lam": '"auto"', "teachers": "8", "dim": "5000", "clip": "0.5"}
+    closed = app(**params)
+    closed.run()
+    assert not closed.exception, closed.exception
+    keys = {w.key for w in closed.select_slider} | {t.key for t in closed.text_input}
+    assert not keys & {"w:lam", "w:teachers", "w:dim", "w:clip", "t:lam", "t:teachers", "t:clip"}, keys
+    assert "w:eps" in keys and "t:eps" in keys                       # the first row is always drawn
+    got = {name: closed.session_state[f"v:{name}"] for name in ("lam", "teachers", "dim", "clip")}
+    assert got == {"lam": "auto", "teachers": 8, "dim": None, "clip": 0.5}, got
+    assert any("adjusted to all" in t for t in texts(closed.warning) + texts(closed.info) + texts(closed.caption)) \
+        or closed.query_params.get("dim") is None                     # the adjustment is said or the URL cleaned
+    table = closed.dataframe[0].value                                # computed with those values
+    opened = open_more_settings(app(**params))
+    opened.run()
+    assert not opened.exception, opened.exception
+    assert opened.select_slider(key="w:lam").value == "auto" and opened.select_slider(key="w:teachers").value == 8
+    assert opened.select_slider(key="w:dim").value == "all" and opened.select_slider(key="w:clip").value == 0.5
+    assert {name: opened.session_state[f"v:{name}"] for name in got} == got
+    assert table.equals(opened.dataframe[0].value)
 
 
 def test_dpsgd_at_delta_zero_is_an_inline_warning():

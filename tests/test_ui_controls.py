@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest import APP, run, texts  # noqa: E402
+from apptest import APP, open_more_settings, run, texts  # noqa: E402
 
 FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0", "eps_max": "10.0"}
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.usefixtures("app_env")
 
 
 def test_typed_values_set_the_slider_and_the_url():
-    at = run(APP, FAST).run()
+    at = open_more_settings(run(APP, FAST)).run()
     assert not at.exception, at.exception
     # text boxes in the sliders' notation (number boxes 44-55 px wide at 800 px read "0.0000" for δ)
     boxes = {ti.key: ti.value for ti in at.text_input if ti.key.startswith("t:")}
@@ -47,7 +47,7 @@ def test_typed_values_set_the_slider_and_the_url():
 
 
 def test_out_of_range_values_are_refused_with_the_range():
-    at = run(APP, FAST).run()
+    at = open_more_settings(run(APP, FAST)).run()
     for typed, reason in (("0,5", "must be a number"), ("**x**", "must be a number"), ("0.5", "at most 0.1")):
         at.text_input(key="t:delta").input(typed).run()
         assert not at.exception, at.exception

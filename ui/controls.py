@@ -250,27 +250,58 @@ def current_setting() -> Setting:
     return setting_from_values(state.current_values())
 
 
+#: Session-state key of the "More settings" expander's open state (its contents are drawn only while open).
+MORE_KEY = "more_settings"
+
+
+class _Undrawn:
+    """A container that draws nothing: a slider "drawn" in it returns the value its key holds after
+    :func:`ui.state.bind` (exactly what the slider would return untouched), a text box or a warning
+    shows nothing. For the closed "More settings" expander, whose values must still be read (from
+    the store and the URL) and normalised the same way as when its sliders are on screen."""
+
+    def select_slider(self, label: str, *, key: str, **_: Any) -> Any:  # noqa: ARG002 - the slider's signature
+        return st.session_state[key]
+
+    def text_input(self, *_: Any, **__: Any) -> None:
+        return None
+
+    def warning(self, *_: Any, **__: Any) -> None:
+        return None
+
+
 def setting_panel(side: SidebarSettings, *, expanded: bool = False, show_n: bool = True,
                   allow_augment: bool = False) -> Setting:
     """Explore-style controls: ε, δ, B and methods in view; N, T, λ, D, C and DP-SGD in an expander.
-    ``allow_augment``: N may exceed the real training examples (image data; see :func:`n_slider`)."""
+    ``allow_augment``: N may exceed the real training examples (image data; see :func:`n_slider`).
+
+    The expander's sliders are drawn only while it is open (``on_change="rerun"``: opening it reruns
+    the page); closed, the same values come from the store and the URL through :class:`_Undrawn`.
+    Sixteen sliders and boxes fewer on a first visit is what lets the page's widgets appear while
+    it computes on a slow machine: Streamlit's running indicator re-renders every 200 ms, and a
+    first render of the lazily loaded widgets that takes longer never completes until the run ends
+    (the widgets stay grey placeholders; README, issue 16)."""
     info = side.info
     c1, c2, c3 = st.columns(3)
     eps = epsilon_slider(c1)
     delta = delta_slider(c2)
     budget = budget_slider(c3)
     methods = methods_select()
-    with st.expander("More settings: N, T, λ, D, C and DP-SGD", expanded=expanded):
-        a, b, c = st.columns(3)
+    more = st.expander("More settings: N, T, λ, D, C and DP-SGD", expanded=expanded, key=MORE_KEY, on_change="rerun")
+    with more:
+        if more.open:
+            a, b, c = st.columns(3)
+            d, e, f = st.columns(3)
+            g, h, i = st.columns(3)
+        else:
+            a = b = c = d = e = f = g = h = i = _Undrawn()
         n = n_slider(info, a, allow_augment=allow_augment) if (info is not None and show_n) else state.get("n")
         teachers = teachers_slider(b)
         lam = lam_slider(c)
-        d, e, f = st.columns(3)
         dim = dim_slider(info, d) if info is not None else state.get("dim")
         classes = classes_slider(info, e) if info is not None else state.get("classes")
-        with f:
-            lr = learning_rate_slider()
-        clip, epochs, batch = dpsgd_controls(st.columns(3))
+        lr = learning_rate_slider(f)
+        clip, epochs, batch = dpsgd_controls((g, h, i))
     return Setting(eps=float(eps), delta=float(delta), budget=int(budget), n=n, teachers=int(teachers), lam=lam,
                    dim=dim, classes=classes, clip=float(clip), epochs=int(epochs), batch_size=int(batch),
                    learning_rate=lr, methods=tuple(methods), augment=bool(state.get("augment")))
