@@ -204,6 +204,8 @@ def curve_tab(axis: str) -> None:
     quick = progress.quick_part(spec)
     quick_key = f"curve_{axis}_quick"
     first = progress.run_with_progress(quick, key=quick_key, label="Quick methods") if quick else None
+    if quick is not None and first is None and progress.waiting(quick_key):
+        return  # the warm-up computes it (and the full curve next): the page reruns when it is done
     if quick is not None and first is None and progress.was_cancelled(quick, quick_key):
         with chart_slot.container():
             progress.show_previous(f"fig_{axis}")

@@ -386,6 +386,37 @@ def test_identical_sweeps_in_two_threads_compute_once(tmp_path):
     assert [r["accuracy_mean"] for r in results[0].rows] == [r["accuracy_mean"] for r in results[1].rows]
 
 
+def test_running_elsewhere_is_true_exactly_while_another_thread_computes_the_spec(tmp_path):
+    """What the dashboard polls instead of waiting inside a page run (ui/progress.py)."""
+    import threading
+
+    from privcore.engine.runner import running_elsewhere
+
+    spec = _small_spec(methods=("model_sensitivity",), seed=22)
+    other = _small_spec(methods=("model_sensitivity",), seed=23)
+    cache = ResultCache(tmp_path)
+    started, release = threading.Event(), threading.Event()
+
+    def hold(fraction: float, message: str) -> None:
+        if not started.is_set():
+            started.set()
+            release.wait(timeout=30)
+
+    assert not running_elsewhere(spec, cache)
+    worker = threading.Thread(target=lambda: run_sweep(spec, cache=ResultCache(tmp_path), progress=hold))
+    worker.start()
+    try:
+        assert started.wait(timeout=30)
+        assert running_elsewhere(spec, cache)                        # held by the worker
+        assert not running_elsewhere(other, cache)                   # another spec
+        assert not running_elsewhere(spec, ResultCache(tmp_path / "elsewhere"))  # another cache
+    finally:
+        release.set()
+        worker.join()
+    assert not running_elsewhere(spec, cache)
+    assert run_sweep(spec, cache=cache).computed == 0                # the worker's results are cached
+
+
 def test_vary_axis_rows_and_auto_lambda(tmp_path):
     res = run_sweep(_small_spec(methods=("prediction_sensitivity",), vary="budget", values=(1, 100)), cache=ResultCache(tmp_path))
     pred = {r["value"]: r["accuracy_mean"] for r in res.rows if r["method"] == "prediction_sensitivity"}

@@ -36,6 +36,32 @@ def test_expensive_settings_wait_for_compute_and_the_previous_chart_stays(monkey
     assert not [b for b in at.button if b.label.startswith("Compute (about")]
 
 
+def test_a_sweep_computed_by_another_thread_is_polled_not_waited_for(monkeypatch):
+    """While the warm-up (another thread) computes the current setting, the page run draws every
+    control and a note, starts nothing of its own and ends (a fragment polls and reruns the page when
+    it is done); with the computation finished, the page shows the result. Waiting inside the run
+    left a slow machine's controls grey until the run ended (ui/progress.py, wait_in_background)."""
+    import privcore.engine.runner as runner
+
+    busy = {"on": True}
+    monkeypatch.setattr(runner, "running_elsewhere", lambda spec, cache=None: busy["on"])
+    calls = []
+    real_run_sweep = runner.run_sweep
+    monkeypatch.setattr(runner, "run_sweep", lambda *a, **k: calls.append(1) or real_run_sweep(*a, **k))
+    at = run(APP, FAST).run()
+    assert not at.exception, at.exception
+    assert not calls                                                            # nothing computed here
+    notes = [p.proto.text for p in at.get("progress")]
+    assert any("being computed in the background" in str(n) for n in notes), notes
+    assert not [t for t in texts(at.success) + texts(at.info) if "Recommended" in t]
+    assert at.select_slider(key="w:eps").value and at.text_input(key="t:eps").value  # the controls are drawn
+    busy["on"] = False                                                          # the other thread is done
+    at.run()
+    assert not at.exception, at.exception
+    assert calls and [t for t in texts(at.success) + texts(at.info) if "Recommended" in t]
+    assert not any("being computed in the background" in p.proto.text for p in at.get("progress"))
+
+
 def test_the_bar_redraws_at_most_once_per_interval_and_always_at_the_end():
     from ui.progress import BAR_INTERVAL_S, BarThrottle
 

@@ -15,7 +15,7 @@ import streamlit as st
 
 from .display import show_error
 
-__all__ = ["BAR_INTERVAL_S", "BarThrottle", "run_with_progress", "quick_part", "was_cancelled", "device_text", "fmt_seconds", "estimate_seconds",
+__all__ = ["BAR_INTERVAL_S", "BarThrottle", "POLL_S", "run_with_progress", "wait_in_background", "waiting", "quick_part", "was_cancelled", "device_text", "fmt_seconds", "estimate_seconds",
            "compute_approved", "show_previous", "has_previous"]
 
 
@@ -211,12 +211,52 @@ def show_previous(key: str) -> bool:
     return True
 
 
+#: Seconds between two checks of a sweep computed by another thread (:func:`wait_in_background`).
+POLL_S = 1.0
+
+
+def waiting(key: str) -> bool:
+    """Whether the run under ``key`` was left to another thread in this page run (see
+    :func:`wait_in_background`): the page should not start related work of its own."""
+    return key in st.session_state.get("_waiting", {})
+
+
+def wait_in_background(spec, key: str, label: str, device: str) -> None:  # noqa: ANN001 - SweepSpec
+    """Show that ``spec`` is being computed by another thread (the server's start-up warm-up or
+    another session), poll for it every :data:`POLL_S` s in a fragment and rerun the page when it is done.
+
+    Why not wait inside the page run, as :func:`privcore.engine.runner.run_sweep` can: while a page
+    run lasts over 0.5 s, Streamlit's running indicator re-renders every 200 ms, and on a slow or busy
+    machine the first render of the page's lazily loaded widgets (sliders, text boxes, radios) takes
+    longer than that, never completes, and leaves grey placeholders until the run ends: on this
+    2-core machine the controls of a first visit stayed grey for 20-80 s (README, issue 16). Polling
+    keeps every run short, so the page is drawn and usable while the warm-up computes.
+    """
+    started = st.session_state.setdefault("_waiting_since", {}).setdefault(spec.key, time.perf_counter())
+    st.session_state.setdefault("_waiting", {})[key] = spec.key
+
+    @st.fragment(run_every=POLL_S)
+    def poll() -> None:
+        from privcore.engine.runner import running_elsewhere
+
+        if not running_elsewhere(spec):
+            st.session_state.get("_waiting_since", {}).pop(spec.key, None)
+            st.rerun(scope="app")
+        with st.container(border=True):
+            st.progress(0.0, text=f"{label} on {device}: being computed in the background (started with the "
+                                  f"server or by another visitor) · {fmt_seconds(time.perf_counter() - started)} "
+                                  "elapsed · the page updates when it is done; every control works meanwhile")
+
+    poll()
+
+
 def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bool = False,  # noqa: ANN001, ANN201
                       ask: bool = True):
     """Run (or fetch) a sweep with a progress bar showing device, progress and ETA, and a Cancel button.
 
     Returns the :class:`SweepResult`, or None when the run failed (shown inline), was cancelled
-    (finished points stay cached; a "Resume" button continues) or waits for its "Compute (about
+    (finished points stay cached; a "Resume" button continues), is being computed by another thread
+    (:func:`wait_in_background`: the page polls and reruns when it is done) or waits for its "Compute (about
     N s)" click: with ``ask`` (default) a run the cost model predicts above
     :data:`privcore.engine.cost.THRESHOLD_SECONDS` starts only on that click (:func:`compute_approved`). Results are memoised per session
     and on disk, so repeating a spec is instant. Cancelling takes effect at the next redraw of
@@ -231,6 +271,12 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
         memo.move_to_end(sig)
         return memo[sig]
     device = device_text(spec.device)
+    st.session_state.get("_waiting", {}).pop(key, None)
+    from privcore.engine.runner import running_elsewhere
+
+    if running_elsewhere(spec):  # the warm-up (or another session) is on it: poll, do not block this run
+        wait_in_background(spec, key, label, device)
+        return None
     if was_cancelled(spec, key):
         cancellable_bar(key, sig, label, device, what="points")  # the Resume box
         return None

@@ -38,7 +38,7 @@ from .rows import RESULT_COLUMNS, ResultRow
 from .specs import SweepSpec
 from .tuning import LAM_AUTO_NOTE, choose_lams, release_budget
 
-__all__ = ["run_sweep", "read_cached", "all_cached", "execute_unit", "SweepResult", "SweepCancelled", "ProgressFn",
+__all__ = ["run_sweep", "running_elsewhere", "read_cached", "all_cached", "execute_unit", "SweepResult", "SweepCancelled", "ProgressFn",
            "RESULT_COLUMNS"]
 
 ProgressFn = Callable[[float, str], None]
@@ -178,6 +178,16 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
             entry[1] -= 1
             if entry[1] == 0:
                 _RUNNING.pop(key, None)
+
+
+def running_elsewhere(spec: SweepSpec, cache: ResultCache | None = None) -> bool:
+    """Whether a thread of this process is computing ``spec`` on this cache right now (the
+    dashboard's start-up warm-up, or another browser session): :func:`run_sweep` would wait for it.
+    The dashboard then polls for the result instead of waiting inside a page run (ui/progress.py)."""
+    store = cache if cache is not None else ResultCache()
+    with _RUNNING_LOCK:
+        entry = _RUNNING.get((spec.key, str(store.directory)))
+        return entry is not None and entry[0].locked()
 
 
 def check_features(dim: int) -> None:
