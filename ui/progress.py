@@ -243,8 +243,8 @@ def wait_in_background(spec, key: str, label: str, device: str) -> None:  # noqa
             st.session_state.get("_waiting_since", {}).pop(spec.key, None)
             st.rerun(scope="app")
         with st.container(border=True):
-            st.progress(0.0, text=f"{label} on {device}: being computed in the background (started with the "
-                                  f"server or by another visitor) · {fmt_seconds(time.perf_counter() - started)} "
+            st.progress(0.0, text=f"{label} on {device}: being computed in the background (by the "
+                                  f"server's start-up, another visitor or a run this one replaced) · {fmt_seconds(time.perf_counter() - started)} "
                                   "elapsed · the page updates when it is done; every control works meanwhile")
 
     poll()
@@ -274,7 +274,10 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
     st.session_state.get("_waiting", {}).pop(key, None)
     from privcore.engine.runner import running_elsewhere
 
-    if running_elsewhere(spec):  # the warm-up (or another session) is on it: poll, do not block this run
+    # Another thread computes it (the warm-up, another session, or this session's previous run, which
+    # Streamlit's fast reruns replace before it has stopped): poll, do not block this run. Not when
+    # this run comes from the bar's Cancel button: that click must reach cancellable_bar below.
+    if not cancel_clicked(key) and running_elsewhere(spec):
         wait_in_background(spec, key, label, device)
         return None
     if was_cancelled(spec, key):
