@@ -386,7 +386,7 @@ def test_identical_sweeps_in_two_threads_compute_once(tmp_path):
     assert [r["accuracy_mean"] for r in results[0].rows] == [r["accuracy_mean"] for r in results[1].rows]
 
 
-def test_running_elsewhere_is_true_exactly_while_another_thread_computes_the_spec(tmp_path):
+def test_running_elsewhere_is_true_exactly_while_another_thread_computes_the_spec(tmp_path, monkeypatch):
     """What the dashboard polls instead of waiting inside a page run (ui/progress.py)."""
     import threading
 
@@ -394,7 +394,7 @@ def test_running_elsewhere_is_true_exactly_while_another_thread_computes_the_spe
 
     spec = _small_spec(methods=("model_sensitivity",), seed=22)
     other = _small_spec(methods=("model_sensitivity",), seed=23)
-    cache = ResultCache(tmp_path)
+    cache = ResultCache(tmp_path / "results")
     started, release = threading.Event(), threading.Event()
 
     def hold(fraction: float, message: str) -> None:
@@ -403,11 +403,13 @@ def test_running_elsewhere_is_true_exactly_while_another_thread_computes_the_spe
             release.wait(timeout=30)
 
     assert not running_elsewhere(spec, cache)
-    worker = threading.Thread(target=lambda: run_sweep(spec, cache=ResultCache(tmp_path), progress=hold))
+    worker = threading.Thread(target=lambda: run_sweep(spec, cache=ResultCache(tmp_path / "results"), progress=hold))
     worker.start()
     try:
         assert started.wait(timeout=30)
         assert running_elsewhere(spec, cache)                        # held by the worker
+        monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+        assert running_elsewhere(spec)                               # the default cache directory, not opened
         assert not running_elsewhere(other, cache)                   # another spec
         assert not running_elsewhere(spec, ResultCache(tmp_path / "elsewhere"))  # another cache
     finally:

@@ -184,9 +184,11 @@ def running_elsewhere(spec: SweepSpec, cache: ResultCache | None = None) -> bool
     """Whether a thread of this process is computing ``spec`` on this cache right now (the
     dashboard's start-up warm-up, or another browser session): :func:`run_sweep` would wait for it.
     The dashboard then polls for the result instead of waiting inside a page run (ui/progress.py)."""
-    store = cache if cache is not None else ResultCache()
+    from .cache import default_results_dir  # the directory only: no cache is opened (polled every second)
+
+    directory = cache.directory if cache is not None else default_results_dir()
     with _RUNNING_LOCK:
-        entry = _RUNNING.get((spec.key, str(store.directory)))
+        entry = _RUNNING.get((spec.key, str(directory)))
         return entry is not None and entry[0].locked()
 
 
