@@ -277,6 +277,22 @@ def test_unrelated_setting_reuses_cache(tmp_path):
     assert again.computed == 0
 
 
+def test_a_cached_row_of_a_method_that_ignores_lam_reports_the_current_lam(tmp_path):
+    """A method whose result does not depend on lambda (DP-SGD) is a cache hit when only lambda
+    changes; its row must then say the lambda of this sweep, not the one it was first computed
+    under (the chart's caption read "lambda = 0.001-0.01" for a sweep at 0.01). Methods that use
+    lambda keep the lambda they were computed with."""
+    from privcore.methods import get_method
+
+    cache = ResultCache(tmp_path)
+    methods = ("model_sensitivity", "dpsgd")
+    run_sweep(_small_spec(methods=methods, epsilons=(1.0,), lam=1e-3), cache=cache)
+    again = run_sweep(_small_spec(methods=methods, epsilons=(1.0,), lam=1e-2), cache=cache)
+    ignores = [r for r in again.rows if "lam" not in get_method(r["method"]).uses]
+    assert ignores and all(r["cached"] for r in ignores)
+    assert {r["lam"] for r in again.rows} == {1e-2}, [(r["method"], r["lam"]) for r in again.rows]
+
+
 def test_dpsgd_at_delta_zero_is_a_warning_not_an_error(tmp_path):
     res = run_sweep(_small_spec(delta=0.0), cache=ResultCache(tmp_path))
     assert any(w.startswith("DP-SGD skipped: ") and "delta > 0" in w for w in res.warnings), res.warnings

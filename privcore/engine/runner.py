@@ -100,9 +100,12 @@ def _point(method: str, eps: float, spec: SweepSpec, problem: Problem) -> dict[s
 def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary: str | None, vary_value: Any,
          stored: dict[str, Any], cached: bool) -> ResultRow:
     scale = stored.get("scale", {})
+    # The lambda a row reports: the one its result was computed with (lam = "auto" stores the choice)
+    # for a method that uses lambda; this sweep's for one that does not (a cache hit across lambdas).
+    lam = stored.get("lam", problem.lam) if "lam" in get_method(method).uses else problem.lam
     return ResultRow(
         method=method, epsilon=eps, delta=spec.delta, budget=spec.budget, n=problem.n, dim=problem.dim,
-        classes=problem.classes, lam=stored.get("lam", problem.lam), teachers=problem.teachers,
+        classes=problem.classes, lam=lam, teachers=problem.teachers,
         accounting=spec.accounting, vary=vary, value=vary_value, repeats=spec.repeats,
         accuracy_mean=stored["accuracy_mean"], accuracy_std=stored["accuracy_std"],
         seconds=0.0 if cached else stored["seconds"], device=stored["device"], cached=cached,
