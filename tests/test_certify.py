@@ -143,6 +143,39 @@ def test_polish_reaches_the_tolerance_with_and_without_newton_steps(newton_steps
     assert float((theta - ref).flatten(1).norm(dim=1).max()) <= 2 * tol / float(lam.min())
 
 
+def test_subsampled_newton_steps_alone_reach_the_tolerance_on_rows_sorted_by_class(monkeypatch):
+    """Above 2 NEWTON_HESSIAN_ROWS rows the Newton steps' Hessian is the average over every k-th
+    row. On rows sorted by label (the first rows would all be class 0) the steps alone, without the
+    L-BFGS that follows them (max_iter=0), still bring every exact gradient under the tolerance,
+    and every Hessian product saw n // k rows."""
+    import privcore.certify as certify_mod
+    from privcore.certify import polish
+
+    g = torch.Generator().manual_seed(6)
+    y = torch.arange(4).repeat_interleave(1000)  # sorted by class, and each class has its own inputs
+    x = torch.randn(4000, 12, generator=g) + 1.5 * torch.randn(4, 12, generator=g)[y]
+    x[:, 10:] = 0.0
+    x = (x / x.norm(dim=1, keepdim=True).clamp_min(1.0)).float()
+    monkeypatch.setattr(certify_mod, "NEWTON_HESSIAN_ROWS", 1000)
+    seen: list[int] = []
+    product = certify_mod._hessian_product
+
+    def counting(xr, prob, v):  # noqa: ANN001, ANN202
+        seen.append(xr.shape[0])
+        return product(xr, prob, v)
+
+    monkeypatch.setattr(certify_mod, "_hessian_product", counting)
+    lam = torch.tensor([1e-2, 3e-2], dtype=torch.float64)
+    lin = torch.randn(2, 12, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) * 0.3
+    pre = Preconditioner(x)
+    rough = solve_softmax(x, y, lam, lin, classes=4, gtol=1e-5, precond=pre)
+    tol = 1e-11
+    theta, gn = polish(x, y, rough.theta, lam, lin, tol, pre, max_iter=0, newton_steps=8)
+    exact = exact_gradient(x, y, theta, lam, lin).flatten(1).norm(dim=1)
+    assert bool((exact <= tol).all()), exact
+    assert seen and set(seen) == {1000}
+
+
 def test_a_wrong_newton_step_is_caught_by_the_exact_check(monkeypatch):
     import privcore.certify as certify_mod
 
