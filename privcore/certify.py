@@ -22,8 +22,10 @@ seen; this module makes it hold:
    linear systems are solved by conjugate gradients with float32 Hessian-vector products
    (mixed-precision iterative refinement: the residual, the exact gradient, stays float64; only
    the correction is computed in float32, and a step is kept only where the exact gradient norm
-   falls; this is what large N, where no float64 copy fits, relies on), then an L-BFGS in float64
-   with the same exact gradients for anything left, per problem;
+   falls; this is what large N, where no float64 copy fits, relies on; above 2 x 65,536 rows the
+   Hessian is averaged over every k-th row only, a sub-sampled Newton step that needs more steps
+   but far fewer products), then an L-BFGS in float64 with the same exact gradients for anything
+   left, per problem;
 5. a problem still above the tolerance raises :class:`SolverCertificationError`: no release.
 
 How the point is found does not matter to the guarantee: only the float64 check of step 2 does.

@@ -15,6 +15,8 @@ from typing import Any, Mapping, Sequence
 
 import plotly.graph_objects as go
 
+from privcore.methods import BASELINE
+
 __all__ = ["chart_settings", "caption_text", "add_caption", "settings_of", "rows_n"]
 
 _ORDER = (("dataset", "data"), ("n", "N"), ("classes", "C"), ("dim", "D"), ("lam", "λ"), ("teachers", "T"),
@@ -60,7 +62,7 @@ def chart_settings(rows: Sequence[Mapping[str, Any]], *, dataset: str, seed: int
                    accounting: str | None = None, repeats: int | None = None,
                    extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """{name: value} of the settings behind ``rows`` (values from the rows win over the arguments)."""
-    priv = [r for r in rows if r.get("method") != "non_private"] or list(rows)
+    priv = [r for r in rows if r.get("method") != BASELINE.name] or list(rows)
     meta: dict[str, Any] = {"dataset": dataset}
     for key in ("n", "classes", "dim", "lam", "teachers", "repeats", "accounting"):
         meta[key] = _one(_values(priv, key))
