@@ -205,11 +205,12 @@ def _refine(x: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, f: torch.Tens
 
 def polish(x: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, lam: torch.Tensor, linear: torch.Tensor | None,
            tol: float, precond: Preconditioner, max_iter: int = 200, memory: int = 5,
-           callback: Callable[[], None] | None = None, newton_steps: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
+           callback: Callable[[], None] | None = None, newton_steps: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
     """Drive every problem's exact gradient norm to at most ``tol``.
 
-    Starts from ``theta`` [P, D, C] (the mixed-precision solution); ``newton_steps`` Newton steps
-    (:func:`_refine`; 0: none) first, then a float64 L-BFGS for the problems still above ``tol``.
+    Starts from ``theta`` [P, D, C] (the mixed-precision solution); up to ``newton_steps`` Newton
+    steps (:func:`_refine`; 0: none; a problem leaves them once under ``tol``: sub-sampled steps at
+    N = 250,000 needed 3) first, then a float64 L-BFGS for the problems still above ``tol``.
     Its initial inverse Hessian: the loss Hessian's diagonal at the start in the data's eigenbasis
     plus lam, and 1/lam on the data's null space. Each problem keeps its own history, steps and
     stopping. Returns (theta [P, D, C], exact gradient norms [P]).
