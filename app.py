@@ -14,7 +14,17 @@ treat as its older automatic page folder). Each page reads the sidebar's choices
 
 from __future__ import annotations
 
-import streamlit as st
+import os
+
+# Before anything loads torch (its OpenMP runtime reads this once): threads waiting at the end of a
+# parallel region sleep instead of spinning. The server computes beside a browser and its own web
+# threads on the same cores; with spinning, one busy core stalled torch's two threads at every
+# barrier: the default view's first setting took 11.2 / 10.4 s with one core kept busy, 6.6 / 6.5 s
+# with this, and 4.1 / 4.5 s on an idle machine (`bench/bench_first_visit.py --no-visit 25 --busy 1`,
+# README, issue 16). A value set by the user is kept.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import streamlit as st  # noqa: E402 - after the environment above
 
 _PAGES = [  # file, title, icon, URL path (kept from the earlier pages/ names, so old links still work), shared sidebar
     ("explore.py", "Explore", ":material/insights:", "Explore", True),

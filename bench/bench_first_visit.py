@@ -15,6 +15,13 @@ their times after launch; ``--no-visit S`` traces the warm-up alone for S second
 one-line Streamlit app (``st.title`` only): what Streamlit and Chromium themselves take here. Then it opens ``?repeats=200`` in a second tab, clicks
 Cancel 2 s after a progress bar appears, and times until the bar is gone. Browser and server share
 this machine's cores, as they do when both run on a laptop.
+
+``--busy N`` keeps N cores busy (a Python loop each) while the server runs: with ``--no-visit``, what
+a competing browser does to the warm-up, without the browser. ``--spy`` samples the server's Python
+threads with py-spy (``pip install py-spy``) from the request to the end of the first visit and prints
+the seconds each spent on the CPU: the warm-up, the page's script runs, the web server's event loop,
+and two parts of Streamlit's own work after every script run (watching the imported modules' files;
+its full garbage collection).
 """
 
 from __future__ import annotations
@@ -172,6 +179,34 @@ def renderer_busy(trace: dict, until_s: float) -> dict[str, float]:
     return best
 
 
+#: --spy: frames that mark Streamlit's own work after a script run (any thread).
+SPY_PARTS = {"file_watcher_s": "LocalSourcesWatcher", "post_run_gc_s": "_on_script_finished"}
+
+
+def spy_start(pid: int, seconds: float, path: Path) -> subprocess.Popen:
+    """py-spy recording ``pid``'s threads (40 samples a second, CPU time only) into ``path``."""
+    return subprocess.Popen(["py-spy", "record", "-p", str(pid), "-d", str(int(seconds)), "-r", "40", "--threads",
+                             "--nonblocking", "-f", "raw", "-o", str(path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def spy_summary(path: Path, rate: float = 40.0) -> dict[str, float]:
+    """Seconds on the CPU per thread group, and Streamlit's post-run parts, from py-spy's raw output."""
+    out = {"warm_up_s": 0.0, "script_runs_s": 0.0, "event_loop_s": 0.0, "other_threads_s": 0.0,
+           **{k: 0.0 for k in SPY_PARTS}}
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        seconds = int(count) / rate
+        thread = stack.split(";", 1)[0]
+        key = ("warm_up_s" if "privcore-warmup" in thread else "script_runs_s" if "scriptThread" in thread
+               else "event_loop_s" if "MainThread" in thread else "other_threads_s")
+        out[key] += seconds
+        for part, frame in SPY_PARTS.items():
+            if frame in stack:
+                out[part] += seconds
+    return out
+
+
 def floor_heading(port: int) -> float:
     """Seconds to the heading of a one-line Streamlit app, measured like the real page."""
     from playwright.sync_api import sync_playwright
@@ -193,8 +228,6 @@ def floor_heading(port: int) -> float:
 
 
 def main() -> None:
-    from playwright.sync_api import sync_playwright
-
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--root", type=Path, default=ROOT, help="the checkout to serve (e.g. a worktree of an older commit)")
@@ -212,7 +245,20 @@ def main() -> None:
     ap.add_argument("--floor", action="store_true", help="first time a one-line app's heading (Streamlit's floor)")
     ap.add_argument("--cpu-throttle", type=float, default=None, metavar="RATE",
                     help="slow the page's CPU down RATE times (Chromium's DevTools emulation of a slower machine)")
+    ap.add_argument("--busy", type=int, default=0, metavar="N", help="keep N cores busy while the server runs")
+    ap.add_argument("--spy", action="store_true", help="sample the server's threads with py-spy during the first visit")
     args = ap.parse_args()
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    try:
+        _main(args)
+    finally:
+        for proc in busy:
+            proc.kill()
+
+
+def _main(args: argparse.Namespace) -> None:
+    from playwright.sync_api import sync_playwright
+
     if args.floor:
         print("floor:", json.dumps({"heading_s": round(floor_heading(args.port + 1), 2)}), flush=True)
     base = f"http://127.0.0.1:{args.port}"
@@ -252,6 +298,8 @@ def main() -> None:
             else:
                 page, t0, out["heading_s"] = _open_to_heading(browser, base + "/", 300_000)
             marks = {"request": cpu_split(server.pid)} if args.cpu else {}
+            spied = Path(tempfile.mkdtemp(), "spy.txt") if args.spy else None
+            spy = spy_start(server.pid, 600, spied) if spied is not None else None
             page.wait_for_function(REC, timeout=300_000, polling=50)
             out["recommendation_s"] = time.perf_counter() - t0
             if args.cpu:
@@ -264,6 +312,11 @@ def main() -> None:
             # the page's short polling runs, ui/progress.py wait_in_background).
             page.wait_for_function(DONE, timeout=300_000, polling=100)
             out["all_done_s"] = time.perf_counter() - t0
+            if spy is not None:
+                spy.send_signal(2)  # SIGINT: py-spy writes what it has and exits
+                spy.wait(timeout=60)
+                print("server threads on the CPU, request -> all done:",
+                      json.dumps({k: round(v, 2) for k, v in spy_summary(spied).items()}), flush=True)
             if args.cpu:
                 marks["all_done"] = cpu_split(server.pid)
                 names = list(marks)

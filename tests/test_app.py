@@ -38,3 +38,41 @@ def test_streamlit_run_finds_an_st_app_whose_lifespan_warms_up(tmp_path):
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "ok" in out.stdout and str(ROOT / "app.py") in out.stdout
+
+
+def _omp_spin_count(tmp_path, extra_env: dict[str, str]) -> str:
+    """How long torch's OpenMP threads spin before sleeping, as its runtime (libgomp) reports it
+    (OMP_DISPLAY_ENV=VERBOSE) when it loads after app.py ran as the server's module ``app`` (what
+    ``streamlit run app.py`` does before the warm-up imports torch). libgomp shows OMP_WAIT_POLICY as
+    'PASSIVE' when it is unset, yet spins 300,000 times: the spin count is what tells them apart."""
+    code = ("import runpy, sys; sys.path.insert(0, sys.argv[1]); runpy.run_path(sys.argv[1] + '/app.py', run_name='app'); "
+            "assert 'torch' not in sys.modules, 'app.py imported torch: the policy would come too late'; "
+            "import torch; torch.ones(64).sum()")
+    env = {"PRIVCORE_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin", "OMP_DISPLAY_ENV": "VERBOSE", **extra_env}
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT)], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    shown = [line.split("=", 1)[1].strip(" '") for line in out.stderr.splitlines() if "GOMP_SPINCOUNT" in line]
+    if not shown:
+        import pytest
+
+        pytest.skip("this torch build's OpenMP runtime does not display its settings (not libgomp)")
+    return shown[0]
+
+
+def test_the_server_process_makes_torchs_openmp_threads_wait_passively(tmp_path):
+    """Spinning OpenMP threads stalled the warm-up when a browser took a core (ui/warmup.py, README)."""
+    assert _omp_spin_count(tmp_path, {}) == "0"
+
+
+def test_a_wait_policy_set_by_the_user_is_kept(tmp_path):
+    assert int(_omp_spin_count(tmp_path, {"OMP_WAIT_POLICY": "ACTIVE"})) > 300_000
+
+
+def test_the_bundled_streamlit_config_does_not_watch_source_files():
+    """The file watcher resolved every imported module's path after each script run (README, issue 16)."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["fileWatcherType"] == "none"
+    assert config["server"]["headless"] is True

@@ -9,11 +9,18 @@ cache. A visitor who arrives while that is under way waits for the same computat
 repeating it (:func:`privcore.engine.runner.run_sweep` runs identical specs once per process): the
 specs and their order are the page's own (:func:`ui.setting.explore_plan`), so none is computed
 twice.
+
+Between its steps the warm-up also hands the objects then alive (mostly the imported modules of
+torch, scipy, plotly and Streamlit) to :func:`gc.freeze`, so that the full garbage
+collection Streamlit runs after every script run, a fragment's included, no longer walks them: during
+a first visit, which polls the warm-up every second, those collections had held the interpreter lock
+for 3.5-5.0 s, and 0.05-0.12 s since (``bench/bench_first_visit.py --spy``; README, issue 16).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import threading
@@ -21,7 +28,7 @@ import time
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
-__all__ = ["warm_default_view", "warm_all", "start", "stop", "lifespan"]
+__all__ = ["warm_default_view", "freeze_heap", "warm_all", "start", "stop", "lifespan"]
 
 _LOG = logging.getLogger(__name__)
 _START_LOCK = threading.Lock()
@@ -47,6 +54,7 @@ def warm_default_view(values: dict[str, Any] | None = None, cancel: Callable[[],
         dataset = chosen["dataset"]
         warm_up(dataset, chosen["accounting"], wait=False)  # the accountant imports beside the first methods
         info = build_data_info(dataset)
+        freeze_heap()
         done = 0
         for spec in explore_plan(info, values):
             if cancel is not None and cancel():
@@ -56,12 +64,22 @@ def warm_default_view(values: dict[str, Any] | None = None, cancel: Callable[[],
                 n = run_sweep(spec, cancel=cancel).computed
                 done += n
                 _LOG.info("warm-up: %d points of %d methods in %.2f s", n, len(spec.methods), time.perf_counter() - t0)
+                freeze_heap()  # what the page and the methods imported meanwhile (plotly, the accountant)
             except SweepCancelled:
                 break
         return done
     except Exception:  # noqa: BLE001 - a warm-up must never take the app down
         _LOG.exception("start-up warm-up failed; results will be computed on demand")
         return 0
+
+
+def freeze_heap() -> None:
+    """Collect garbage once, then move every object still alive into the collector's permanent
+    generation (:func:`gc.freeze`): later full collections (Streamlit runs one after each script
+    run) then walk only objects made since. Frozen objects are still freed by reference counting;
+    only cycles among them would stay, and these are long-lived module objects."""
+    gc.collect()
+    gc.freeze()
 
 
 def warm_all() -> None:
