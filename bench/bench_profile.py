@@ -12,6 +12,13 @@ product it executes (mm/bmm/addmm/baddbmm with shapes and dtypes); each distinct
 timed bare, on fresh contiguous operands, in the same process, and the floor is the sum over the
 list. ``x floor`` is (eigenbasis + the method's evaluation) / floor: 1x would be a method that does
 nothing but its matrix products. The first line prints the load average.
+
+``--point`` instead profiles what the dashboard's recommendation waits for: the Explore page's
+first spec with every control at its default (``ui.setting.explore_plan``: every method at the
+current setting, as the server's warm-up computes it), cold, in one fresh process, with an empty
+result cache. It prints that sweep's wall time and the GEMM floor of its matrix products (listed
+by the profiler, each timed bare, as above): no code can bring the recommendation below
+Streamlit's own first paint plus that floor on this machine without doing less arithmetic.
 """
 
 from __future__ import annotations
@@ -124,6 +131,37 @@ print(json.dumps({"import": t_import, "data": t_data, "tensors": t_tensors, "eig
                   "threads": torch.get_num_threads()}))
 """
 
+POINT_CHILD = r"""
+import json, time, warnings
+warnings.filterwarnings("ignore")
+import torch
+from privcore.engine.runner import run_sweep
+from ui.setting import build_data_info, explore_plan
+from torch.profiler import ProfilerActivity, profile
+spec = explore_plan(build_data_info("mnist-5k"))[0]
+with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+    s = time.perf_counter()
+    result = run_sweep(spec)
+    wall = time.perf_counter() - s
+""" + CHILD[CHILD.index("GEMMS = {"):CHILD.index("ctx2 = ")] + CHILD[CHILD.index("counts = {}"):CHILD.index("print(json.dumps")] + r"""
+print(json.dumps({"methods": len(spec.methods), "points": result.computed, "wall_profiled": wall, "floor": floor,
+                  "gflop": flops / 1e9, "gemm_calls": sum(counts.values()), "threads": torch.get_num_threads()}))
+"""
+
+
+def point_floor() -> dict:
+    """The default Explore point, cold in a fresh process (empty cache): its wall time under the
+    profiler and the GEMM floor of its matrix products."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:
+        out = subprocess.run([sys.executable, "-c", POINT_CHILD], cwd=ROOT, capture_output=True, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT), "PRIVCORE_CACHE": cache})
+    if out.returncode != 0:
+        raise SystemExit(f"the default point failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 PAPER_FIVE = ("model_sensitivity", "loss_perturbation", "dpsgd", "prediction_sensitivity", "subsample_aggregate")
 PHASES = ("solver", "certification", "noise", "evaluation")
 
@@ -147,7 +185,16 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=100)
     ap.add_argument("--seed", type=int, default=100)
     ap.add_argument("--runs", type=int, default=1, help="fresh processes per method (medians are printed)")
+    ap.add_argument("--point", action="store_true",
+                    help="the dashboard's default point (every method) in one process: its GEMM floor")
     args = ap.parse_args()
+    if args.point:
+        print(f"# the Explore page's default point, cold, one process, CPU; load average {os.getloadavg()[0]:.2f}")
+        for _ in range(args.runs):
+            r = point_floor()
+            print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()}), flush=True)
+        print(f"(seconds; 'wall_profiled' includes the profiler's overhead; load average after {os.getloadavg()[0]:.2f})")
+        return
     print(f"# cold single-setting path per method: {args.data} n={args.n or 'all'}, eps={args.epsilon}, "
           f"delta={args.delta}, {args.repeats} repetitions, CPU; load average {os.getloadavg()[0]:.2f}")
     head = ("method", "data", "tensors", "eigenbasis", "calibration", "non-private model", "solver", "certification",
