@@ -18,7 +18,8 @@ first spec with every control at its default (``ui.setting.explore_plan``: every
 current setting, as the server's warm-up computes it), cold, in one fresh process, with an empty
 result cache. It prints that sweep's wall time and the GEMM floor of its matrix products (listed
 by the profiler, each timed bare, as above): no code can bring the recommendation below
-Streamlit's own first paint plus that floor on this machine without doing less arithmetic.
+Streamlit's own first paint plus that floor on this machine without doing less arithmetic. It also
+prints the profiler's operator time (self time of every operator, summed) and the eight largest.
 """
 
 from __future__ import annotations
@@ -144,8 +145,10 @@ with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
     result = run_sweep(spec)
     wall = time.perf_counter() - s
 """ + CHILD[CHILD.index("GEMMS = {"):CHILD.index("ctx2 = ")] + CHILD[CHILD.index("counts = {}"):CHILD.index("print(json.dumps")] + r"""
+ops = sorted(((e.key, e.self_cpu_time_total / 1e6) for e in prof.key_averages()), key=lambda kv: -kv[1])
 print(json.dumps({"methods": len(spec.methods), "points": result.computed, "wall_profiled": wall, "floor": floor,
-                  "gflop": flops / 1e9, "gemm_calls": sum(counts.values()), "threads": torch.get_num_threads()}))
+                  "gflop": flops / 1e9, "gemm_calls": sum(counts.values()), "threads": torch.get_num_threads(),
+                  "operators_s": sum(v for _, v in ops), "top_operators_s": {k: round(v, 3) for k, v in ops[:8]}}))
 """
 
 
