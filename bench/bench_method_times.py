@@ -7,7 +7,9 @@ Run from the repository root with ``PRIVCORE_CACHE=$(mktemp -d)``. Every method 
 cache off, in this order, in one process (so the first method pays the shared imports; the
 ``imports`` and ``data`` lines say how much). Each method's line gives wall and CPU seconds (the
 process's own CPU time, steadier than wall time on a loaded machine). The first line prints the
-load average.
+load average. ``--again`` runs each method a second time right after its first run, still with the
+result cache off: what a moved slider costs once the data-only work (eigenbases, non-private
+solves, teacher votes) is kept in the process; the second run's wall and CPU seconds follow.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def main() -> None:
     ap.add_argument("--lam", type=float, default=None)
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--methods", default="")
+    ap.add_argument("--again", action="store_true", help="run each method twice (the second: a warm process)")
     a = ap.parse_args()
     warnings.filterwarnings("ignore")
     print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
@@ -61,7 +64,12 @@ def main() -> None:
         run_sweep(replace(spec, methods=(m,)), use_cache=False)
         dt, dc = time.perf_counter() - t, time.process_time() - c
         total, cpu_total = total + dt, cpu_total + dc
-        print(f"{m} {dt:.2f} {dc:.2f}", flush=True)
+        line = f"{m} {dt:.2f} {dc:.2f}"
+        if a.again:
+            t, c = time.perf_counter(), time.process_time()
+            run_sweep(replace(spec, methods=(m,)), use_cache=False)
+            line += f" again {time.perf_counter() - t:.2f} {time.process_time() - c:.2f}"
+        print(line, flush=True)
     print(f"total {total:.2f} {cpu_total:.2f}")
 
 

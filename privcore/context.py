@@ -62,6 +62,7 @@ class TrainContext:
     _solves: dict[tuple, SolveResult] = field(default_factory=dict, repr=False)
     _votes: dict[tuple, torch.Tensor] = field(default_factory=dict, repr=False)
     _precond: list = field(default_factory=list, repr=False)  # [Preconditioner] once built
+    _rows_precond: dict[bytes, Preconditioner] = field(default_factory=dict, repr=False)  # test rows -> basis
 
     @classmethod
     def from_dataset(cls, ds: Dataset, problem: Problem, seed: int, device: torch.device, gtol: float = 1e-5) -> "TrainContext":
@@ -91,6 +92,7 @@ class TrainContext:
         ctx = TrainContext(self.x_train, self.y_train, self.x_test, self.y_test, self.classes, problem,
                            self.seed, self.device, self.gtol, self.stats)
         ctx._solves, ctx._votes, ctx._precond = self._solves, self._votes, self._precond
+        ctx._rows_precond = self._rows_precond
         return ctx
 
     def checkpoint(self, fraction: float | None = None) -> None:
@@ -113,6 +115,17 @@ class TrainContext:
             if not self._precond:  # the eigendecomposition of X^T X / N depends on the data only
                 self._precond.append(Preconditioner(self.x_train))
         return self._precond[0]
+
+    def test_rows_preconditioner(self, rows: torch.Tensor) -> Preconditioner:
+        """The eigenbasis of the test-set rows ``rows`` [k] (int64), as :func:`privcore.solver.solve_softmax`
+        would build it from ``x_test[rows]``: built once per rows and kept with the context's other
+        data-only results, so a student trained on public rows (PATE) pays its eigendecomposition once
+        per data set, not at every epsilon. It depends on those rows' features only."""
+        key = rows.detach().to("cpu", torch.int64).numpy().tobytes()
+        with _PRECOND_LOCK:
+            if key not in self._rows_precond:
+                self._rows_precond[key] = Preconditioner(self.x_test[rows])
+            return self._rows_precond[key]
 
     def solve(self, lam: torch.Tensor, linear: torch.Tensor | None = None, init: torch.Tensor | None = None,
               tol: float | None = None) -> SolveResult:

@@ -75,3 +75,29 @@ def test_recommendation_can_pick_the_new_methods():
         rec = recommend(rows)
         assert rec.winner == winner and rec.significant
         assert rec.reason == rec.reason.strip() and len(rec.reason) > 40
+
+
+def test_the_students_eigenbasis_is_built_once_per_rows_and_changes_nothing(ds, monkeypatch):
+    """A second epsilon on the same data (a slider move) reuses the two folds' eigenbases; the
+    students are exactly those of a fresh context, which builds its own."""
+    import privcore.context as context_mod
+
+    built = []
+    real = context_mod.Preconditioner
+
+    class Counting(real):
+        def __init__(self, x, *a, **k):
+            built.append(x.shape[0])
+            super().__init__(x, *a, **k)
+
+    monkeypatch.setattr(context_mod, "Preconditioner", Counting)
+    ctx = _ctx(ds)
+    k = len(public_split(ctx)[0][:PUBLIC_LABELS])  # the rows of each fold's student
+    assert k != ds.n
+    first = M.release(ctx, [M.calibrate(PrivacyBudget(1.0, 1e-5), ctx.problem)], 2)
+    assert built.count(k) == 2  # one per fold
+    second = M.release(ctx.with_problem(ctx.problem), [M.calibrate(PrivacyBudget(3.0, 1e-5), ctx.problem)], 2)
+    assert built.count(k) == 2  # reused by the context that shares its solves
+    fresh = M.release(_ctx(ds), [M.calibrate(PrivacyBudget(3.0, 1e-5), ctx.problem)], 2)
+    assert built.count(k) == 4 and torch.equal(second, fresh)
+    assert first.shape == second.shape

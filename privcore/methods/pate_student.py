@@ -120,7 +120,8 @@ class PateStudent(TeacherVoteMethod):
         lam = torch.full((y.shape[0],), float(ctx.problem.lam), dtype=torch.float64, device=ctx.device)
         from ..solver import solve_softmax
 
-        res = solve_softmax(x, y0, lam, linear, classes=ctx.classes, gtol=ctx.gtol, callback=ctx.checkpoint)
+        res = solve_softmax(x, y0, lam, linear, classes=ctx.classes, gtol=ctx.gtol, callback=ctx.checkpoint,
+                            precond=ctx.test_rows_preconditioner(rows))  # the rows' eigenbasis, built once
         return res.theta
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
