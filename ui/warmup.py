@@ -77,7 +77,8 @@ def freeze_heap() -> None:
     """Collect garbage once, then move every object still alive into the collector's permanent
     generation (:func:`gc.freeze`): later full collections (Streamlit runs one after each script
     run) then walk only objects made since. Frozen objects are still freed by reference counting;
-    only cycles among them would stay, and these are long-lived module objects."""
+    a reference cycle among them is never collected: they are mostly long-lived module objects, and
+    the rest is a one-off (only the warm-up freezes, a few times per server process)."""
     gc.collect()
     gc.freeze()
 
