@@ -108,9 +108,11 @@ def test_coefficients_file_and_threshold(tmp_path, monkeypatch):
     assert cost.estimate(BASE, MNIST).seconds == pytest.approx(2 * cost.estimate(BASE, MNIST,
                                                                                 coeffs=cost.DEFAULT_COEFFS).seconds)
     cost.coefficients_path().write_text(json.dumps({"coefficients": {"solve": "fast", "sgd": -1}}))
-    assert cost.coefficients() == cost.DEFAULT_COEFFS            # junk is ignored, never raised
+    with pytest.warns(RuntimeWarning, match=r"ignoring 2 entries .*\(solve, sgd\)"):
+        assert cost.coefficients() == cost.DEFAULT_COEFFS        # junk is ignored and named, never raised
     cost.coefficients_path().write_text("{not json")
-    assert cost.coefficients() == cost.DEFAULT_COEFFS
+    with pytest.warns(RuntimeWarning, match="not a JSON object written by bench/bench_cost.py"):
+        assert cost.coefficients() == cost.DEFAULT_COEFFS
     monkeypatch.setenv("PRIVCORE_COMPUTE_THRESHOLD_S", "5")
     assert cost.threshold_seconds() == 5.0
     monkeypatch.setenv("PRIVCORE_COMPUTE_THRESHOLD_S", "soon")
