@@ -13,7 +13,6 @@ _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run app_pages/x.py, AppTest)
     sys.path.insert(0, _ROOT)
 
-import math
 
 import streamlit as st
 
@@ -22,7 +21,7 @@ from privcore.methods import REGISTRY, methods_of_family
 from privcore.inverse import score_rows
 from privcore.recommend import recommend
 from ui import controls, display, inverse, progress, setting, sidebar, state, userdata
-from ui.caption import add_caption, rows_n, settings_of
+from ui.caption import add_caption, leaders_text, rows_n, settings_of
 from ui.export import export_buttons
 from ui.figures import BANDS, curve_figure, format_number, is_baseline, method_label
 from ui.tables import noise_table, noise_table_config, noise_table_order
@@ -135,21 +134,10 @@ with rec_slot:
 # ---------------------------------------------------------------- 2. the active tab's curve
 def describe(rows: list[dict], x: str, xname: str) -> str:
     """One sentence saying what the chart shows (leaders at both ends, the non-private level)."""
-    priv = [r for r in rows if not is_baseline(r["method"]) and r.get(x) is not None and math.isfinite(float(r[x]))]
-    if not priv:
+    text = leaders_text(rows, x, xname, method_label, format_number)
+    if not text:
         return ""
-    xs = sorted({float(r[x]) for r in priv})
-
-    def leader(xv: float) -> tuple[str, float]:
-        at = [r for r in priv if float(r[x]) == xv]
-        best = max(at, key=lambda r: r["accuracy_mean"])
-        return method_label(best["method"]), best["accuracy_mean"]
-
-    (m_lo, a_lo), (m_hi, a_hi) = leader(xs[0]), leader(xs[-1])
     base = [r["accuracy_mean"] for r in rows if is_baseline(r["method"])]
-    text = f"At {xname} = {format_number(xs[0])} the best is {m_lo} ({a_lo:.2f})"
-    text += (f", and it still leads at {xname} = {format_number(xs[-1])} ({a_hi:.2f})" if m_lo == m_hi
-             else f"; at {xname} = {format_number(xs[-1])} it is {m_hi} ({a_hi:.2f})")
     if base:
         text += f"; the dashed line is the non-private model ({max(base):.2f})"
     return text + f". Shaded bands: {BANDS[band]} over the R = {side.repeats} repetitions."

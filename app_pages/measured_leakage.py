@@ -104,7 +104,7 @@ def show(results: list, *, final: bool) -> None:
                    "releases (8× more for the methods that train once) on each of two data sets that differ only in "
                    "the label of one out-of-distribution canary (the attacker knows both); the estimate uses the "
                    "observed error rates (none when one of them is 0, which few trials often give). TPR@x%: members "
-                   "found while calling at most x % of non-members members. The loss and LiRA AUCs pool every "
+                   "found while wrongly flagging at most x % of non-members. The loss and LiRA AUCs pool every "
                    "training row; the canary AUC only the inserted canaries. " + lk.no_estimate_note(results))
         display.show_warnings([n for r in results for n in r.notes])
         if final:

@@ -136,4 +136,5 @@ def risk_sentence(epsilon: float, delta: float, fpr: float = 0.05) -> str:
         return "Without privacy (ε = ∞) nothing bounds what a membership attacker can learn."
     delta_text = f"{delta:g}".replace("e-0", "e-")  # 1e-5, as every chart and title writes it (not 1e-05)
     return (f"At ε = {epsilon:g}, δ = {delta_text}: an attacker who wrongly accuses at most {fpr:.0%} of non-members "
-            f"catches at most {tpr:.1%} of members (no test beats TPR ≤ e^ε·FPR + δ; guessing catches {fpr:.0%}).")
+            f"catches at most {tpr:.1%} of members (no test beats TPR ≤ e^ε·FPR + δ, nor its mirror "
+            f"TPR ≤ 1 - e^-ε·(1 - δ - FPR); guessing catches {fpr:.0%}).")

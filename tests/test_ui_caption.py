@@ -187,3 +187,23 @@ def test_a_word_after_a_number_keeps_its_space():
 
     latex = to_latex("P = 500 GNMax labels, whatever B")
     assert "500\\text" not in latex and "500\\ \\text{GNMax labels}" in latex
+
+
+def test_leaders_text_names_who_leads_between_the_ends():
+    from privcore.methods import BASELINE
+    from ui.caption import leaders_text
+
+    def rows(table):  # {eps: {method: accuracy}}
+        return [{"method": m, "epsilon": e, "accuracy_mean": a} for e, acc in table.items() for m, a in acc.items()]
+
+    fmt = "{:g}".format
+    same = rows({0.1: {"A": 0.11, "B": 0.10}, 1: {"A": 0.5, "B": 0.4}, 100: {"A": 0.84, "B": 0.8}})
+    assert leaders_text(same, "epsilon", "ε", str, fmt) == "At ε = 0.1 the best is A (0.11), and it leads all the way to ε = 100 (0.84)"
+    dip = rows({0.1: {"A": 0.11, "B": 0.10}, 10: {"A": 0.7, "B": 0.75}, 30: {"A": 0.78, "B": 0.8, "C": 0.81},
+                5000: {"A": 0.86, "B": 0.85}})
+    assert leaders_text(dip, "epsilon", "ε", str, fmt) == ("At ε = 0.1 the best is A (0.11), and again at ε = 5000 (0.86); "
+                                                          "B and C lead in between")
+    swap = rows({0.1: {"A": 0.11, "B": 0.10}, 100: {"A": 0.8, "B": 0.9}})
+    swap.append({"method": BASELINE.name, "epsilon": 100, "accuracy_mean": 0.95})  # never a leader
+    assert leaders_text(swap, "epsilon", "ε", str, fmt) == "At ε = 0.1 the best is A (0.11); at ε = 100 it is B (0.90)"
+    assert leaders_text([], "epsilon", "ε", str, fmt) == ""

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 
 from privcore.methods import BASELINE
 
-__all__ = ["chart_settings", "caption_text", "add_caption", "settings_of", "rows_n"]
+__all__ = ["chart_settings", "caption_text", "add_caption", "settings_of", "rows_n", "leaders_text"]
 
 _ORDER = (("dataset", "data"), ("n", "N"), ("classes", "C"), ("dim", "D"), ("lam", "λ"), ("teachers", "T"),
           ("repeats", "R"), ("accounting", "accounting"), ("seed", "seed"))
@@ -125,3 +125,30 @@ def meta_json(fig: go.Figure | Mapping[str, Any]) -> str | None:
     if isinstance(meta, Mapping) and "privcore" in meta:
         return json.dumps(meta["privcore"], sort_keys=True, ensure_ascii=True, default=str)
     return None
+
+
+def leaders_text(rows: Sequence[Mapping[str, Any]], x: str, xname: str, label, fmt) -> str:  # noqa: ANN001
+    """Which method leads the curve over ``x`` (accuracy_mean; the baseline left out): at the smallest
+    and the largest value, and who leads in between when that is someone else, e.g. "At ε = 0.1 the
+    best is A (0.11), and again at ε = 100 (0.84); B leads in between". ``label`` names a method,
+    ``fmt`` writes an x value. Empty when no private row has a finite ``x``."""
+    priv = [r for r in rows if r["method"] != BASELINE.name and r.get(x) is not None and math.isfinite(float(r[x]))]
+    if not priv:
+        return ""
+    xs = sorted({float(r[x]) for r in priv})
+
+    def leader(xv: float) -> tuple[str, float]:
+        best = max((r for r in priv if float(r[x]) == xv), key=lambda r: r["accuracy_mean"])
+        return label(best["method"]), best["accuracy_mean"]
+
+    (m_lo, a_lo), (m_hi, a_hi) = leader(xs[0]), leader(xs[-1])
+    between = sorted({leader(xv)[0] for xv in xs[1:-1]} - {m_lo})
+    text = f"At {xname} = {fmt(xs[0])} the best is {m_lo} ({a_lo:.2f})"
+    if len(xs) == 1:
+        return text
+    if m_lo != m_hi:
+        return text + f"; at {xname} = {fmt(xs[-1])} it is {m_hi} ({a_hi:.2f})"
+    if not between:
+        return text + f", and it leads all the way to {xname} = {fmt(xs[-1])} ({a_hi:.2f})"
+    verb = "leads" if len(between) == 1 else "lead"
+    return text + f", and again at {xname} = {fmt(xs[-1])} ({a_hi:.2f}); {' and '.join(between)} {verb} in between"

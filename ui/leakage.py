@@ -182,7 +182,7 @@ def _attack_headers() -> dict[str, tuple[str, str]]:
         out[f"AUC {short}"] = (f"AUC {short}", f"area under the ROC curve of the {attack} attack; 0.5 is chance")
         for fpr in ("0.1%", "1%"):
             out[f"TPR@{fpr} {short}"] = (f"TPR@{fpr} {short}", f"share of members the {attack} attack finds while "
-                                                               f"calling at most {fpr} of non-members members")
+                                                               f"wrongly flagging at most {fpr} of non-members")
     return out
 
 
