@@ -174,6 +174,9 @@ def compute_approved(key: str, sig: str, label: str, predicted: float | None, de
         limit = THRESHOLD_SECONDS
     if predicted is None or predicted <= limit or approved.get(key) == sig:
         return True
+    if st.session_state.get(f"{key}_compute"):  # this run is the click on the box below: no box at all
+        approved[key] = sig                      # (drawn and then emptied, it stayed for the whole run)
+        return True
     box = st.container(border=True)
     box.info(f"{label}: this setting takes about {fmt_seconds(predicted)} to compute on {device} "
              f"(more than {limit:g} s, so it waits for you). Finished points are cached: "
