@@ -96,7 +96,8 @@ def show_point(rows: list[dict]) -> None:
             head = f"**Recommended: {method_label(rec.winner)}** · accuracy {acc:.3f} ± {std:.3f}"
             if rec.runner_up is not None:
                 verdict = ("beyond the repetition noise" if rec.significant
-                           else "within the repetition noise: too close to call")
+                           else f"within the repetition noise: too close to call, {method_label(rec.runner_up)} "
+                                "is as good a choice")
                 head += (f" · margin over {method_label(rec.runner_up)}: {rec.margin:+.3f} ({verdict}, "
                          f"threshold ±{rec.threshold:.3f} = 2 standard errors over R = {side.repeats})")
             (box.success if rec.significant or rec.runner_up is None else box.info)(head)
