@@ -20,8 +20,8 @@ import os
 # parallel region sleep instead of spinning. The server computes beside a browser and its own web
 # threads on the same cores; with spinning, one busy core stalled torch's two threads at every
 # barrier: the default view's first setting took 11.2 / 10.4 s with one core kept busy, 6.6 / 6.5 s
-# with this, and 4.1 / 4.5 s on an idle machine (`bench/bench_first_visit.py --no-visit 25 --busy 1`,
-# README, issue 16). A value set by the user is kept.
+# with this (`bench/bench_first_visit.py --no-visit 25 --busy 1`), and 4.1 / 4.5 s on an idle machine
+# (`--no-visit 22`; README, issue 16). A value set by the user is kept.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st  # noqa: E402 - after the environment above

@@ -34,6 +34,34 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: Shared by both children: the matrix products ``prof`` (a torch.profiler run with shapes) recorded,
+#: each timed bare on fresh operands -> ``counts``, ``floor`` (seconds), ``flops``.
+GEMM_FLOOR = r"""
+GEMMS = {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm"}
+counts = {}
+for e in prof.events():
+    if e.name in GEMMS:
+        shapes = [tuple(x) for x in e.input_shapes if x]
+        if e.name in ("aten::addmm", "aten::baddbmm"):
+            shapes = shapes[1:3]
+        key = (e.name, tuple(shapes[:2]), e.input_dtypes[-1])
+        counts[key] = counts.get(key, 0) + 1
+DT = {"float": torch.float32, "double": torch.float64}
+floor, flops = 0.0, 0.0
+for (name, (sa, sb), dt), k in counts.items():
+    a = torch.randn(*sa, dtype=DT.get(dt, torch.float32))
+    b = torch.randn(*sb, dtype=DT.get(dt, torch.float32))
+    op = torch.mm if len(sa) == 2 else torch.bmm
+    best = float("inf")
+    for _ in range(3):
+        s = time.perf_counter()
+        op(a, b)
+        best = min(best, time.perf_counter() - s)
+    floor += k * best
+    batch = sa[0] if len(sa) == 3 else 1
+    flops += k * 2.0 * batch * sa[-2] * sa[-1] * sb[-1]
+"""
+
 CHILD = r"""
 import json, sys, time, warnings
 warnings.filterwarnings("ignore")
@@ -97,35 +125,13 @@ method_buckets = dict(buckets)
 
 # The GEMM floor: list the matrix products of the same cold work, then time each bare.
 from torch.profiler import ProfilerActivity, profile
-GEMMS = {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm"}
 ctx2 = context_mod.TrainContext.from_dataset(ds, problem, args["seed"], torch.device("cpu"))
 with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
     ctx2.preconditioner
     if uses_theta:
         ctx2.nonprivate_theta(problem.lam, released=m.name != "loss_perturbation")
     m.evaluate(ctx2, scales, args["repeats"])
-counts = {}
-for e in prof.events():
-    if e.name in GEMMS:
-        shapes = [tuple(x) for x in e.input_shapes if x]
-        if e.name in ("aten::addmm", "aten::baddbmm"):
-            shapes = shapes[1:3]
-        key = (e.name, tuple(shapes[:2]), e.input_dtypes[-1])
-        counts[key] = counts.get(key, 0) + 1
-DT = {"float": torch.float32, "double": torch.float64}
-floor, flops = 0.0, 0.0
-for (name, (sa, sb), dt), k in counts.items():
-    a = torch.randn(*sa, dtype=DT.get(dt, torch.float32))
-    b = torch.randn(*sb, dtype=DT.get(dt, torch.float32))
-    op = torch.mm if len(sa) == 2 else torch.bmm
-    best = float("inf")
-    for _ in range(3):
-        s = time.perf_counter()
-        op(a, b)
-        best = min(best, time.perf_counter() - s)
-    floor += k * best
-    batch = sa[0] if len(sa) == 3 else 1
-    flops += k * 2.0 * batch * sa[-2] * sa[-1] * sb[-1]
+""" + GEMM_FLOOR + r"""
 print(json.dumps({"import": t_import, "data": t_data, "tensors": t_tensors, "eigenbasis": t_basis, "calibration": t_cal,
                   "nonprivate": t_np, "np_buckets": np_buckets, "evaluate": t_eval, "buckets": method_buckets,
                   "floor": floor, "gflop": flops / 1e9, "gemm_calls": sum(counts.values()),
@@ -144,7 +150,7 @@ with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
     s = time.perf_counter()
     result = run_sweep(spec)
     wall = time.perf_counter() - s
-""" + CHILD[CHILD.index("GEMMS = {"):CHILD.index("ctx2 = ")] + CHILD[CHILD.index("counts = {}"):CHILD.index("print(json.dumps")] + r"""
+""" + GEMM_FLOOR + r"""
 ops = sorted(((e.key, e.self_cpu_time_total / 1e6) for e in prof.key_averages()), key=lambda kv: -kv[1])
 print(json.dumps({"methods": len(spec.methods), "points": result.computed, "wall_profiled": wall, "floor": floor,
                   "gflop": flops / 1e9, "gemm_calls": sum(counts.values()), "threads": torch.get_num_threads(),
