@@ -21,7 +21,7 @@ from privcore.methods import REGISTRY, methods_of_family
 from privcore.inverse import score_rows
 from privcore.recommend import recommend
 from ui import controls, display, inverse, progress, setting, sidebar, state, userdata
-from ui.caption import add_caption, leaders_text, rows_n, settings_of
+from ui.caption import add_caption, leaders_text, rows_n, settings_of, try_this
 from ui.export import export_buttons
 from ui.figures import BANDS, curve_figure, format_number, is_baseline, method_label
 from ui.tables import noise_table, noise_table_config, noise_table_order
@@ -152,11 +152,13 @@ def curve_tab(axis: str) -> None:
         lo = controls.log_select("eps_min", "Smallest ε on the curve", [e for e in controls.EPS_GRID if e <= 10], container=c1)
         hi = controls.log_select("eps_max", "Largest ε on the curve", [e for e in controls.EPS_GRID if e >= 1], container=c2)
         eps = setting.curve_epsilons(lo, hi, current=s.eps)
+        if min(eps) < min(lo, hi) or max(eps) > max(lo, hi):  # the sliders' range, widened to the current ε
+            tab_controls.caption(f"The curve runs from ε = {format_number(min(eps))} to {format_number(max(eps))}: "
+                                 f"it always includes the current ε = {format_number(s.eps)}.")
         spec = display.spec_or_error(side, s, epsilons=eps)
         x, log_x, current, xname = "epsilon", True, s.eps, "ε"
         title = f"Test accuracy vs ε (δ = {format_number(s.delta)}, B = {s.budget:,}, N = {{N}})"
-        note = ("Try this: set δ = 0. DP-SGD drops out and subsample-and-aggregate wins at B = 10 from ε ≈ 1 on; "
-                "then raise B to 100 and loss perturbation leads up to ε ≈ 30 (bundled 4,000 digits, λ = 0.001).")
+        note = try_this(s.delta, s.budget)
     elif axis == "budget":
         values = tuple(sorted(set(B_VALUES) | {s.budget}))
         spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="budget", values=values)

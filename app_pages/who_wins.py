@@ -37,7 +37,7 @@ with c2:
     eps_list = sorted(st.multiselect("ε values (columns)", list(EPS_CHOICES), key=eps_key, format_func=format_number,
                                      wrap=True))  # in a column the chips would stay on one row, the rest hidden
 eps_list = state.commit("map_eps", eps_list)
-methods = controls.methods_select()
+methods = controls.methods_select(delta=delta)
 answered_only = inverse.answered_only_toggle()  # default off: abstentions count as wrong
 s = replace(controls.current_setting(), delta=float(delta), methods=tuple(methods))
 n_checked, n_note = setting.checked_n(side.info, s.n)  # N comes from the URL here: same rule as the N slider

@@ -142,34 +142,6 @@ def test_bands_sd_or_confidence_interval_of_the_mean():
     assert top(sd) == pytest.approx(0.71) and top(ci) == pytest.approx(0.7 + 1.96 * 0.01 / 3 ** 0.5)
 
 
-def test_formulas_typeset_or_fall_back_to_text():
-    from ui.formula import to_latex
-
-    assert to_latex("sigma = (K/eps) sqrt(8 ln(2/delta) + 4 eps)") == (
-        r"\sigma =\left(K /\varepsilon \right)\sqrt{8\ln \left(2/\delta \right)+4\varepsilon }")
-    assert to_latex("beta = eps / (2K") is None  # unbalanced: shown as text
-    assert to_latex("x {y}") is None
-
-
-def test_long_formulas_are_stacked_one_statement_a_line():
-    """KaTeX does not wrap: the sparse-vector and loss-perturbation formulas (240+ characters on one
-    line) ran off the right edge of Calibrate and Explore. Each statement gets its own line."""
-    from privcore import REGISTRY, PrivacyBudget, Problem, calibrate
-    from ui.formula import display_latex, formula_lines
-
-    problem = Problem(n=4000, dim=784, classes=10, lam=1e-3, budget=10, teachers=16)
-    for m in REGISTRY:
-        text = calibrate(m, PrivacyBudget(3.0, 1e-5), problem, "corrected").formula
-        lines = formula_lines(text)
-        assert all(len(line) <= 120 for line in lines), (m, lines)
-        assert display_latex(text) is not None, m  # every line typesets
-        assert sum(map(len, lines)) <= len(text) and all(line in text for line in lines), (m, lines)  # only split
-    sv = formula_lines("c = ceil(B/4) = 3; stable if d >= w, w = (2c/eps_2) ln(2B/delta); beta = max(eps/(4c), 1)")
-    assert sv == ["c = ceil(B/4) = 3", "stable if d >= w", "w = (2c/eps_2) ln(2B/delta)", "beta = max(eps/(4c), 1)"]
-    assert display_latex("a = 1; b = (2") is None  # one unreadable line: the plain text for all
-    assert display_latex("a = 1; b = 2").startswith(r"\begin{gathered}")
-
-
 def test_n_under_a_class_filter_is_the_true_one():
     from ui.setting import Setting, build_data_info, setting_problem
 
@@ -180,13 +152,6 @@ def test_n_under_a_class_filter_is_the_true_one():
 
     assert s.effective_n(info) == load_dataset("digits", classes=2).n  # what the runner trains on
     assert setting_problem(info, s).n == s.effective_n(info) < info.n_train
-
-
-def test_a_word_after_a_number_keeps_its_space():
-    from ui.formula import to_latex
-
-    latex = to_latex("P = 500 GNMax labels, whatever B")
-    assert "500\\text" not in latex and "500\\ \\text{GNMax labels}" in latex
 
 
 def test_leaders_text_names_who_leads_between_the_ends():
@@ -207,3 +172,14 @@ def test_leaders_text_names_who_leads_between_the_ends():
     swap.append({"method": BASELINE.name, "epsilon": 100, "accuracy_mean": 0.95})  # never a leader
     assert leaders_text(swap, "epsilon", "ε", str, fmt) == "At ε = 0.1 the best is A (0.11); at ε = 100 it is B (0.90)"
     assert leaders_text([], "epsilon", "ε", str, fmt) == ""
+
+
+def test_try_this_hint_follows_the_controls():
+    """The ε curve's hint gives the next step from where the controls stand, not always the first."""
+    from ui.caption import try_this
+
+    first, second, third = try_this(1e-5, 10), try_this(0.0, 10), try_this(0.0, 100)
+    assert "set δ = 0" in first
+    assert "set δ = 0" not in second and "raise B to 100" in second
+    assert "raise B" not in third and "λ" in third
+    assert len({first, second, third}) == 3

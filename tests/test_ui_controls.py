@@ -120,3 +120,47 @@ def test_typed_text_reads_common_notations_and_refuses_the_rest():
     for bad in ("0,5", "1,43", "abc", "1e", "5 %"):
         with pytest.raises(ValueError, match="must be a number"):
             parse_typed(bad)
+
+
+def test_dim_slider_runs_from_few_dimensions_to_all():
+    """Left to right the D slider grows: 5, 10, ..., then 'all' (it once started at 'all', then 5)."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_string(_DIM_CLASSES.format(root=str(Path(__file__).resolve().parents[1])), default_timeout=30)
+    at.run()
+    options = list(at.select_slider(key="w:dim").options)
+    assert options[-1] == "all (20)" and options[:2] == ["5", "10"], options
+
+
+_METHODS = """
+import sys
+sys.path.insert(0, {root!r})
+import streamlit as st
+from ui import controls
+st.write("CHOSEN", controls.methods_select(delta={delta}))
+"""
+
+
+@pytest.mark.parametrize("delta, marked", [(0.0, True), (1e-5, False)])
+def test_methods_chips_say_which_method_is_left_out_at_this_delta(delta, marked):
+    """At delta = 0 a chosen method with no pure-DP guarantee keeps its chip (raising delta brings it
+    back), labelled as left out; at delta > 0 no chip is."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from privcore.methods import REGISTRY
+
+    at = AppTest.from_string(_METHODS.format(root=str(Path(__file__).resolve().parents[1]), delta=delta), default_timeout=30)
+    at.run()
+    assert not at.exception
+    options = list(at.multiselect[0].options)
+    needs = [m.label for m in REGISTRY.values() if not m.supports(0.0)]
+    assert needs  # DP-SGD has no pure-DP guarantee
+    flagged = [o for o in options if "left out" in o]
+    if marked:
+        assert flagged and all(any(o.startswith(label) for label in needs) for o in flagged), options
+    else:
+        assert not flagged, options

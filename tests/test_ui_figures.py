@@ -83,3 +83,37 @@ def test_an_empty_frame_spans_the_planned_grid_not_plotlys_default():
     assert fig.layout.xaxis.range == pytest.approx((-1.1, 2.1))
     assert fig.layout.annotations[0].text == "Computing…"
     assert curve_figure([], "epsilon", title="", log_x=True).layout.xaxis.range is None  # no grid given
+
+
+def test_accounting_comparison_bars_are_horizontal_rows_that_fit():
+    """Calibrate's comparison: one row per method with its full label (no rotated, cut ticks), the
+    value at each bar's end inside the axis range, a height that grows with the methods, the legend
+    below the axis title (a walk-through found it over the tick labels at 1400 px)."""
+    from privcore.methods import REGISTRY
+    from privcore.types import PrivacyBudget, Problem
+    from ui.figures import LEGEND_BELOW, accounting_comparison_figure, method_label
+
+    problem = Problem(n=4000, dim=784, classes=10, budget=10)
+
+    def scales(names):
+        out = {}
+        for mode in ("paper", "corrected", "tight"):
+            row = {}
+            for name in names:
+                try:
+                    row[name] = REGISTRY[name].calibrate(PrivacyBudget(1.0, 1e-5), problem, mode)
+                except Exception as e:  # noqa: BLE001 - a method without a guarantee here shows no bar
+                    row[name] = e
+            out[mode] = row
+        return out
+
+    names = list(REGISTRY)
+    fig = accounting_comparison_figure(scales(names), title="t")
+    small = accounting_comparison_figure(scales(names[:2]), title="t")
+    assert all(t.orientation == "h" for t in fig.data) and len(fig.data) == 3
+    shown = set().union(*(set(t.y) for t in fig.data))
+    assert {method_label(n) for n in names if n in REGISTRY and method_label(n) in shown} == shown
+    assert max(max(t.x) for t in fig.data) < fig.layout.xaxis.range[1]  # room for the value labels
+    assert fig.layout.height > small.layout.height
+    assert fig.layout.legend.orientation == LEGEND_BELOW["orientation"] and fig.layout.legend.yanchor == "top"
+    assert fig.layout.legend.y < 0  # below the plot area, under the axis title

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 
 from privcore.methods import BASELINE
 
-__all__ = ["chart_settings", "caption_text", "add_caption", "settings_of", "rows_n", "leaders_text"]
+__all__ = ["chart_settings", "caption_text", "add_caption", "settings_of", "rows_n", "leaders_text", "try_this"]
 
 _ORDER = (("dataset", "data"), ("n", "N"), ("classes", "C"), ("dim", "D"), ("lam", "λ"), ("teachers", "T"),
           ("repeats", "R"), ("accounting", "accounting"), ("seed", "seed"))
@@ -152,3 +152,20 @@ def leaders_text(rows: Sequence[Mapping[str, Any]], x: str, xname: str, label, f
         return text + f", and it leads all the way to {xname} = {fmt(xs[-1])} ({a_hi:.2f})"
     verb = "leads" if len(between) == 1 else "lead"
     return text + f", and again at {xname} = {fmt(xs[-1])} ({a_hi:.2f}); {' and '.join(between)} {verb} in between"
+
+
+def try_this(delta: float, budget: int) -> str:
+    """The ε curve's "Try this" hint: the next step of the tour from where the controls stand.
+
+    Steps: set δ = 0 (the training method that needs δ > 0 drops out), then raise B to 100 (the
+    prediction methods pay per prediction), then change N or λ (the sensitivity methods' noise scales
+    as 1/(N λ)). The figures quoted are the bundled 4,000 digits' at λ = 0.001.
+    """
+    if float(delta) > 0:
+        return ("Try this: set δ = 0. DP-SGD drops out and subsample-and-aggregate wins at B = 10 from ε ≈ 1 on; "
+                "then raise B to 100 and loss perturbation leads up to ε ≈ 30 (bundled 4,000 digits, λ = 0.001).")
+    if int(budget) < 100:
+        return ("Try this: raise B to 100. The prediction methods pay for every prediction, so loss perturbation "
+                "leads up to ε ≈ 30 (bundled 4,000 digits, λ = 0.001).")
+    return ("Try this: open “More settings” and raise N or λ. The sensitivity methods' noise scales as 1/(N λ); "
+            "the Who wins page maps the winner over ε and B.")

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import streamlit as st
 
 from privcore.knobs import knob
+from privcore.methods import get_method
 
 from . import state
 from .figures import format_number, method_label
@@ -204,7 +205,7 @@ def lam_slider(container=None) -> float | str:
 
 
 def dim_slider(info: DataInfo, container=None) -> int | None:
-    grid = ["all"] + [d for d in knob("dim").grid if d < info.dim]
+    grid = [d for d in knob("dim").grid if d < info.dim] + ["all"]  # left to right: fewer to all dimensions
     return _knob_select("dim", container, grid=grid, keep_value=False, typed=False,
                         to_widget=lambda v: "all" if v is None or v >= info.dim else v,
                         from_widget=lambda v: None if v == "all" else int(v),
@@ -235,13 +236,21 @@ def learning_rate_slider(container=None) -> float:
     return float(_knob_select("learning_rate", container))
 
 
-def methods_select(container=None) -> list[str]:
+def methods_select(container=None, delta: float | None = None) -> list[str]:
+    """The methods chips. At ``delta`` a method without a guarantee there (DP-SGD at delta = 0) keeps
+    its chip, so that raising delta brings it back, but the chip says it is left out."""
     k = knob("methods")
     names = list(k.choices)
     where = container if container is not None else st
+
+    def label(name: str) -> str:
+        if delta is not None and not get_method(name).supports(float(delta)):
+            return f"{method_label(name)} (left out: needs δ > 0)" if float(delta) == 0.0 else f"{method_label(name)} (left out at this δ)"
+        return method_label(name)
+
     chosen = where.multiselect(k.label, names, key=state.bind(
         "methods", normalise=lambda v: [m for m in v if m in names],
-        explain="methods not offered on this page are left out"), format_func=method_label, help=k.tooltip)
+        explain="methods not offered on this page are left out"), format_func=label, help=k.tooltip)
     return state.commit("methods", list(chosen))
 
 
@@ -286,7 +295,7 @@ def setting_panel(side: SidebarSettings, *, expanded: bool = False, show_n: bool
     eps = epsilon_slider(c1)
     delta = delta_slider(c2)
     budget = budget_slider(c3)
-    methods = methods_select()
+    methods = methods_select(delta=delta)
     more = st.expander("More settings: N, T, λ, D, C and DP-SGD", expanded=expanded, key=MORE_KEY, on_change="rerun")
     with more:
         if more.open:

@@ -448,11 +448,13 @@ def main_noise(scale: Any) -> tuple[str, float | None, bool]:
 
 
 def accounting_comparison_figure(by_mode: Mapping[str, Mapping[str, Any]], *, title: str,
-                                 reference: str = "corrected", height: int = 440) -> go.Figure:
-    """Grouped bars: each method's noise relative to ``reference`` accounting (1 = same noise).
+                                 reference: str = "corrected", height: int | None = None) -> go.Figure:
+    """Grouped horizontal bars: each method's noise relative to ``reference`` accounting (1 = same noise).
 
     by_mode: {accounting mode: {method: NoiseScale or error}}. Ratios are oriented so that > 1
-    always means *more* noise than the reference (σ ratio, or the inverse ratio for β).
+    always means *more* noise than the reference (σ ratio, or the inverse ratio for β). One row per
+    method (its full label on the left, no rotated ticks), one bar per mode with its value at the
+    bar's end; the height grows with the rows (``height`` overrides it), the legend sits below.
     """
     modes = list(by_mode)
     methods = [m for m in METHOD_ORDER if any(m in by_mode[md] for md in modes)]
@@ -460,24 +462,31 @@ def accounting_comparison_figure(by_mode: Mapping[str, Mapping[str, Any]], *, ti
     patterns = {"paper": "/", "corrected": "", "tight": "."}
     greys = {"paper": "#B0B0B0", "corrected": "#606060", "tight": "#202020"}
     ref = by_mode.get(reference, {})
+    top = 1.0
     for md in modes:
-        xs, ys, texts = [], [], []
+        labels, ratios, texts = [], [], []
         for m in methods:
             sym, v, noisier_up = main_noise(by_mode[md].get(m))
             _, r, _ = main_noise(ref.get(m))
             if v is None or r is None or v == 0 or r == 0:
                 continue
             ratio = v / r if noisier_up else r / v
-            xs.append(method_label(m))
-            ys.append(ratio)
+            labels.append(method_label(m))
+            ratios.append(ratio)
             texts.append(f"{sym} = {format_number(v, 4)}")
-        fig.add_trace(go.Bar(x=xs, y=ys, name=md, marker=dict(color=greys.get(md, "#888888"),
-                                                              pattern=dict(shape=patterns.get(md, ""))),
-                             customdata=texts, hovertemplate="%{x} (" + md + "): %{customdata}<br>noise × %{y:.3f} vs "
-                             + reference + "<extra></extra>", text=[f"{y:.2f}" for y in ys], textposition="outside"))
-    fig.add_hline(y=1.0, line=dict(color="#333333", dash="dash", width=1))
-    fig.update_layout(template=PRINT_TEMPLATE, paper_bgcolor="white", plot_bgcolor="white", title=dict(text=title), barmode="group", height=height,
-                      yaxis=dict(title=dict(text=f"Noise relative to '{reference}' (>1 = more noise)"), rangemode="tozero"),
-                      xaxis=dict(title=dict(text="")), legend=dict(orientation="h", y=-0.15, x=0.0, title=dict(text="Accounting")),
-                      margin=dict(l=70, r=20, t=60, b=110))
-    return fig
+            top = max(top, ratio)
+        fig.add_trace(go.Bar(y=labels, x=ratios, orientation="h", name=md,
+                             marker=dict(color=greys.get(md, "#888888"), pattern=dict(shape=patterns.get(md, ""))),
+                             customdata=texts, hovertemplate="%{y} (" + md + "): %{customdata}<br>noise × %{x:.3f} vs "
+                             + reference + "<extra></extra>", text=[f"{x:.2f}" for x in ratios], textposition="outside",
+                             cliponaxis=False, textfont=dict(size=11)))
+    fig.add_vline(x=1.0, line=dict(color="#333333", dash="dash", width=1))
+    rows_px = len(methods) * (14 * max(1, len(modes)) + 16)
+    fig.update_layout(template=PRINT_TEMPLATE, paper_bgcolor="white", plot_bgcolor="white", title=dict(text=title),
+                      barmode="group", bargap=0.25, height=height or 150 + rows_px,
+                      xaxis=dict(title=dict(text=f"Noise relative to '{reference}' (>1 = more noise)"),
+                                 range=[0.0, top * 1.18]),  # room for the value at the longest bar's end
+                      yaxis=dict(title=dict(text=""), autorange="reversed", automargin=True),
+                      legend={**LEGEND_BELOW, "title": dict(text="Accounting")},
+                      margin=dict(l=20, r=30, t=60, b=60))
+    return reserve_legend_rows(fig, per_row=3, axis_px=75)

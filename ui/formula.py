@@ -144,7 +144,36 @@ def formula_lines(text: str) -> list[str]:
             else:
                 current += ", " + clause
         lines.append(current)
-    return lines
+    return [part for line in lines for part in _wrap(line)]
+
+
+#: Longest formula line (characters of the plain text) shown unbroken: KaTeX does not wrap, and a
+#: longer line (loss perturbation's output-noise clause, 103 characters) ran off a 1,400 px page.
+MAX_LINE = 72
+
+
+def _wrap(line: str) -> list[str]:
+    """``line`` broken before a top-level " with " or after a top-level ", " (greedily, outside
+    brackets, so every piece stays balanced) into pieces of at most MAX_LINE characters where it can."""
+    if len(line) <= MAX_LINE:
+        return [line]
+    cuts = []  # positions where a new piece may start
+    depth = 0
+    for i, ch in enumerate(line):
+        depth += ch in "({"
+        depth -= ch in ")}"
+        if depth == 0 and line.startswith(" with ", i):
+            cuts.append((i, i + 1))
+        elif depth == 0 and line.startswith(", ", i):
+            cuts.append((i + 1, i + 2))
+    pieces, start = [], 0
+    for k, (end, nxt) in enumerate(cuts):
+        following = cuts[k + 1][0] if k + 1 < len(cuts) else len(line)
+        if following - start > MAX_LINE and end > start:
+            pieces.append(line[start:end].strip())
+            start = nxt
+    pieces.append(line[start:].strip())
+    return [p for p in pieces if p]
 
 
 def display_latex(text: str) -> str | None:

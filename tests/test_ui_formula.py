@@ -1,0 +1,57 @@
+"""ui/formula.py: how a calibration formula is broken into the lines the pages typeset."""
+
+from __future__ import annotations
+
+
+def test_long_formula_lines_are_broken_outside_brackets():
+    """Loss perturbation's output-noise clause (103 characters) ran off a 1,400 px page: lines over
+    MAX_LINE are broken before a top-level 'with' or after a top-level comma, never inside brackets."""
+    from privcore.methods import REGISTRY
+    from privcore.types import PrivacyBudget, Problem
+    from ui.formula import MAX_LINE, display_latex, formula_lines
+
+    line = "output noise at sensitivity 2g/(lam + rho/N) = 0.000589 with 0.01 of eps and delta (approximate minima perturbation)"
+    assert formula_lines(line) == ["output noise at sensitivity 2g/(lam + rho/N) = 0.000589",
+                                   "with 0.01 of eps and delta (approximate minima perturbation)"]
+    inside = "sigma = f(" + ", ".join(["eps"] * 30) + ")"  # no top-level place to break: kept whole
+    assert formula_lines(inside) == [inside]
+    problem = Problem(n=4000, dim=784, classes=10, budget=10)
+    for delta in (0.0, 1e-5):
+        scale = REGISTRY["loss_perturbation"].calibrate(PrivacyBudget(1.0, delta), problem, "corrected")
+        assert max(len(x) for x in formula_lines(scale.formula)) <= MAX_LINE
+        assert display_latex(scale.formula) is not None
+
+
+def test_formulas_typeset_or_fall_back_to_text():
+    from ui.formula import to_latex
+
+    assert to_latex("sigma = (K/eps) sqrt(8 ln(2/delta) + 4 eps)") == (
+        r"\sigma =\left(K /\varepsilon \right)\sqrt{8\ln \left(2/\delta \right)+4\varepsilon }")
+    assert to_latex("beta = eps / (2K") is None  # unbalanced: shown as text
+    assert to_latex("x {y}") is None
+
+
+def test_long_formulas_are_stacked_one_statement_a_line():
+    """KaTeX does not wrap: the sparse-vector and loss-perturbation formulas (240+ characters on one
+    line) ran off the right edge of Calibrate and Explore. Each statement gets its own line."""
+    from privcore import REGISTRY, PrivacyBudget, Problem, calibrate
+    from ui.formula import display_latex, formula_lines
+
+    problem = Problem(n=4000, dim=784, classes=10, lam=1e-3, budget=10, teachers=16)
+    for m in REGISTRY:
+        text = calibrate(m, PrivacyBudget(3.0, 1e-5), problem, "corrected").formula
+        lines = formula_lines(text)
+        assert all(len(line) <= 120 for line in lines), (m, lines)
+        assert display_latex(text) is not None, m  # every line typesets
+        assert sum(map(len, lines)) <= len(text) and all(line in text for line in lines), (m, lines)  # only split
+    sv = formula_lines("c = ceil(B/4) = 3; stable if d >= w, w = (2c/eps_2) ln(2B/delta); beta = max(eps/(4c), 1)")
+    assert sv == ["c = ceil(B/4) = 3", "stable if d >= w", "w = (2c/eps_2) ln(2B/delta)", "beta = max(eps/(4c), 1)"]
+    assert display_latex("a = 1; b = (2") is None  # one unreadable line: the plain text for all
+    assert display_latex("a = 1; b = 2").startswith(r"\begin{gathered}")
+
+
+def test_a_word_after_a_number_keeps_its_space():
+    from ui.formula import to_latex
+
+    latex = to_latex("P = 500 GNMax labels, whatever B")
+    assert "500\\text" not in latex and "500\\ \\text{GNMax labels}" in latex
