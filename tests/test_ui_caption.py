@@ -162,15 +162,25 @@ def test_leaders_text_names_who_leads_between_the_ends():
         return [{"method": m, "epsilon": e, "accuracy_mean": a} for e, acc in table.items() for m, a in acc.items()]
 
     fmt = "{:g}".format
-    same = rows({0.1: {"A": 0.11, "B": 0.10}, 1: {"A": 0.5, "B": 0.4}, 100: {"A": 0.84, "B": 0.8}})
-    assert leaders_text(same, "epsilon", "ε", str, fmt) == "At ε = 0.1 the best is A (0.11), and it leads all the way to ε = 100 (0.84)"
-    dip = rows({0.1: {"A": 0.11, "B": 0.10}, 10: {"A": 0.7, "B": 0.75}, 30: {"A": 0.78, "B": 0.8, "C": 0.81},
-                5000: {"A": 0.86, "B": 0.85}})
-    assert leaders_text(dip, "epsilon", "ε", str, fmt) == ("At ε = 0.1 the best is A (0.11), and again at ε = 5000 (0.86); "
+    same = rows({0.1: {"A": 0.15, "B": 0.10}, 1: {"A": 0.5, "B": 0.4}, 100: {"A": 0.84, "B": 0.8}})
+    assert leaders_text(same, "epsilon", "ε", str, fmt) == "At ε = 0.1 the best is A (0.15), and it leads all the way to ε = 100 (0.84)"
+    dip = rows({0.1: {"A": 0.15, "B": 0.10}, 10: {"A": 0.7, "B": 0.75}, 30: {"A": 0.78, "B": 0.8, "C": 0.81},
+                5000: {"A": 0.86, "B": 0.83}})
+    assert leaders_text(dip, "epsilon", "ε", str, fmt) == ("At ε = 0.1 the best is A (0.15), and again at ε = 5000 (0.86); "
                                                           "B and C lead in between")
-    swap = rows({0.1: {"A": 0.11, "B": 0.10}, 100: {"A": 0.8, "B": 0.9}})
+    swap = rows({0.1: {"A": 0.15, "B": 0.10}, 100: {"A": 0.8, "B": 0.9}})
     swap.append({"method": BASELINE.name, "epsilon": 100, "accuracy_mean": 0.95})  # never a leader
-    assert leaders_text(swap, "epsilon", "ε", str, fmt) == "At ε = 0.1 the best is A (0.11); at ε = 100 it is B (0.90)"
+    assert leaders_text(swap, "epsilon", "ε", str, fmt) == "At ε = 0.1 the best is A (0.15); at ε = 100 the best is B (0.90)"
+    # Level ends (all at chance, all at the top): no leader named there (a walk-through read "the best is
+    # Model sensitivity (0.10)" at chance as a recommendation).
+    chance = rows({0.1: {"A": 0.11, "B": 0.10}, 10: {"A": 0.5, "B": 0.7}, 1000: {"A": 0.94, "B": 0.95}})
+    assert leaders_text(chance, "epsilon", "ε", str, fmt) == ("At ε = 0.1 every method scores about 0.11; at ε = 1000 "
+                                                             "every method scores about 0.95; B leads in between")
+    rise = rows({0.1: {"A": 0.11, "B": 0.10}, 10: {"A": 0.5, "B": 0.7}, 1000: {"A": 0.8, "B": 0.95}})
+    assert leaders_text(rise, "epsilon", "ε", str, fmt) == "At ε = 0.1 every method scores about 0.11; at ε = 1000 the best is B (0.95)"
+    third = rows({0.1: {"A": 0.3, "B": 0.1, "C": 0.1}, 10: {"A": 0.5, "B": 0.6, "C": 0.7}, 1000: {"A": 0.8, "B": 0.95, "C": 0.9}})
+    assert leaders_text(third, "epsilon", "ε", str, fmt) == ("At ε = 0.1 the best is A (0.30); at ε = 1000 the best is B "
+                                                            "(0.95); C leads in between")
     assert leaders_text([], "epsilon", "ε", str, fmt) == ""
 
 

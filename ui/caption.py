@@ -127,31 +127,47 @@ def meta_json(fig: go.Figure | Mapping[str, Any]) -> str | None:
     return None
 
 
+#: Accuracy spread below which the methods at one x are called level (no leader is named).
+LEVEL_SPREAD = 0.02
+
+
 def leaders_text(rows: Sequence[Mapping[str, Any]], x: str, xname: str, label, fmt) -> str:  # noqa: ANN001
     """Which method leads the curve over ``x`` (accuracy_mean; the baseline left out): at the smallest
     and the largest value, and who leads in between when that is someone else, e.g. "At ε = 0.1 the
-    best is A (0.11), and again at ε = 100 (0.84); B leads in between". ``label`` names a method,
-    ``fmt`` writes an x value. Empty when no private row has a finite ``x``."""
+    best is A (0.11), and again at ε = 100 (0.84); B leads in between". Where every method is within
+    LEVEL_SPREAD of the best (all at chance at a tiny ε, all at the non-private level at a huge one)
+    no leader is named: "At ε = 0.1 every method scores about 0.10". ``label`` names a method, ``fmt``
+    writes an x value. Empty when no private row has a finite ``x``."""
     priv = [r for r in rows if r["method"] != BASELINE.name and r.get(x) is not None and math.isfinite(float(r[x]))]
     if not priv:
         return ""
     xs = sorted({float(r[x]) for r in priv})
 
-    def leader(xv: float) -> tuple[str, float]:
-        best = max((r for r in priv if float(r[x]) == xv), key=lambda r: r["accuracy_mean"])
-        return label(best["method"]), best["accuracy_mean"]
+    def leader(xv: float) -> tuple[str | None, float]:
+        here = [r for r in priv if float(r[x]) == xv]
+        best = max(here, key=lambda r: r["accuracy_mean"])
+        level = len(here) > 1 and best["accuracy_mean"] - min(r["accuracy_mean"] for r in here) < LEVEL_SPREAD
+        return (None if level else label(best["method"])), best["accuracy_mean"]
+
+    def at(xv: float, who: str | None, acc: float, first: bool) -> str:
+        where = f"{'At' if first else 'at'} {xname} = {fmt(xv)}"
+        return f"{where} every method scores about {acc:.2f}" if who is None else f"{where} the best is {who} ({acc:.2f})"
 
     (m_lo, a_lo), (m_hi, a_hi) = leader(xs[0]), leader(xs[-1])
-    between = sorted({leader(xv)[0] for xv in xs[1:-1]} - {m_lo})
-    text = f"At {xname} = {fmt(xs[0])} the best is {m_lo} ({a_lo:.2f})"
+    text = at(xs[0], m_lo, a_lo, True)
     if len(xs) == 1:
         return text
-    if m_lo != m_hi:
-        return text + f"; at {xname} = {fmt(xs[-1])} it is {m_hi} ({a_hi:.2f})"
-    if not between:
-        return text + f", and it leads all the way to {xname} = {fmt(xs[-1])} ({a_hi:.2f})"
-    verb = "leads" if len(between) == 1 else "lead"
-    return text + f", and again at {xname} = {fmt(xs[-1])} ({a_hi:.2f}); {' and '.join(between)} {verb} in between"
+    named = m_lo or m_hi
+    between = sorted({w for w in (leader(xv)[0] for xv in xs[1:-1]) if w is not None} - {named, m_hi})
+    if m_lo is not None and m_lo == m_hi:
+        if not between:
+            return text + f", and it leads all the way to {xname} = {fmt(xs[-1])} ({a_hi:.2f})"
+        text += f", and again at {xname} = {fmt(xs[-1])} ({a_hi:.2f})"
+    else:
+        text += "; " + at(xs[-1], m_hi, a_hi, False)
+    if between:
+        text += f"; {' and '.join(between)} {'leads' if len(between) == 1 else 'lead'} in between"
+    return text
 
 
 def try_this(delta: float, budget: int) -> str:
