@@ -1,6 +1,6 @@
 """Plotly figure builders for the dashboard (no Streamlit here).
 
-About 450 lines: the curve, the winner map and the accounting comparison share the template, the
+About 490 lines: the curve, the winner map and the accounting comparison share the template, the
 colours, markers, dashes, bands, tick labels and the number formatting defined here (the noise tables,
 which use the labels and formatting, are in :mod:`ui.tables`).
 
