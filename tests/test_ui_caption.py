@@ -154,33 +154,36 @@ def test_n_under_a_class_filter_is_the_true_one():
     assert setting_problem(info, s).n == s.effective_n(info) < info.n_train
 
 
-def test_leaders_text_names_who_leads_between_the_ends():
+def test_leaders_text_names_who_leads_stretch_by_stretch():
+    """A walk-through read 'A at the low end; B at the high end; B leads in between' while A led up to
+    ε = 3: the sentence now follows the lead from left to right."""
     from privcore.methods import BASELINE
-    from ui.caption import leaders_text
+    from ui.caption import MOST_STRETCHES, leaders_text
 
     def rows(table):  # {eps: {method: accuracy}}
         return [{"method": m, "epsilon": e, "accuracy_mean": a} for e, acc in table.items() for m, a in acc.items()]
 
     fmt = "{:g}".format
     same = rows({0.1: {"A": 0.15, "B": 0.10}, 1: {"A": 0.5, "B": 0.4}, 100: {"A": 0.84, "B": 0.8}})
-    assert leaders_text(same, "epsilon", "ε", str, fmt) == "At ε = 0.1 the best is A (0.15), and it leads all the way to ε = 100 (0.84)"
-    dip = rows({0.1: {"A": 0.15, "B": 0.10}, 10: {"A": 0.7, "B": 0.75}, 30: {"A": 0.78, "B": 0.8, "C": 0.81},
-                5000: {"A": 0.86, "B": 0.83}})
-    assert leaders_text(dip, "epsilon", "ε", str, fmt) == ("At ε = 0.1 the best is A (0.15), and again at ε = 5000 (0.86); "
-                                                          "B and C lead in between")
-    swap = rows({0.1: {"A": 0.15, "B": 0.10}, 100: {"A": 0.8, "B": 0.9}})
-    swap.append({"method": BASELINE.name, "epsilon": 100, "accuracy_mean": 0.95})  # never a leader
-    assert leaders_text(swap, "epsilon", "ε", str, fmt) == "At ε = 0.1 the best is A (0.15); at ε = 100 the best is B (0.90)"
-    # Level ends (all at chance, all at the top): no leader named there (a walk-through read "the best is
-    # Model sensitivity (0.10)" at chance as a recommendation).
-    chance = rows({0.1: {"A": 0.11, "B": 0.10}, 10: {"A": 0.5, "B": 0.7}, 1000: {"A": 0.94, "B": 0.95}})
-    assert leaders_text(chance, "epsilon", "ε", str, fmt) == ("At ε = 0.1 every method scores about 0.11; at ε = 1000 "
-                                                             "every method scores about 0.95; B leads in between")
-    rise = rows({0.1: {"A": 0.11, "B": 0.10}, 10: {"A": 0.5, "B": 0.7}, 1000: {"A": 0.8, "B": 0.95}})
-    assert leaders_text(rise, "epsilon", "ε", str, fmt) == "At ε = 0.1 every method scores about 0.11; at ε = 1000 the best is B (0.95)"
-    third = rows({0.1: {"A": 0.3, "B": 0.1, "C": 0.1}, 10: {"A": 0.5, "B": 0.6, "C": 0.7}, 1000: {"A": 0.8, "B": 0.95, "C": 0.9}})
-    assert leaders_text(third, "epsilon", "ε", str, fmt) == ("At ε = 0.1 the best is A (0.30); at ε = 1000 the best is B "
-                                                            "(0.95); C leads in between")
+    assert leaders_text(same, "epsilon", "ε", str, fmt) == "A leads from ε = 0.1 to 100 (0.15 to 0.84)"
+    walk = rows({0.1: {"A": 0.21, "B": 0.10}, 1: {"A": 0.6, "B": 0.3}, 3: {"A": 0.8, "B": 0.56},
+                 10: {"A": 0.85, "B": 0.92}, 100: {"A": 0.9, "B": 0.95}})
+    walk.append({"method": BASELINE.name, "epsilon": 100, "accuracy_mean": 0.97})  # never a leader
+    assert leaders_text(walk, "epsilon", "ε", str, fmt) == ("A leads from ε = 0.1 to 3 (0.21 to 0.80); then B leads "
+                                                           "from ε = 10 to 100 (0.92 to 0.95)")
+    dip = rows({0.1: {"A": 0.15, "B": 0.10}, 10: {"A": 0.7, "B": 0.75}, 5000: {"A": 0.86, "B": 0.83}})
+    assert leaders_text(dip, "epsilon", "ε", str, fmt) == ("A leads at ε = 0.1 (0.15); then B leads at ε = 10 (0.75); "
+                                                          "then A leads at ε = 5000 (0.86)")
+    # Level stretches (all at chance, all at the top): no leader named there (a walk-through read "the
+    # best is Model sensitivity (0.10)" at chance as a recommendation).
+    chance = rows({0.1: {"A": 0.11, "B": 0.10}, 0.3: {"A": 0.12, "B": 0.11}, 10: {"A": 0.5, "B": 0.7},
+                   1000: {"A": 0.94, "B": 0.95}})
+    assert leaders_text(chance, "epsilon", "ε", str, fmt) == (
+        "Every method scores about 0.11 to 0.12 from ε = 0.1 to 0.3; then B leads at ε = 10 (0.70); "
+        "then every method scores about 0.95 at ε = 1000")
+    zigzag = rows({float(k): ({"A": 0.5, "B": 0.1} if k % 2 else {"A": 0.1, "B": 0.5}) for k in range(1, 8)})
+    text = leaders_text(zigzag, "epsilon", "ε", str, fmt)
+    assert text.count("leads") == MOST_STRETCHES and text.endswith("the lead changes 3 more times (between A, B)")
     assert leaders_text([], "epsilon", "ε", str, fmt) == ""
 
 

@@ -44,6 +44,13 @@ def test_typed_values_set_the_slider_and_the_url():
     assert at.query_params["lr"] == "3.5" and at.text_input(key="t:lam").value == "2e-4"
     at.text_input(key="t:n").input("1,000").run()               # thousands commas are read
     assert not at.exception and at.query_params["n"] == "1000" and at.text_input(key="t:n").value == "1,000"
+    # "auto", as the λ slider's left end offers it (a walk-through's typed "auto" was refused as not a number)
+    at.text_input(key="t:lam").input(" Auto ").run()
+    assert not at.exception and not [t for t in texts(at.warning) if "ignored" in t]
+    assert at.query_params["lam"] == "auto" and at.select_slider(key="w:lam").value == "auto"
+    assert at.text_input(key="t:lam").value == "auto"
+    at.text_input(key="t:eps").input("auto").run()              # only λ has an automatic choice
+    assert any("ignored" in t and "must be a number" in t for t in texts(at.warning))
 
 
 def test_out_of_range_values_are_refused_with_the_range():
@@ -102,13 +109,13 @@ def test_dim_and_classes_sliders_report_only_real_adjustments(params, expected):
 @pytest.mark.parametrize("value, whole, text", [
     (1e-5, False, "1e-5"), (2.5e-7, False, "2.5e-7"), (1e-4, False, "1e-4"), (1e-10, False, "1e-10"),
     (0.0, False, "0"), (0.001, False, "0.001"), (8.0, False, "8"), (3.5, False, "3.5"), (1.2345e-4, False, "1.2345e-4"),
-    (1438, True, "1,438"), (16000, True, "16,000"), (None, False, ""), ("auto", False, ""),
+    (1438, True, "1,438"), (16000, True, "16,000"), (None, False, ""), ("auto", False, "auto"), ("x", False, ""),
 ])
 def test_text_boxes_show_short_exact_values(value, whole, text):
     from ui.controls import box_text, parse_typed
 
     assert box_text(value, whole=whole) == text
-    if text:
+    if text and not isinstance(value, str):
         assert parse_typed(text) == float(value)  # what the box shows reads back as the stored value
 
 

@@ -129,15 +129,17 @@ def meta_json(fig: go.Figure | Mapping[str, Any]) -> str | None:
 
 #: Accuracy spread below which the methods at one x are called level (no leader is named).
 LEVEL_SPREAD = 0.02
+#: Most stretches :func:`leaders_text` names before it summarises the rest.
+MOST_STRETCHES = 4
 
 
 def leaders_text(rows: Sequence[Mapping[str, Any]], x: str, xname: str, label, fmt) -> str:  # noqa: ANN001
-    """Which method leads the curve over ``x`` (accuracy_mean; the baseline left out): at the smallest
-    and the largest value, and who leads in between when that is someone else, e.g. "At ε = 0.1 the
-    best is A (0.11), and again at ε = 100 (0.84); B leads in between". Where every method is within
+    """Who leads the curve over ``x`` (accuracy_mean; the baseline left out), stretch by stretch from
+    the smallest to the largest value, e.g. "DP-SGD leads from ε = 0.1 to 3 (0.21 to 0.80), then
+    subsample-and-aggregate from ε = 10 to 100 (0.92 to 0.95)". Where every method is within
     LEVEL_SPREAD of the best (all at chance at a tiny ε, all at the non-private level at a huge one)
-    no leader is named: "At ε = 0.1 every method scores about 0.10". ``label`` names a method, ``fmt``
-    writes an x value. Empty when no private row has a finite ``x``."""
+    no leader is named: "every method scores about 0.10 at ε = 0.1". ``label`` names a method,
+    ``fmt`` writes an x value. Empty when no private row has a finite ``x``."""
     priv = [r for r in rows if r["method"] != BASELINE.name and r.get(x) is not None and math.isfinite(float(r[x]))]
     if not priv:
         return ""
@@ -149,25 +151,34 @@ def leaders_text(rows: Sequence[Mapping[str, Any]], x: str, xname: str, label, f
         level = len(here) > 1 and best["accuracy_mean"] - min(r["accuracy_mean"] for r in here) < LEVEL_SPREAD
         return (None if level else label(best["method"])), best["accuracy_mean"]
 
-    def at(xv: float, who: str | None, acc: float, first: bool) -> str:
-        where = f"{'At' if first else 'at'} {xname} = {fmt(xv)}"
-        return f"{where} every method scores about {acc:.2f}" if who is None else f"{where} the best is {who} ({acc:.2f})"
+    stretches: list[tuple[str | None, list[float], list[float]]] = []  # (leader or None, xs, best accuracies)
+    for xv in xs:
+        who, acc = leader(xv)
+        if stretches and stretches[-1][0] == who:
+            stretches[-1][1].append(xv)
+            stretches[-1][2].append(acc)
+        else:
+            stretches.append((who, [xv], [acc]))
 
-    (m_lo, a_lo), (m_hi, a_hi) = leader(xs[0]), leader(xs[-1])
-    text = at(xs[0], m_lo, a_lo, True)
-    if len(xs) == 1:
-        return text
-    named = m_lo or m_hi
-    between = sorted({w for w in (leader(xv)[0] for xv in xs[1:-1]) if w is not None} - {named, m_hi})
-    if m_lo is not None and m_lo == m_hi:
-        if not between:
-            return text + f", and it leads all the way to {xname} = {fmt(xs[-1])} ({a_hi:.2f})"
-        text += f", and again at {xname} = {fmt(xs[-1])} ({a_hi:.2f})"
-    else:
-        text += "; " + at(xs[-1], m_hi, a_hi, False)
-    if between:
-        text += f"; {' and '.join(between)} {'leads' if len(between) == 1 else 'lead'} in between"
-    return text
+    def span(where: list[float], accs: list[float]) -> tuple[str, str]:
+        if len(where) == 1:
+            return f"at {xname} = {fmt(where[0])}", f"{accs[0]:.2f}"
+        return f"from {xname} = {fmt(where[0])} to {fmt(where[-1])}", f"{accs[0]:.2f} to {accs[-1]:.2f}"
+
+    parts = []
+    for k, (who, where, accs) in enumerate(stretches[:MOST_STRETCHES]):
+        place, acc = span(where, accs)
+        if who is None:
+            level = f"about {accs[0]:.2f}" if len(accs) == 1 else f"about {min(accs):.2f} to {max(accs):.2f}"
+            parts.append(f"every method scores {level} {place}")
+        else:
+            parts.append(f"{who} leads {place} ({acc})")
+    text = "; then ".join(parts)
+    if len(stretches) > MOST_STRETCHES:
+        rest = sorted({w for w, _, _ in stretches[MOST_STRETCHES:] if w is not None})
+        text += f"; the lead changes {len(stretches) - MOST_STRETCHES} more times" + (
+            f" (between {', '.join(rest)})" if rest else "")
+    return text[0].upper() + text[1:]
 
 
 def try_this(delta: float, budget: int) -> str:

@@ -62,7 +62,8 @@ def _range_text(f: state.Field) -> str:
     lo = "" if f.low is None else format_number(f.low)
     hi = "" if f.high is None else format_number(f.high)
     zero = "0 or " if f.allow_zero else ""
-    return f"{zero}{lo} to {hi}" if lo and hi else (f"at least {lo}" if lo else f"at most {hi}")
+    auto = " or auto" if f.kind == "float_or_auto" else ""
+    return (f"{zero}{lo} to {hi}" if lo and hi else (f"at least {lo}" if lo else f"at most {hi}")) + auto
 
 
 _GROUPED = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?")  # 16,000 or 1,438.5: commas group thousands
@@ -86,8 +87,10 @@ def box_text(value: Any, *, whole: bool = False) -> str:
     """A stored value as a text box shows it: whole numbers with thousands commas, tiny or huge values
     in the sliders' e-notation (``1e-5``, ``2.5e-7``), the rest as typed (``0.001``, ``3.5``); full
     precision, so an untouched box holds exactly the stored value."""
-    if value is None or isinstance(value, str):
+    if value is None:
         return ""
+    if isinstance(value, str):  # λ = "auto" shows as typed
+        return value if value == "auto" else ""
     v = float(value)
     if whole and v.is_integer():
         return f"{int(v):,}"
@@ -106,6 +109,9 @@ def _on_typed(name: str, label: str, from_typed: Callable[[Any], Any]) -> None:
         return
     f = state.FIELDS[name]
     try:
+        if f.kind == "float_or_auto" and raw.strip().lower() == "auto":  # λ = auto, as the slider's left end offers
+            state.put(name, f.check("auto"))
+            return
         number = parse_typed(raw)
         whole = f.kind in ("int", "int_or_none")
         if whole and not float(number).is_integer():  # before from_typed, which may round (N)
@@ -200,8 +206,7 @@ def teachers_slider(container=None) -> int:
 
 
 def lam_slider(container=None) -> float | str:
-    return _knob_select("lam", container, fmt=lambda v: "auto (tuned)" if v == "auto" else format_number(v),
-                        to_typed=lambda v: None if v == "auto" else v)
+    return _knob_select("lam", container, fmt=lambda v: "auto (tuned)" if v == "auto" else format_number(v))
 
 
 def dim_slider(info: DataInfo, container=None) -> int | None:

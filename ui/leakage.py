@@ -16,7 +16,8 @@ from .figures import PRINT_TEMPLATE, format_number, method_color, method_label, 
 
 __all__ = ["ATTACK_LABELS", "specs_for", "split_quick", "was_cancelled", "roc_figure", "leakage_table",
            "leakage_table_config", "LEAKAGE_HEADERS", "no_estimate_note", "describe", "rows_for_export",
-           "run_with_progress", "REFERENCE_CHOICES", "AUDIT_CHOICES"]
+           "run_with_progress", "REFERENCE_CHOICES", "AUDIT_CHOICES", "retrain_labels", "audit_help",
+           "audit_caption", "pending_text", "roc_caption", "bound_crossings", "RETRAIN_WORDS", "QUICK_WORDS"]
 
 ATTACK_LABELS = {
     "lira": "LiRA (offline) on training rows",
@@ -25,6 +26,60 @@ ATTACK_LABELS = {
 }
 REFERENCE_CHOICES = (8, 16, 32, 64)
 AUDIT_CHOICES = (32, 64, 128, 256)
+#: The two groups of :func:`privcore.leakage.audit_trials_for`, in the same words on the whole page
+#: ("train once" named one group in one text and the other group in the next).
+RETRAIN_WORDS = "methods that retrain the model for every release"
+QUICK_WORDS = "methods that train once and draw fresh noise for every release"
+
+
+def retrain_labels(methods: Sequence[str] | None = None) -> list[str]:
+    """Labels of the methods (all registered ones for None) that retrain for every release."""
+    from privcore.methods import REGISTRY
+
+    names = list(REGISTRY) if methods is None else list(methods)
+    return [method_label(m) for m in names if get_method(m).trains_per_release]
+
+
+def _trial_numbers(audit: int) -> tuple[int, int]:
+    """(audit trials of a retraining method, of a train-once method) when the slider reads ``audit``."""
+    from privcore.leakage import NON_PRIVATE, audit_trials_for
+
+    return int(audit), audit_trials_for(NON_PRIVATE, int(audit))
+
+
+def audit_help() -> str:
+    """Hover help of the audit-trials control: which methods get the chosen number, which get more."""
+    from privcore.leakage import NON_PRIVATE, audit_trials_for
+    from privcore.leakage.spec import QUICK_AUDIT_FACTOR
+
+    cap = audit_trials_for(NON_PRIVATE, 10 ** 9)
+    return ("Independent releases with and without the canary; half choose the threshold, half bound ε "
+            f"(Clopper-Pearson, 95 %). The {RETRAIN_WORDS} ({', '.join(retrain_labels())}) get this many; the "
+            f"{QUICK_WORDS} (and the non-private model) get {QUICK_AUDIT_FACTOR} times more, up to {cap:,}.")
+
+
+def audit_caption(specs: Sequence) -> str:
+    """How many audit releases each group of ``specs`` had, for the sentence under the table."""
+    retrain = [sp for sp in specs if get_method(sp.method).trains_per_release]
+    once = [sp for sp in specs if sp not in retrain]
+    parts = []
+    if once:
+        n = max(sp.audit_trials for sp in once)
+        parts.append(f"{n:,} releases for the {QUICK_WORDS} (and the non-private model)")
+    if retrain:
+        n = max(sp.audit_trials for sp in retrain)
+        labels = ", ".join(method_label(sp.method) for sp in retrain)
+        parts.append(f"{n:,} for the {RETRAIN_WORDS} ({labels})" if once else
+                     f"{n:,} releases for the {RETRAIN_WORDS} ({labels})")
+    return "a 95 % lower bound from " + " and ".join(parts)
+
+
+def pending_text(slow: Sequence, audit: int) -> str:
+    """The note while the retraining methods run: what they are and why they come later."""
+    labels = ", ".join(method_label(sp.method) for sp in slow)
+    retrain, once = _trial_numbers(audit)
+    return (f"Still running: {labels}, the {RETRAIN_WORDS} ({retrain:,} audit releases on each of the two data sets, "
+            f"against {once:,} for the {QUICK_WORDS}). They follow below.")
 
 
 def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple[list, list[str]]:  # noqa: ANN001
@@ -110,8 +165,13 @@ def _signature(specs: Sequence) -> str:
 
 
 def _style(fig: go.Figure, title: str) -> go.Figure:
-    fig.update_layout(template=PRINT_TEMPLATE, title=title, height=520, legend=dict(orientation="v"),
-                      margin=dict(l=60, r=20, t=60, b=60))
+    # The legend goes below the plot: beside it, it left the plot ~125 px at 800 px (and cut the x title).
+    rows = sum(1 for t in fig.data if t.showlegend is not False)
+    legend_px = 22 * rows
+    # Plot area 380 px high whatever the legend's length; the legend starts ~70 px under it (ticks, title).
+    fig.update_layout(template=PRINT_TEMPLATE, title=dict(text=title), height=540 + legend_px,
+                      legend=dict(orientation="v", yanchor="top", y=-0.19, xanchor="left", x=0.0),
+                      margin=dict(l=60, r=20, t=80, b=80 + legend_px))
     return plain_log_ticks(fig)
 
 
