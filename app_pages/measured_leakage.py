@@ -64,12 +64,8 @@ with st.expander("Attack settings: reference models K and audit trials", expande
                             key="lk_refs_w", help="Non-private models the attacker trains on random halves; each "
                                                   "row is left out of about half of them (offline LiRA).")
     a_default = _url_choice("lk_audit", lk.AUDIT_CHOICES, 64)
-    audit = c2.select_slider("Audit trials per data set (slow methods)", options=list(lk.AUDIT_CHOICES),
-                             value=a_default, key="lk_audit_w",
-                             help="Independent releases with and without the canary; half choose the threshold, half "
-                                  "bound ε (Clopper-Pearson, 95 %). Loss perturbation and DP-SGD train once per "
-                                  "release; the other methods (and the non-private model) get 8 times more, up to "
-                                  "1,024.")
+    audit = c2.select_slider("Audit trials per data set (retraining methods)", options=list(lk.AUDIT_CHOICES),
+                             value=a_default, key="lk_audit_w", help=lk.audit_help())
     _url_store("lk_refs", refs, 16)
     _url_store("lk_audit", audit, 64)
 
@@ -91,28 +87,25 @@ def show(results: list, *, final: bool) -> None:
     with view.container():
         fig = lk.roc_figure(results, attack, s.eps, s.delta)
         display.show_figure(fig, key="fig_leakage" if final else "fig_leakage_quick")
+        st.caption(lk.roc_caption(results, attack, s.eps, s.delta))  # under the chart it explains
         st.markdown(lk.describe(results, s.eps))
-        st.caption("Grey area: the (ε, δ) region no test can leave, TPR ≤ e^ε·FPR + δ (and the symmetric bound). "
-                   "Dashed grey curve: the Gaussian mechanism that is exactly (ε, δ)-DP. Dashed black: the "
-                   "non-private model. Curves are drawn down to FPR = 10⁻⁴; a curve at the floor found no member "
-                   "at that FPR.")
         st.subheader(f"Leakage per method (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, "
                      f"B = {s.budget:,})")
         table = lk.leakage_table(results)
         st.dataframe(table, hide_index=True, width="stretch", column_config=lk.leakage_table_config(table.columns))
-        st.caption(f"Each release trains on {results[0].n_train:,} rows. Measured ε: a 95 % lower bound from {audit} "
-                   "releases (8× more for the methods that train once) on each of two data sets that differ only in "
-                   "the label of one out-of-distribution canary (the attacker knows both); the estimate uses the "
-                   "observed error rates (none when one of them is 0, which few trials often give). TPR@x%: members "
-                   "found while wrongly flagging at most x % of non-members. The loss and LiRA AUCs pool every "
+        st.caption(f"Each release trains on {results[0].n_train:,} rows. Measured ε: "
+                   f"{lk.audit_caption(specs, results)} on each of two data sets that differ only in the label of one "
+                   "out-of-distribution canary (the attacker knows both); the estimate uses the observed "
+                   "error rates (none when one of them is 0, which few trials often give). TPR@x%: members found "
+                   "while wrongly flagging at most x % of non-members. The loss and LiRA AUCs pool every "
                    "training row; the canary AUC only the inserted canaries. " + lk.no_estimate_note(results))
         display.show_warnings([n for r in results for n in r.notes])
         if final:
             export_buttons(fig, lk.rows_for_export(results), key="export_leakage", filename="measured_leakage")
 
 
-# The methods that train once answer in seconds: draw them first, then add loss perturbation and DP-SGD
-# (one training run per release, 64 audit runs each) when they are done.
+# The methods that train once answer in seconds: draw them first, then add the ones that retrain for
+# every release (lk.RETRAIN_WORDS) when they are done.
 # Either part waits for a "Compute (about N s)" click when it is predicted above the threshold.
 first = None
 if slow:
@@ -125,8 +118,7 @@ if slow:
         st.stop()
 if first:
     show(first, final=False)
-    pending.caption(f"{', '.join(lk.method_label(sp.method) for sp in slow)} train once per release (and "
-                    f"{audit} times per audit data set): they follow below.")
+    pending.caption(lk.pending_text(slow, audit))
 go, expected = lk.approved(specs, key="leakage", label="Measuring leakage")
 if not go:
     st.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pandas")
@@ -57,3 +58,117 @@ def test_leakage_table_cells_are_short_and_the_method_is_pinned():
     assert config["Measured ε ≥ (95 %)"]["label"] == "Measured ε ≥" and "95 %" in config["Measured ε ≥ (95 %)"]["help"]
     assert all(config[c].get("help") for c in table.columns if c != "Method")
     assert all(len(LEAKAGE_HEADERS[c][0]) <= 15 for c in LEAKAGE_HEADERS)
+
+
+# ---------------------------------------------------------------- the page's texts agree (browser walk-through)
+
+
+def _groups():  # noqa: ANN202 - (methods that retrain per release, methods that train once), from the registry
+    from privcore.methods import REGISTRY
+
+    return ([n for n, m in REGISTRY.items() if m.trains_per_release],
+            [n for n, m in REGISTRY.items() if not m.trains_per_release])
+
+
+def test_audit_texts_name_the_same_groups_in_the_same_words():
+    """The help said "Loss perturbation and DP-SGD train once per release; the other methods get 8 times
+    more" (missing PATE student), the caption "8x more for the methods that train once": "train once"
+    named both groups. Every text now uses the same two phrases, the list from the registry."""
+    from privcore.leakage import NON_PRIVATE, audit_trials_for
+    from privcore.methods import get_method
+    from ui.leakage import QUICK_WORDS, RETRAIN_WORDS, audit_caption, audit_help, pending_text
+
+    retrain, once = _groups()
+    assert retrain and once
+    help_text = audit_help()
+    labels = ", ".join(get_method(m).label for m in retrain)
+    assert f"This many for the {RETRAIN_WORDS}: {labels}. The {QUICK_WORDS}" in help_text  # PATE student was missing
+    assert not any(get_method(m).label in help_text for m in once)
+    assert f"{QUICK_WORDS} (and the non-private model) get 8 times more, up to 1,024" in help_text
+    specs = [SimpleNamespace(method=m, audit_trials=audit_trials_for(m, 64)) for m in (NON_PRIVATE, *once, *retrain)]
+    caption = audit_caption(specs)
+    assert caption.startswith(f"a 95 % lower bound from 512 releases for the {QUICK_WORDS}"), caption
+    assert caption.endswith(f"and 64 for the {RETRAIN_WORDS} — {labels} —"), caption
+    shown = [SimpleNamespace(method=sp.method) for sp in specs[:2]]  # the quick view: only those results
+    assert RETRAIN_WORDS not in audit_caption(specs, shown)
+    slow = [sp for sp in specs if sp.method in retrain]
+    pending = pending_text(slow, 64)
+    assert RETRAIN_WORDS in pending and "64 audit releases" in pending and f"512 for the {QUICK_WORDS}" in pending
+    for text in (help_text, caption, pending):
+        assert "train once per release" not in text and "8× more for the methods that train once" not in text
+
+
+def _leak(method: str, *, family: str, lower: float, canary_in, canary_out, epsilon: float = 3.0):  # noqa: ANN001, ANN202
+    from privcore.leakage.stats import roc
+
+    bound = EpsilonBound(lower=lower, estimate=1.0, upper=math.inf, confidence=0.95, threshold=0.5, fpr=0.1,
+                         fnr=0.1, n_in=32, n_out=32, n_select=32, delta=1e-5)
+    curve = roc(canary_in, canary_out)
+
+    def attack(name: str):  # noqa: ANN202
+        if name != "canary":
+            raise KeyError(name)
+        return SimpleNamespace(roc=curve, auc=curve.auc)
+
+    return SimpleNamespace(method=method, family=family, accuracy=0.8, epsilon=epsilon, audit=bound, attack=attack,
+                           cached=True, seconds=0.0)
+
+
+def _canary_results(lower: float = 0.0):  # noqa: ANN202
+    """One private method whose single top-scoring member canary beats all 40 non-member canaries."""
+    from privcore.leakage import NON_PRIVATE
+
+    retrain, once = _groups()
+    rng = np.random.default_rng(0)
+    lucky_in = np.concatenate([[10.0], rng.normal(size=39)])
+    return [_leak(NON_PRIVATE, family="baseline", lower=4.2, canary_in=rng.normal(3, 1, 40),
+                  canary_out=rng.normal(size=40), epsilon=math.inf),
+            _leak(once[0], family="training", lower=lower, canary_in=lucky_in, canary_out=rng.normal(size=40)),
+            _leak(retrain[0], family="training", lower=lower, canary_in=rng.normal(size=40),
+                  canary_out=rng.normal(size=40))]
+
+
+def test_a_curve_above_the_bound_from_few_canaries_is_explained_beside_the_chart():
+    """LiRA on canaries: a curve lay above the "DP bound" at FPR 1e-4..1e-3 while the text said no method
+    leaked beyond its claim, unexplained. One member found among 40 non-members is a chance hit: the
+    caption says so and that the verdict rests on the Clopper-Pearson bound; the chart marks 1/40."""
+    from privcore.methods import get_method
+    from ui.leakage import bound_crossings, roc_caption, roc_figure
+
+    results = _canary_results()
+    once = get_method(results[1].method).label
+    crossing, fewest = bound_crossings(results, "canary", 3.0, 1e-5)
+    assert crossing == [once] and fewest == (40, 40)  # the non-private model is not counted
+    caption = roc_caption(results, "canary", 3.0, 1e-5)
+    assert f"({once} here). That is sampling noise, not a measured violation" in caption, caption
+    assert "1/40 ≈ 0.025" in caption and "Clopper-Pearson 95 % lower bound" in caption
+    assert "no test can leave" not in caption
+    fig = roc_figure(results, "canary", 3.0, 1e-5)
+    names = [t.name for t in fig.data]
+    assert names[0] == "DP bound at ε = 3 (on the true rates)", names
+    line = next(t for t in fig.data if t.name.startswith("1 false positive in 40 non-members"))
+    assert list(line.x) == [1 / 40, 1 / 40]
+    # Nothing crosses: the caption still says what the curves are, without naming a method.
+    calm = roc_caption(results[:1] + results[2:], "canary", 3.0, 1e-5)
+    assert "here)" not in calm and "Whether a method leaked beyond its claim rests on" in calm
+
+
+def test_describe_names_no_method_when_every_lower_bound_is_zero():
+    """"largest measured lower bound ε ≥ 0.00, Model sensitivity" named one method of a tie at 0."""
+    from ui.leakage import describe
+
+    text = describe(_canary_results(lower=0.0), 3.0)
+    assert "no method's lower bound on ε is above 0" in text and "largest measured" not in text, text
+    text = describe(_canary_results(lower=0.5), 3.0)
+    assert "largest measured lower bound ε ≥ 0.50" in text, text
+
+
+def test_roc_legend_is_below_the_plot_and_the_title_wraps():
+    """At 800 px the legend beside the plot left it ~125 px wide and cut the x-axis title."""
+    from ui.leakage import roc_figure
+
+    fig = roc_figure(_canary_results(), "canary", 3.0, 1e-5)
+    assert fig.layout.legend.orientation == "v" and fig.layout.legend.y < 0 and fig.layout.legend.x == 0
+    shown = sum(1 for t in fig.data if t.showlegend is not False)
+    assert fig.layout.margin.b >= 22 * shown and fig.layout.height - fig.layout.margin.t - fig.layout.margin.b >= 360
+    assert all(len(line) <= 50 for line in fig.layout.title.text.split("<br>")), fig.layout.title.text

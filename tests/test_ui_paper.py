@@ -51,3 +51,28 @@ def test_the_note_on_methods_left_out_at_delta_zero_agrees_in_number():
     else:
         assert paper._PURE_NOTE.endswith(" need δ > 0 and are left out.")
     assert paper._PURE_NOTE.startswith(paper._LEFT_OUT[0])
+
+
+def test_noise_ratios_come_from_the_calibrations():
+    """The Reproduce page once said DP-SGD 'is the same in both' accountings while its chart moved: the
+    note is now each method's noise ratio, computed from its calibrations (tested against them here)."""
+    from privcore import PrivacyBudget, calibrate
+    from privcore.types import Problem
+    import pytest
+
+    from ui.paper import noise_ratios, ratio_text
+
+    problem = Problem(n=1438, dim=64, classes=10, budget=100)
+    names = ["model_sensitivity", "loss_perturbation", "dpsgd", "subsample_aggregate"]
+    r = noise_ratios(problem, names, 1.0, 1e-5, ["paper", "corrected", "tight"])
+    assert set(r) == {(m, mode) for m in names for mode in ("corrected", "tight")}
+    paper_dp = calibrate("dpsgd", PrivacyBudget(1.0, 1e-5), problem, "paper").noise_multiplier
+    fixed_dp = calibrate("dpsgd", PrivacyBudget(1.0, 1e-5), problem, "corrected").noise_multiplier
+    assert r[("dpsgd", "corrected")] == pytest.approx(fixed_dp / paper_dp) and abs(r[("dpsgd", "corrected")] - 1) > 0.05
+    pure = noise_ratios(problem, ["dpsgd", "subsample_aggregate"], 1.0, 0.0, ["paper", "corrected"])
+    paper_sa = calibrate("subsample_aggregate", PrivacyBudget(1.0, 0.0), problem, "paper").beta
+    fixed_sa = calibrate("subsample_aggregate", PrivacyBudget(1.0, 0.0), problem, "corrected").beta
+    assert pure[("subsample_aggregate", "corrected")] == pytest.approx(paper_sa / fixed_sa) and paper_sa > fixed_sa  # β inverted
+    assert pure[("dpsgd", "corrected")] is None and ratio_text(None) == "-"  # no pure-DP calibration
+    assert ratio_text(r[("model_sensitivity", "corrected")]).startswith("×1.0")  # the certified residual, not 'same'
+    assert ratio_text(1.001) == "same" and ratio_text(3.0) == "×3.00"

@@ -16,7 +16,7 @@ from .figures import PRINT_TEMPLATE, format_number, method_color, method_label, 
 
 __all__ = ["ATTACK_LABELS", "specs_for", "split_quick", "was_cancelled", "roc_figure", "leakage_table",
            "leakage_table_config", "LEAKAGE_HEADERS", "no_estimate_note", "describe", "rows_for_export",
-           "run_with_progress", "REFERENCE_CHOICES", "AUDIT_CHOICES", "retrain_labels", "audit_help",
+           "run_with_progress", "REFERENCE_CHOICES", "AUDIT_CHOICES", "audit_help",
            "audit_caption", "pending_text", "roc_caption", "bound_crossings", "RETRAIN_WORDS", "QUICK_WORDS"]
 
 ATTACK_LABELS = {
@@ -26,60 +26,45 @@ ATTACK_LABELS = {
 }
 REFERENCE_CHOICES = (8, 16, 32, 64)
 AUDIT_CHOICES = (32, 64, 128, 256)
-#: The two groups of :func:`privcore.leakage.audit_trials_for`, in the same words on the whole page
-#: ("train once" named one group in one text and the other group in the next).
+#: The two groups of privcore.leakage.audit_trials_for in the same words everywhere ("train once" named both).
 RETRAIN_WORDS = "methods that retrain the model for every release"
 QUICK_WORDS = "methods that train once and draw fresh noise for every release"
 
 
-def retrain_labels(methods: Sequence[str] | None = None) -> list[str]:
-    """Labels of the methods (all registered ones for None) that retrain for every release."""
-    from privcore.methods import REGISTRY
-
-    names = list(REGISTRY) if methods is None else list(methods)
-    return [method_label(m) for m in names if get_method(m).trains_per_release]
-
-
-def _trial_numbers(audit: int) -> tuple[int, int]:
-    """(audit trials of a retraining method, of a train-once method) when the slider reads ``audit``."""
-    from privcore.leakage import NON_PRIVATE, audit_trials_for
-
-    return int(audit), audit_trials_for(NON_PRIVATE, int(audit))
-
-
 def audit_help() -> str:
-    """Hover help of the audit-trials control: which methods get the chosen number, which get more."""
+    """Hover help of the audit-trials control: which methods get the chosen number (the registry's
+    ``trains_per_release`` ones), which get more."""
     from privcore.leakage import NON_PRIVATE, audit_trials_for
     from privcore.leakage.spec import QUICK_AUDIT_FACTOR
+    from privcore.methods import REGISTRY
 
-    cap = audit_trials_for(NON_PRIVATE, 10 ** 9)
+    retrain = ", ".join(m.label for m in REGISTRY.values() if m.trains_per_release)
     return ("Independent releases with and without the canary; half choose the threshold, half bound ε "
-            f"(Clopper-Pearson, 95 %). The {RETRAIN_WORDS} ({', '.join(retrain_labels())}) get this many; the "
-            f"{QUICK_WORDS} (and the non-private model) get {QUICK_AUDIT_FACTOR} times more, up to {cap:,}.")
+            f"(Clopper-Pearson, 95 %). This many for the {RETRAIN_WORDS}: {retrain}. The "
+            f"{QUICK_WORDS} (and the non-private model) get {QUICK_AUDIT_FACTOR} times more, up to "
+            f"{audit_trials_for(NON_PRIVATE, 10 ** 9):,}.")
 
 
-def audit_caption(specs: Sequence) -> str:
-    """How many audit releases each group of ``specs`` had, for the sentence under the table."""
+def audit_caption(specs: Sequence, results: Sequence | None = None) -> str:
+    """The audit releases of each group of ``specs`` (those shown in ``results`` when given), for the table."""
+    specs = [sp for sp in specs if results is None or sp.method in {r.method for r in results}]
     retrain = [sp for sp in specs if get_method(sp.method).trains_per_release]
     once = [sp for sp in specs if sp not in retrain]
-    parts = []
-    if once:
-        n = max(sp.audit_trials for sp in once)
-        parts.append(f"{n:,} releases for the {QUICK_WORDS} (and the non-private model)")
+    parts = [f"{max(sp.audit_trials for sp in once):,} releases for the {QUICK_WORDS} (and the non-private model)"] if once else []
     if retrain:
-        n = max(sp.audit_trials for sp in retrain)
         labels = ", ".join(method_label(sp.method) for sp in retrain)
-        parts.append(f"{n:,} for the {RETRAIN_WORDS} ({labels})" if once else
-                     f"{n:,} releases for the {RETRAIN_WORDS} ({labels})")
+        parts.append(f"{max(sp.audit_trials for sp in retrain):,}{'' if once else ' releases'} for the {RETRAIN_WORDS} "
+                     f"— {labels} —")
     return "a 95 % lower bound from " + " and ".join(parts)
 
 
 def pending_text(slow: Sequence, audit: int) -> str:
-    """The note while the retraining methods run: what they are and why they come later."""
-    labels = ", ".join(method_label(sp.method) for sp in slow)
-    retrain, once = _trial_numbers(audit)
-    return (f"Still running: {labels}, the {RETRAIN_WORDS} ({retrain:,} audit releases on each of the two data sets, "
-            f"against {once:,} for the {QUICK_WORDS}). They follow below.")
+    """The note while the retraining methods run: which they are and why they come later."""
+    from privcore.leakage import NON_PRIVATE, audit_trials_for
+
+    return (f"Still running: {', '.join(method_label(sp.method) for sp in slow)}, the {RETRAIN_WORDS} ({int(audit):,} "
+            f"audit releases on each of the two data sets, against {audit_trials_for(NON_PRIVATE, audit):,} for the "
+            f"{QUICK_WORDS}). They follow below.")
 
 
 def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple[list, list[str]]:  # noqa: ANN001
@@ -88,9 +73,8 @@ def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple
     Methods without a pure-DP guarantee are left out at delta = 0, and lam = auto becomes
     privcore.knobs.LAM_AUTO_STANDIN (said in the notes).
     """
-    from privcore.leakage import NON_PRIVATE, LeakageSpec, audit_trials_for
-
     from privcore.knobs import LAM_AUTO_STANDIN, fixed_lam
+    from privcore.leakage import NON_PRIVATE, LeakageSpec, audit_trials_for
 
     notes: list[str] = []
     lam = fixed_lam(s.lam)
@@ -112,8 +96,6 @@ def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple
 
 def split_quick(specs: Sequence) -> tuple[list, list]:
     """(specs of the entries that train once per setting, specs of those that train per release)."""
-    from privcore.methods import get_method
-
     slow = [sp for sp in specs if get_method(sp.method).trains_per_release]
     return [sp for sp in specs if sp not in slow], slow
 
@@ -165,26 +147,53 @@ def _signature(specs: Sequence) -> str:
 
 
 def _style(fig: go.Figure, title: str) -> go.Figure:
-    # The legend goes below the plot: beside it, it left the plot ~125 px at 800 px (and cut the x title).
-    rows = sum(1 for t in fig.data if t.showlegend is not False)
-    legend_px = 22 * rows
-    # Plot area 380 px high whatever the legend's length; the legend starts ~70 px under it (ticks, title).
+    # The legend goes below a plot area of 380 px (beside it, it left the plot ~125 px at 800 px wide).
+    legend_px = 22 * sum(1 for t in fig.data if t.showlegend is not False)
     fig.update_layout(template=PRINT_TEMPLATE, title=dict(text=title), height=540 + legend_px,
                       legend=dict(orientation="v", yanchor="top", y=-0.19, xanchor="left", x=0.0),
                       margin=dict(l=60, r=20, t=80, b=80 + legend_px))
     return plain_log_ticks(fig)
 
 
+def _attack(r, attack: str):  # noqa: ANN001, ANN202 - AttackResult | None
+    try:
+        return r.attack(attack)
+    except KeyError:
+        return None
+
+
+def bound_crossings(results: Sequence, attack: str, epsilon: float, delta: float, *,
+                    floor: float = 1e-4) -> tuple[list[str], tuple[int, int] | None]:
+    """(labels of the private methods whose empirical ROC of ``attack`` lies above the (epsilon, delta)
+    bound somewhere above ``floor``, (members, non-members) of the one with the fewest non-members).
+    A crossing at FPR < 1/non-members is one member found by chance, not a measured violation."""
+    from privcore.leakage import dp_region_tpr
+
+    crossing, fewest = [], None
+    for r in results:
+        a = None if r.family == "baseline" else _attack(r, attack)
+        if a is None:  # the baseline claims no epsilon
+            continue
+        fpr, tpr = np.asarray(a.roc.fpr), np.asarray(a.roc.tpr)
+        if np.any((tpr > dp_region_tpr(fpr, epsilon, delta) + 1e-9) & (tpr > floor)):
+            crossing.append(method_label(r.method))
+        if a.roc.n_out > 0 and (fewest is None or a.roc.n_out < fewest[1]):
+            fewest = (int(a.roc.n_in), int(a.roc.n_out))
+    return crossing, fewest
+
+
 def roc_figure(results: Sequence, attack: str, epsilon: float, delta: float, *, floor: float = 1e-4) -> go.Figure:
     """ROC curves (log-log) of ``attack`` for each result, over the region (eps, delta)-DP allows:
     TPR <= min(e^eps FPR + delta, 1 - e^-eps (1 - delta - FPR)); the Gaussian trade-off curve
-    that is exactly (eps, delta)-DP (delta > 0); chance level dotted."""
+    that is exactly (eps, delta)-DP (delta > 0); chance level dotted; a dotted vertical line at one
+    false positive among the fewest non-members (left of it no false-positive rate is measured)."""
     from privcore.leakage import dp_region_tpr, gaussian_mu, gaussian_tradeoff_tpr
 
     grid = np.logspace(math.log10(floor), 0, 200)
     fig = go.Figure()
     bound = dp_region_tpr(grid, epsilon, delta)
-    fig.add_trace(go.Scatter(x=grid, y=np.maximum(bound, floor), mode="lines", name=f"DP bound at ε = {format_number(epsilon)}",
+    fig.add_trace(go.Scatter(x=grid, y=np.maximum(bound, floor), mode="lines",
+                             name=f"DP bound at ε = {format_number(epsilon)} (on the true rates)",
                              line=dict(color="rgba(120,120,120,0.9)", width=1.5),
                              fill="tozeroy", fillcolor="rgba(160,160,160,0.15)",
                              hovertemplate="FPR %{x:.2g}: DP allows TPR ≤ %{y:.3g}<extra></extra>"))
@@ -195,22 +204,47 @@ def roc_figure(results: Sequence, attack: str, epsilon: float, delta: float, *, 
                                  hovertemplate="FPR %{x:.2g}: Gaussian TPR %{y:.3g}<extra></extra>"))
     fig.add_trace(go.Scatter(x=grid, y=grid, mode="lines", name="chance (TPR = FPR)",
                              line=dict(color="#999999", width=1, dash="dot"), hoverinfo="skip"))
+    fewest = bound_crossings(results, attack, epsilon, delta, floor=floor)[1]
+    if fewest is not None and 1.0 / fewest[1] > floor:  # left of it: members found with no false positive
+        fig.add_trace(go.Scatter(x=[1.0 / fewest[1]] * 2, y=[floor, 1.0], mode="lines", hoverinfo="skip",
+                                 name=f"1 false positive in {fewest[1]:,} non-members: smallest FPR measured",
+                                 line=dict(color="#555555", width=1, dash="dot")))
     for r in results:
-        try:
-            a = r.attack(attack)
-        except KeyError:
+        if (a := _attack(r, attack)) is None:
             continue
-        fpr = np.asarray(a.roc.fpr)
-        tpr = np.maximum(np.asarray(a.roc.tpr), floor)
         is_ref = r.family == "baseline"
-        fig.add_trace(go.Scatter(x=fpr, y=tpr, mode="lines", line_shape="hv",
+        fig.add_trace(go.Scatter(x=np.asarray(a.roc.fpr), y=np.maximum(np.asarray(a.roc.tpr), floor), mode="lines",
+                                 line_shape="hv",
                                  name=f"{method_label(r.method)} (AUC {a.roc.auc:.2f})",
                                  line=dict(color=method_color(r.method), width=2.5, dash="dash" if is_ref else "solid"),
                                  hovertemplate=f"{method_label(r.method)}<br>FPR %{{x:.2g}}, TPR %{{y:.3g}}<extra></extra>"))
     fig.update_xaxes(type="log", title="False-positive rate (non-members called members)", range=[math.log10(floor), 0])
     fig.update_yaxes(type="log", title="True-positive rate (members found)", range=[math.log10(floor), 0])
-    return _style(fig, f"{ATTACK_LABELS.get(attack, attack)}: ROC at ε = {format_number(epsilon)}, "
+    return _style(fig, f"{ATTACK_LABELS.get(attack, attack)}<br>ROC at ε = {format_number(epsilon)}, "
                        f"δ = {format_number(delta)} (log-log)")
+
+
+def roc_caption(results: Sequence, attack: str, epsilon: float, delta: float, *, floor: float = 1e-4) -> str:
+    """The text under :func:`roc_figure`: what the lines are and why an empirical curve may cross the
+    bound (a few canaries, one found by chance) while the audit finds no leak beyond the claim."""
+    text = ("Grey area: the rates (ε, δ)-DP allows any test, TPR ≤ e^ε·FPR + δ (and the symmetric bound): a "
+            "limit on the true rates. Dashed grey curve: the Gaussian mechanism that is exactly (ε, δ)-DP. Dashed "
+            "black: the non-private model. Curves are drawn down to FPR = 10⁻⁴; a curve at the floor found no "
+            "member at that FPR.")
+    crossing, fewest = bound_crossings(results, attack, epsilon, delta, floor=floor)
+    if fewest is None or (1.0 / fewest[1] <= floor and not crossing):
+        return text
+    n_in, n_out = fewest
+    text += (f" The curves are estimates from a sample ({n_in:,} members and {n_out:,} non-members"
+             f"{' among the inserted canaries, over all releases,' if attack == 'canary' else ''} for the method "
+             f"with the fewest), so no false-positive rate below 1/{n_out:,} ≈ {format_number(1.0 / n_out, 2)} is "
+             "measured (dotted line): left of it a curve shows the members found with no false positive at all, "
+             "and one member found by chance lifts it above the bound")
+    verdict = ("whether a method leaked beyond its claim rests on the audit's Clopper-Pearson 95 % lower bound "
+               "on ε (the table's Measured ε ≥).")
+    if crossing:
+        return text + f" ({', '.join(crossing)} here). That is sampling noise, not a measured violation: " + verdict
+    return text + ". " + verdict[0].upper() + verdict[1:]
 
 
 def _estimate_text(r) -> str:  # noqa: ANN001
@@ -274,9 +308,7 @@ def leakage_table(results: Sequence):  # noqa: ANN201 - pandas DataFrame
             "ε estimate": _estimate_text(r),
         }
         for name, short in (("loss", "loss"), ("lira", "LiRA"), ("canary", "canary")):
-            try:
-                a = r.attack(name)
-            except KeyError:
+            if (a := _attack(r, name)) is None:
                 continue
             row[f"AUC {short}"] = round(a.roc.auc, 3)
             if name != "loss":
@@ -301,10 +333,8 @@ def rows_for_export(results: Sequence) -> list[dict[str, Any]]:
 
 
 def _auc(r, attack: str) -> float:  # noqa: ANN001
-    try:
-        return r.attack(attack).auc
-    except KeyError:
-        return float("nan")
+    a = _attack(r, attack)
+    return float("nan") if a is None else a.auc
 
 
 def describe(results: Sequence, epsilon: float) -> str:
@@ -330,9 +360,11 @@ def describe(results: Sequence, epsilon: float) -> str:
             parts.append("the audit measured more leakage than claimed for " +
                          ", ".join(method_label(r.method) for r in over) + ": its calibration is unsound here")
         else:
-            top = max(priv, key=lambda r: r.audit.lower if r.audit else 0)
-            parts.append(f"no method leaked beyond its claim (largest measured lower bound ε ≥ "
-                         f"{top.audit.lower:.2f}, {method_label(top.method)})")
+            top = max((r for r in priv if r.audit is not None), key=lambda r: r.audit.lower, default=None)
+            if top is not None:  # all tied at 0: naming one of them read as if it leaked most
+                parts.append("the audit found no method leaking beyond its claim (" + (
+                    f"largest measured lower bound ε ≥ {top.audit.lower:.2f}, {method_label(top.method)})"
+                    if round(top.audit.lower, 2) > 0 else "no method's lower bound on ε is above 0)"))
     text = "; ".join(parts) + "."
     return text[0].upper() + text[1:] + (" A lower bound of 0 means the attacks found nothing they can certify, "
                                          "not that nothing leaks; the claimed ε is the proven upper limit.")
@@ -365,9 +397,7 @@ def run_with_progress(specs: Sequence, *, key: str, label: str = "Measuring leak
     results = []
     try:
         for i, spec in enumerate(specs):
-            name = method_label(spec.method)
-
-            def progress(fraction: float, message: str, i: int = i, name: str = name) -> None:
+            def progress(fraction: float, message: str, i: int = i, name: str = method_label(spec.method)) -> None:
                 bar_progress((i + min(max(fraction, 0.0), 1.0)) / len(specs), f"{name}, {message}")
 
             results.append(run_leakage(spec, progress=progress))

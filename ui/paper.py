@@ -96,7 +96,7 @@ def paper_figures(n_train: int, dim: int, classes: int, *, image: bool = True, a
         PaperFigure("1a", "accuracy vs ε at δ = 0, B = 100", "epsilon", True, eps_pure, 0.0,
                     methods=_PURE, note=_PURE_NOTE),
         PaperFigure("1b", "accuracy vs ε at δ = 1e-5, B = 100", "epsilon", False, (0.1, 0.2, 0.4, 0.6, 0.8, 1.0), 1e-5,
-                    note="As in the paper, ε runs from 0 to 1 here."),
+                    note="As in the paper's panel, ε runs up to 1 on a linear axis (from 0.1 here: ε = 0 has no private model)."),
         PaperFigure("2a", "accuracy vs inference budget B at ε = 1, δ = 0", "budget", True, (1.0,), 0.0, vary="budget",
                     values=(1, 3, 10, 30, 100, 300, 1000), methods=_PURE),
         PaperFigure("2b", "accuracy vs inference budget B at ε = 1, δ = 1e-5", "budget", True, (1.0,), 1e-5,
@@ -236,3 +236,38 @@ def cached_sweep(spec: Any) -> Any | None:
     from privcore.engine.runner import read_cached
 
     return read_cached(spec)
+
+
+def noise_ratios(problem: Any, methods: Sequence[str], epsilon: float, delta: float, modes: Sequence[str],
+                 reference: str = "paper") -> dict[tuple[str, str], float | None]:
+    """{(method, mode): the method's noise under ``mode`` / its noise under ``reference``} at one
+    (epsilon, delta) on ``problem``, oriented so that > 1 means more noise (β, an inverse scale, is
+    inverted; see :func:`ui.figures.main_noise`). None where either calibration does not exist (DP-SGD
+    at delta = 0). Computed from the calibrations themselves, so the Reproduce page's note can never
+    again say a method "is the same in both" while its noise differs."""
+    from privcore import PrivacyBudget, calibrate
+    from ui.figures import main_noise
+
+    def headline(method: str, mode: str) -> tuple[float | None, bool]:
+        try:
+            _, value, up = main_noise(calibrate(method, PrivacyBudget(float(epsilon), float(delta)), problem, mode))
+        except (ValueError, TypeError):  # no guarantee at this delta
+            return None, True
+        return value, up
+
+    out: dict[tuple[str, str], float | None] = {}
+    for m in methods:
+        ref, up = headline(m, reference)
+        for mode in modes:
+            if mode == reference:
+                continue
+            v, _ = headline(m, mode)
+            out[(m, mode)] = None if not v or not ref else (v / ref if up else ref / v)
+    return out
+
+
+def ratio_text(ratio: float | None) -> str:
+    """A noise ratio for a table cell: "×1.46", "same" within 0.5 %, "-" when there is none."""
+    if ratio is None:
+        return "-"
+    return "same" if abs(ratio - 1.0) < 0.005 else f"×{ratio:.2f}"
