@@ -13,6 +13,7 @@ import streamlit as st
 
 from privcore.calibration import calibrate_all
 from privcore.knobs import LAM_AUTO_STANDIN
+from privcore.methods import get_method
 from privcore.types import ACCOUNTING_MODES, CalibrationError, PrivacyBudget
 from ui import controls, display, setting, sidebar, state, userdata
 from ui.caption import add_caption, chart_settings
@@ -68,11 +69,16 @@ st.subheader(f"Noise scales under “{side.accounting}” accounting (ε = {form
 table = calibration_table(scales)  # formulas and notes are long: typeset below, where text wraps
 st.dataframe(table, hide_index=True, width="stretch", column_config=noise_table_config(table.columns),
              column_order=noise_table_order(table.columns))
+# Under the table, where their rows read "not available": one sentence for the methods without a
+# guarantee at this delta (as on Explore), then any other calibration that failed, by its label.
+unsupported = [m for m, sc in scales.items() if isinstance(sc, CalibrationError) and not get_method(m).supports(delta)]
+if unsupported:
+    st.warning(setting.needs_delta_text([method_label(m) for m in unsupported]))
+for m, sc in scales.items():
+    if isinstance(sc, CalibrationError) and m not in unsupported:
+        st.warning(f"{method_label(m)}: {sc}")
 display.show_formulas([{"method": m, "formula": sc.formula, "note": "; ".join(sc.notes)}
                        for m, sc in scales.items() if not isinstance(sc, CalibrationError)], expanded=True)
-for m, sc in scales.items():
-    if isinstance(sc, CalibrationError):
-        st.warning(f"{method_label(m)}: {sc}")
 
 compare = state.commit("compare", st.checkbox("Compare paper / corrected / tight side by side", key=state.bind("compare")))
 if compare:

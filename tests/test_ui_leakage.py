@@ -4,6 +4,7 @@ infinite plug-in estimate for any method; it is said in words, never shown as 'e
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -172,3 +173,26 @@ def test_roc_legend_is_below_the_plot_and_the_title_wraps():
     shown = sum(1 for t in fig.data if t.showlegend is not False)
     assert fig.layout.margin.b >= 22 * shown and fig.layout.height - fig.layout.margin.t - fig.layout.margin.b >= 360
     assert all(len(line) <= 50 for line in fig.layout.title.text.split("<br>")), fig.layout.title.text
+
+
+def test_the_page_uses_the_shared_texts(app_env):
+    """The page itself: the audit control's help and the captions come from the functions above."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    from privcore.methods import REGISTRY
+    from ui.leakage import QUICK_WORDS, RETRAIN_WORDS, audit_help
+
+    quick = [n for n, m in REGISTRY.items() if not m.trains_per_release and m.supports(0.0)][:1]
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app_pages" / "measured_leakage.py"),
+                           default_timeout=240)
+    at.query_params.update({"dataset": '"synthetic"', "n": "300", "teachers": "4", "budget": "5", "eps": "10.0",
+                            "lk_refs": "8", "lk_audit": "32", "lk_attack": "canary", "methods": json.dumps(quick)})
+    at.run()
+    assert not at.exception, at.exception
+    control = at.select_slider(key="lk_audit_w")
+    assert control.label == "Audit trials per data set (retraining methods)" and control.help == audit_help()
+    captions = " ".join(c.value for c in at.caption)
+    assert f"from 256 releases for the {QUICK_WORDS}" in captions and RETRAIN_WORDS not in captions
+    assert "Clopper-Pearson 95 % lower bound on ε" in captions and "no test can leave" not in captions

@@ -159,3 +159,14 @@ def test_the_default_setting_has_caveats_but_no_warnings():
     # a setting-dependent note is still a warning: too few examples per teacher
     _, warnings = setting.setting_problems(SIDE, Setting(teachers=400, methods=tuple(METHOD_NAMES)))
     assert any("close to random" in w for w in warnings)
+
+
+def test_the_delta_advice_never_suggests_the_current_delta():
+    """At N = 100,000, δ = 1e-5 = 1/N: the advice said 'Use δ ≪ 1/N (e.g. 1e-5)', the value in use."""
+    from dataclasses import replace as _replace
+
+    side = _replace(SIDE, info=_replace(SIDE.info, n_train=200_000))
+    for n, delta, suggested in ((100_000, 1e-5, "1e-7"), (1_000, 1e-3, "1e-5"), (1_000, 0.01, "1e-5")):
+        _, warnings = setting.setting_problems(side, Setting(eps=1.0, delta=delta, n=n, methods=("model_sensitivity",)))
+        advice = [w for w in warnings if "1/N" in w]
+        assert len(advice) == 1 and advice[0].endswith(f"(e.g. {suggested}).") and suggested != f"{delta:.0e}".replace("e-0", "e-")

@@ -42,7 +42,7 @@ def audit_help() -> str:
     return ("Independent releases with and without the canary; half choose the threshold, half bound ε "
             f"(Clopper-Pearson, 95 %). This many for the {RETRAIN_WORDS}: {retrain}. The "
             f"{QUICK_WORDS} (and the non-private model) get {QUICK_AUDIT_FACTOR} times more, up to "
-            f"{audit_trials_for(NON_PRIVATE, 10 ** 9):,}.")
+            f"{audit_trials_for(NON_PRIVATE, max(AUDIT_CHOICES)):,}.")
 
 
 def audit_caption(specs: Sequence, results: Sequence | None = None) -> str:

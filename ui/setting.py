@@ -155,6 +155,13 @@ def min_train_size(s: Setting) -> int:
     return max([10] + [get_method(m).min_train_size(knobs) for m in s.methods])
 
 
+def needs_delta_text(labels: Sequence[str]) -> str:
+    """One sentence for the methods (their labels) that have no guarantee at δ = 0."""
+    one = len(labels) == 1
+    return (f"{_and(list(labels))} {'needs' if one else 'need'} δ > 0 and {'is' if one else 'are'} left out at δ = 0 "
+            f"(pure ε-DP); δ = 1e-5, for example, brings {'it' if one else 'them'} back.")
+
+
 def setting_problems(side: SidebarSettings, s: Setting) -> tuple[list[str], list[str]]:
     """(errors, warnings) about a setting, in plain words, before anything runs.
 
@@ -179,14 +186,14 @@ def setting_problems(side: SidebarSettings, s: Setting) -> tuple[list[str], list
         else:  # warnings about a method that runs, at this setting (none for one left out)
             warnings.extend(entry.setting_warnings(knobs, n))
     if need_delta:
-        one = len(need_delta) == 1
-        warnings.insert(0, f"{_and(need_delta)} {'needs' if one else 'need'} δ > 0 and {'is' if one else 'are'} left "
-                           f"out at δ = 0 (pure ε-DP); δ = 1e-5, for example, brings {'it' if one else 'them'} back.")
+        warnings.insert(0, needs_delta_text(need_delta))
     if s.methods and not available_methods(s, n):
         errors.append("None of the chosen methods can run at this setting (see the notes above).")
     if n is not None and s.delta > 0 and s.delta >= 1.0 / n:
+        smaller = 10.0 ** math.floor(math.log10(0.01 / n))  # a power of ten at most 1/(100 N)
         warnings.append(f"δ = {format_number(s.delta)} is not small compared with 1/N = {format_number(1.0 / n)}: "
-                        "such a δ allows releasing a few training examples outright. Use δ ≪ 1/N (e.g. 1e-5).")
+                        f"such a δ allows releasing a few training examples outright. Use δ ≪ 1/N (e.g. "
+                        f"{format_number(smaller)}).")
     if s.eps < 0.05:
         warnings.append(f"ε = {format_number(s.eps)} is extremely small: expect every method near chance level.")
     if s.eps > 100:
