@@ -30,13 +30,17 @@ dataset = c1.selectbox("Data set", tuple(deep.DATASET_LABELS), format_func=deep.
                        help="Fashion-MNIST comes from Debian's dataset-fashion-mnist package; CIFAR-10 is downloaded "
                             "once (or placed by you) with its checksum.")
 presets = deep.preset_choices()
-preset = c2.selectbox("Model and training", presets, format_func=deep.PRESET_LABELS.get, key="deep_preset")
+preset = c2.selectbox("Model and training", presets, format_func=lambda p: deep.preset_label(p, dataset),
+                      key="deep_preset")
 if deep.device_kind() == "cpu":
     st.info("No GPU here: the small preset is offered. " + deep.gpu_work_text(dataset))
 
 specs = deep.figure_specs(preset, dataset)
-got = [deep.cached(s) for s in specs] if specs else [None]
-if specs and all(g is not None for g in got):
+got = deep.cached_all(specs) if specs else None  # shows why the data are unavailable, once
+if specs and got is None:
+    st.caption(f"Nothing is computed or drawn for {deep.DATASET_LABELS[dataset]} until its data are available "
+               "(see above).")
+elif got is not None:
     missing = sum(g[1] for g in got)
     if missing and st.button(f"Compute the {missing} missing points", type="primary", key="deep_compute"):
         if deep.compute(specs, key="deep_run"):

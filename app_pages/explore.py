@@ -152,6 +152,9 @@ def curve_tab(axis: str) -> None:
         lo = controls.log_select("eps_min", "Smallest ε on the curve", [e for e in controls.EPS_GRID if e <= 10], container=c1)
         hi = controls.log_select("eps_max", "Largest ε on the curve", [e for e in controls.EPS_GRID if e >= 1], container=c2)
         eps = setting.curve_epsilons(lo, hi, current=s.eps)
+        if lo > hi:  # a link may carry them crossed: say so, the curve still runs from the smaller to the larger
+            tab_controls.warning(f"The smallest ε on the curve ({format_number(lo)}) is above the largest "
+                                 f"({format_number(hi)}): the curve runs from {format_number(hi)} to {format_number(lo)}.")
         if min(eps) < min(lo, hi) or max(eps) > max(lo, hi):  # the sliders' range, widened to the current ε
             tab_controls.caption(f"The curve runs from ε = {format_number(min(eps))} to {format_number(max(eps))}: "
                                  f"it always includes the current ε = {format_number(s.eps)}.")

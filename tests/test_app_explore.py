@@ -241,3 +241,15 @@ def test_chance_level_gets_an_honest_verdict():
     assert not at.exception, at.exception
     assert any("No method is useful at this setting" in t for t in texts(at.warning)), texts(at.warning)
     assert not [t for t in texts(at.success) if "Recommended" in t]
+
+
+def test_the_epsilon_curve_says_how_its_range_was_taken():
+    """A link with the range crossed (eps_min 50, eps_max 1) or a current ε outside it: the tab says what
+    the curve covers (a walk-through saw the sliders at 50 and 1, or 100 with ε = 5,000, and no word)."""
+    at = app(eps_min="50.0", eps_max="1.0").run()
+    assert not at.exception
+    assert any("is above the largest" in w and "runs from 1 to 50" in w for w in texts(at.warning))
+    at = app(eps="300.0").run()
+    assert any("The curve runs from ε = 1 to 300" in c and "current ε = 300" in c for c in texts(at.caption)), texts(at.caption)
+    at = app().run()  # inside the sliders' range: nothing to say
+    assert not any("The curve runs from" in c for c in texts(at.caption))

@@ -12,13 +12,22 @@ import streamlit as st
 from .progress import cancel_clicked, cancellable_bar, device_text
 from .text import escape_markdown, server_safe
 
-__all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "compute", "gpu_work_text", "panel_rows",
-           "DATASET_LABELS", "PRESET_LABELS"]
+__all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "cached_all", "compute", "gpu_work_text",
+           "panel_rows", "preset_label", "DATASET_LABELS"]
 
-#: What each preset trains, for the page's text (plain numbers from privcore.deep.spec.PRESETS).
 DATASET_LABELS = {"fashion-mnist": "Fashion-MNIST", "cifar-10": "CIFAR-10"}  # data set id -> its name
-PRESET_LABELS = {"cpu-small": "Small CNN on 5,000 Fashion-MNIST images (CPU, about a minute)",
-                 "paper": "ResNet-20 (GroupNorm) on all images, the paper's settings (GPU)"}
+
+
+def preset_label(preset: str, dataset: str) -> str:
+    """What ``preset`` trains on ``dataset``, in the words of the "Model and training" box (it named
+    Fashion-MNIST while CIFAR-10 was chosen). Only Fashion-MNIST's CPU time was measured."""
+    from privcore.deep.spec import PRESETS
+
+    p, name = PRESETS[preset], DATASET_LABELS.get(dataset, dataset)
+    if p["n_train"] is None:
+        return f"ResNet-20 (GroupNorm) on all {name} images, the paper's settings (GPU)"
+    return (f"Small CNN on {p['n_train']:,} {name} images (CPU"
+            + (", about a minute)" if dataset == "fashion-mnist" else ")"))
 
 
 def device_kind() -> str:
@@ -55,6 +64,18 @@ def cached(spec) -> tuple[list[dict], int] | None:  # noqa: ANN001
         st.error(escape_markdown(server_safe(err)))
         return None
     return [dict(r.to_dict(), classes=10) for r in rows], missing
+
+
+def cached_all(specs) -> list[tuple[list[dict], int]] | None:  # noqa: ANN001
+    """:func:`cached` of every spec, or None after showing the first problem once (each spec asked for
+    the same missing data set, and the same error box appeared twice)."""
+    got = []
+    for spec in specs:
+        one = cached(spec)
+        if one is None:
+            return None
+        got.append(one)
+    return got
 
 
 def panel_rows(rows: list[dict], budget: int | None = None) -> list[dict]:

@@ -45,7 +45,9 @@ def target_section(rows: Sequence[Mapping[str, Any]], budget: int, n: int, answe
     """For a target accuracy, the smallest swept epsilon at which each method reaches it (with its band)."""
     st.subheader("Which ε reaches a target accuracy?")
     target = st.number_input("Target accuracy", min_value=0.0, max_value=1.0, step=0.05, format="%.2f",
-                             key=state.bind("target"))
+                             key=state.bind("target"),
+                             help="A fraction of the test examples classified right, from 0 to 1 (0.8 = 80 %). The "
+                                  "browser does not send a value outside that range: the table keeps the last valid one.")
     target = float(state.commit("target", target))
     results = epsilon_for_accuracy(rows, target)
     if not results:
@@ -63,6 +65,6 @@ def target_section(rows: Sequence[Mapping[str, Any]], budget: int, n: int, answe
     st.dataframe(table, hide_index=True, width="stretch")
     scoring = ("abstaining methods scored on answered queries only" if answered_only
                else "abstentions count as wrong")
-    st.caption(f"At B = {budget:,} and N = {n:,}, on the ε curve (linear in log ε between swept points; "
+    st.caption(f"Target accuracy {target:.2f}, at B = {budget:,} and N = {n:,}, on the ε curve (linear in log ε between swept points; "
                f"'> x': not reached up to the largest ε swept; {scoring}). The band is where mean + std and "
                "mean − std over the repetitions reach the target.")

@@ -1,0 +1,50 @@
+"""ui/deep.py and the Deep models page: a data set that cannot be had is said once, and the preset's
+label names the data set chosen (browser walk-through: CIFAR-10 offline)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+from apptest import PAGES, run, texts  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("app_env")
+PAGE = str(PAGES / "deep_models.py")
+
+
+def test_the_preset_label_names_the_chosen_data_set():
+    from privcore.deep.spec import PRESETS
+    from ui.deep import DATASET_LABELS, preset_label
+
+    for dataset, name in DATASET_LABELS.items():
+        for preset in PRESETS:
+            label = preset_label(preset, dataset)
+            assert name in label and all(other not in label for other in DATASET_LABELS.values() if other != name)
+    assert preset_label("cpu-small", "fashion-mnist") == "Small CNN on 5,000 Fashion-MNIST images (CPU, about a minute)"
+    assert preset_label("cpu-small", "cifar-10") == "Small CNN on 5,000 CIFAR-10 images (CPU)"  # its time not measured
+
+
+def test_cifar_offline_shows_one_error_and_a_matching_label(tmp_path, monkeypatch):
+    """CIFAR-10 with no network: the same red box appeared twice (once per panel's spec), under a
+    "Model and training" box that still read "... Fashion-MNIST images"."""
+    from privcore.deep import cifar
+
+    tries = []
+
+    def offline(url, target, md5, **kw):  # noqa: ANN001, ANN003, ANN202
+        tries.append(url)
+        raise OSError("Name or service not known")
+
+    monkeypatch.setenv(cifar.CIFAR_ENV, str(tmp_path / "cifar"))
+    monkeypatch.setattr(cifar, "download_verified", offline)
+    at = run(PAGE, {})
+    at.session_state["deep_dataset"] = "cifar-10"
+    at.run()
+    assert not at.exception, at.exception
+    errors = texts(at.error)
+    assert len(errors) == 1 and errors[0].startswith("CIFAR-10 is not available"), errors
+    assert len(tries) == 1  # not a second download attempt either
+    box = next(s for s in at.selectbox if s.key == "deep_preset")
+    assert box.options == ["Small CNN on 5,000 CIFAR-10 images (CPU)"], box.options
+    assert any("Nothing is computed or drawn for CIFAR-10" in t for t in texts(at.caption)), texts(at.caption)
+    assert not at.get("plotly_chart")
