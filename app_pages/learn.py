@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from ui import controls, display, setting, sidebar, teaching
+from ui import controls, display, setting, sidebar, teaching, userdata
 from ui.export import export_buttons
 from ui.figures import format_number
 
@@ -54,6 +54,10 @@ def _cards_csv(rows):  # noqa: ANN001, ANN202 - deferred download data
 # ---------------------------------------------------------------- 1. noise shapes
 if section == SECTIONS[0]:
     st.subheader("Same ε, different noise: Laplace-like (δ = 0) or Gaussian (δ > 0)")
+    info, cur = side.info, controls.current_setting()
+    # The numbers model sensitivity perturbs for the current data set (D·C), marked in the last panel.
+    dc = int((cur.dim or info.dim) * (cur.classes or info.classes)) if info is not None else None
+    dc_name = userdata.dataset_label(side) if info is not None else ""
     a, b = st.columns(2)
     with a:
         sens = _grid_select("L2 sensitivity Δ of the released vector", (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0), 1.0,
@@ -61,19 +65,29 @@ if section == SECTIONS[0]:
                                                "(model sensitivity: Δ = 2K/(Nλ)).")
     with b:
         dim = _grid_select("Dimension d of the released vector", (1, 2, 5, 10, 20, 50, 100, 1000, 7840), 10, "learn_dim",
-                           help="Model sensitivity perturbs D·C numbers (7,840 for MNIST); prediction sensitivity C.")
+                           help="Model sensitivity perturbs D·C numbers ("
+                                + (f"{dc:,} for {dc_name}" if dc else "7,840 for MNIST") + "); prediction sensitivity C.")
     s = teaching.noise_summary(eps, delta, sens, dim)
-    m = st.columns(4)
-    m[0].metric("Laplace-like β = ε/Δ", format_number(s["laplace_beta"], 4))
-    m[1].metric(f"Laplace-like mean ||b|| (d = {dim})", format_number(s["laplace_mean_radius"], 4))
+    # Two metrics a row (one row per noise), the detail in the help: four in a row were cut to
+    # "Laplace-like β =…" and "classical fo…" at 800 px.
+    m = st.columns(2)
+    m[0].metric("Laplace-like β = ε/Δ", format_number(s["laplace_beta"], 4),
+                help="Inverse scale of the Laplace-like noise (pure ε-DP).")
+    m[1].metric(f"Laplace-like mean ||b|| (d = {dim})", format_number(s["laplace_mean_radius"], 4),
+                help=f"Mean length ‖b‖₂ of the Laplace-like noise vector in d = {dim:,} dimensions: d/β.")
     if delta > 0:
-        m[2].metric("Gaussian σ (analytic)", format_number(s["gaussian_sigma"], 4),
-                    delta=f"classical formula: {format_number(s['classical_sigma'], 4)}", delta_color="off")
-        m[3].metric(f"Gaussian mean ||b|| (d = {dim})", format_number(s["gaussian_mean_radius"], 4),
-                    delta=f"{s['gaussian_mean_radius'] / s['laplace_mean_radius']:.2f}× Laplace-like", delta_color="off")
+        m = st.columns(2)
+        m[0].metric("Gaussian σ (analytic)", format_number(s["gaussian_sigma"], 4),
+                    delta=f"classical formula: {format_number(s['classical_sigma'], 4)}", delta_color="off",
+                    help="Analytic Gaussian σ (Balle and Wang 2018) at (ε, δ); below it the classical formula "
+                         "√(2 ln(1.25/δ))·Δ/ε, which needs more noise.")
+        m[1].metric(f"Gaussian mean ||b|| (d = {dim})", format_number(s["gaussian_mean_radius"], 4),
+                    delta=f"{s['gaussian_mean_radius'] / s['laplace_mean_radius']:.2f}× Laplace-like", delta_color="off",
+                    help=f"Mean length of the Gaussian noise vector in d = {dim:,} dimensions (about σ√d), and its "
+                         "ratio to the Laplace-like one.")
     else:
-        m[2].info("δ = 0: only the Laplace-like noise is private. Set δ > 0 to compare with the Gaussian.")
-    fig = teaching.noise_figure(eps, delta, sens, dim)
+        st.info("δ = 0: only the Laplace-like noise is private. Set δ > 0 to compare with the Gaussian.")
+    fig = teaching.noise_figure(eps, delta, sens, dim, reference_dim=dc, reference_label=dc_name)
     display.show_figure(fig, key="learn_noise_chart")
     export_buttons(fig, teaching.noise_rows(eps, delta, sens, dim), key="learn_noise")
     st.markdown(
@@ -203,7 +217,8 @@ else:
         with cols[i % 2].container(border=True):
             st.markdown(f"<div style='height:6px;background:{card['color']};border-radius:3px'></div>",
                         unsafe_allow_html=True)
-            st.markdown(teaching.method_card_markdown(card))
+            for kind, text in teaching.method_card_blocks(card):  # formulas typeset, as on Explore
+                {"markdown": st.markdown, "latex": st.latex, "text": st.text, "caption": st.caption}[kind](text)
     rows = [{"method": c["name"], "accounting": cal["accounting"], "formula": cal["formula"], "values": cal["values"],
              "error": cal["error"], "summary": c["summary"], "assumptions": c["assumptions"], "wins_when": c["wins_when"]}
             for c in cards for cal in c["calibrations"]]

@@ -31,12 +31,15 @@ st.caption("Each cell is one setting; its colour is the method with the best mea
 side = sidebar.settings(require_data=True)
 c1, c2 = st.columns(2)
 delta = controls.delta_slider(c1)
-eps_key = state.bind("map_eps", normalise=lambda v: [e for e in v if e in EPS_CHOICES] or [1.0, 10.0],
+eps_key = state.bind("map_eps", normalise=lambda v: [e for e in v if e in EPS_CHOICES] or ([] if v == [] else [1.0, 10.0]),
                      explain="the map's ε columns are among " + ", ".join(format_number(e) for e in EPS_CHOICES))
 with c2:
     eps_list = sorted(st.multiselect("ε values (columns)", list(EPS_CHOICES), key=eps_key, format_func=format_number,
                                      wrap=True))  # in a column the chips would stay on one row, the rest hidden
+chosen_eps = eps_list
 eps_list = state.commit("map_eps", eps_list)
+if not chosen_eps and eps_list:  # emptied: the store keeps a valid list; say which, rather than swap it in silently
+    st.warning("Choose at least one ε value: the map keeps ε = " + ", ".join(format_number(e) for e in eps_list) + ".")
 methods = controls.methods_select(delta=delta)
 answered_only = inverse.answered_only_toggle()  # default off: abstentions count as wrong
 s = replace(controls.current_setting(), delta=float(delta), methods=tuple(methods))

@@ -76,3 +76,16 @@ def test_who_wins_lists_standing_caveats_in_one_collapsed_expander_not_as_warnin
     assert len(notes) == 1 and "abstains" in " ".join(texts(notes[0].markdown))
     # in its column the ε multiselect wraps its chips (else those after the first few are hidden at 800 px)
     assert at.multiselect(key="w:map_eps").proto.wrap
+
+
+def test_emptying_the_epsilon_columns_asks_for_one():
+    """'Clear all' on the ε columns swapped 1 and 10 back in without a word (browser walk-through)."""
+    at = app(map_eps="[3.0]", methods='["model_sensitivity"]').run()
+    at.switch_page("app_pages/who_wins.py").run()
+    assert not at.exception
+    box = [m for m in at.multiselect if m.label.startswith("ε values")][0]
+    box.set_value([]).run()
+    assert not at.exception
+    assert "Choose at least one ε value." in texts(at.error), texts(at.warning) + texts(at.error)
+    again = [m for m in at.multiselect if m.label.startswith("ε values")][0]
+    assert not at.get("plotly_chart") and again.value == []  # nothing swapped in behind the user's back

@@ -45,6 +45,7 @@ def test_cifar_offline_shows_one_error_and_a_matching_label(tmp_path, monkeypatc
     assert len(errors) == 1 and errors[0].startswith("CIFAR-10 is not available"), errors
     assert len(tries) == 1  # not a second download attempt either
     box = next(s for s in at.selectbox if s.key == "deep_preset")
-    assert box.options == ["Small CNN on 5,000 CIFAR-10 images (CPU)"], box.options
+    assert box.options[0] == "Small CNN on 5,000 CIFAR-10 images (CPU)", box.options
+    assert all("CIFAR-10" in o and "Fashion-MNIST" not in o for o in box.options), box.options
     assert any("Nothing is computed or drawn for CIFAR-10" in t for t in texts(at.caption)), texts(at.caption)
     assert not at.get("plotly_chart")

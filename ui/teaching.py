@@ -17,8 +17,9 @@ privcore's calibrations; nothing here re-derives a noise scale that privcore alr
 4. :func:`hypothesis_figure` -- the hypothesis-testing view of (epsilon, delta)-DP: the region of
    (false positive rate, true positive rate) pairs any test can reach, and the trade-off curves of
    the calibrated Gaussian and Laplace mechanisms inside it.
-5. :func:`method_cards` / :func:`method_card_markdown` -- one card per registered method built from
-   its class attributes and the formula string of each accounting mode's calibration.
+5. :func:`method_cards` / :func:`method_card_markdown` / :func:`method_card_blocks` -- one card per
+   registered method built from its class attributes and the formula string of each accounting mode's
+   calibration (typeset by :func:`ui.formula.display_latex` where it reads cleanly).
 The Reproduce page's figure settings live in :mod:`ui.paper`.
 """
 
@@ -47,6 +48,7 @@ from privcore.accounting import (
     zcdp_beta,
 )
 from ui.figures import METHOD_COLORS, PRINT_TEMPLATE, format_number, plain_log_ticks
+from ui.formula import display_latex
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -64,6 +66,7 @@ __all__ = [
     "hypothesis_figure",
     "method_cards",
     "method_card_markdown",
+    "method_card_blocks",
 ]
 
 #: Inference budgets B shown by the composition view (log-spaced integers, 1 to 1000).
@@ -85,9 +88,8 @@ _RULE_COLOURS = {
     "RDP (Opacus)": "#1f77b4",
     "PRV (Opacus)": "#2ca02c",
 }
-#: Dimensions of the mean-radius panel; MNIST's model sensitivity perturbs D*C = 784*10 numbers.
+#: Dimensions of the mean-radius panel (MNIST's model sensitivity perturbs D*C = 784*10 numbers).
 _DIMS: tuple[int, ...] = tuple(int(d) for d in np.unique(np.round(np.geomspace(1, 10_000, 25))))
-_MNIST_DC = 7840
 
 
 def _style(fig: go.Figure, title: str, height: int = 430) -> go.Figure:
@@ -202,14 +204,19 @@ def noise_rows(epsilon: float, delta: float, sensitivity: float = 1.0, dim: int 
 
 
 def noise_figure(epsilon: float, delta: float, sensitivity: float = 1.0, dim: int = 10, samples: int = 1500,
-                 seed: int = 0) -> go.Figure:
-    """Four panels: 1-D densities on D and D', 2-D samples, radius in ``dim`` dimensions, mean radius vs d."""
+                 seed: int = 0, *, reference_dim: int | None = None, reference_label: str = "") -> go.Figure:
+    """Four panels: 1-D densities on D and D', 2-D samples, radius in ``dim`` dimensions, mean radius vs d.
+
+    ``reference_dim``: a dotted line in the last panel at the numbers a model perturbs (the current
+    data set's D·C), labelled ``reference_label: D·C = ...`` inside the plot.
+    Titles are short and broken into lines: at 800 px (sidebar open) each panel is ~190 px wide.
+    """
     s = noise_summary(epsilon, delta, sensitivity, dim)
     rows = noise_rows(epsilon, delta, sensitivity, dim, samples, seed)
-    fig = make_subplots(rows=2, cols=2, horizontal_spacing=0.1, vertical_spacing=0.16, subplot_titles=(
-        "1-D: noisy answer on D (solid) and on a neighbour D′ (dashed)", "2-D: samples",
-        f"Length ||b||₂ of the noise vector in d = {int(dim)} dimensions",
-        "Mean length of the noise vector as d grows"))
+    fig = make_subplots(rows=2, cols=2, horizontal_spacing=0.14, vertical_spacing=0.2, subplot_titles=(
+        "1-D: answer on D (solid)<br>and on a neighbour D′ (dashed)", "2-D samples",
+        f"Length ‖b‖₂ of the noise<br>in d = {int(dim):,} dimensions", "Mean length ‖b‖₂<br>as d grows"))
+    fig.update_annotations(font_size=13)  # the subplot titles (the only annotations so far)
     names = {"laplace_like": f"Laplace-like, δ = 0 (β = ε/Δ = {s['laplace_beta']:.3g})",
              "gaussian": f"Gaussian, δ = {format_number(s['delta'])} (analytic σ = {s.get('gaussian_sigma', float('nan')):.3g})"}
     colours = {"laplace_like": _LAPLACE, "gaussian": _GAUSS}
@@ -236,22 +243,27 @@ def noise_figure(epsilon: float, delta: float, sensitivity: float = 1.0, dim: in
                                  legendgroup=dist, showlegend=False,
                                  hovertemplate="d = %{x}<br>E||b|| = %{y:.4g}<extra></extra>"), row=2, col=2)
     fig.add_vline(x=int(dim), line=dict(color="#444", dash="dash", width=1), row=2, col=2)
-    fig.add_vline(x=_MNIST_DC, line=dict(color="#999", dash="dot", width=1), row=2, col=2)
-    fig.add_annotation(x=math.log10(_MNIST_DC), y=1.0, yref="y4 domain", xref="x4", text="MNIST model: D·C = 7840",
-                       showarrow=False, xanchor="right", yanchor="top", font=dict(size=11, color="#666"))
+    if reference_dim:
+        # Inside the plot, on the side of the line with more room (the axis spans _DIMS on a log scale).
+        right = math.log10(reference_dim) > math.log10(_DIMS[-1]) / 2
+        fig.add_vline(x=int(reference_dim), line=dict(color="#999", dash="dot", width=1), row=2, col=2)
+        fig.add_annotation(x=math.log10(reference_dim), y=0.97, yref="y4 domain", xref="x4",
+                           text=f"{reference_label + ': ' if reference_label else ''}D·C = {int(reference_dim):,}",
+                           showarrow=False, xanchor="right" if right else "left", xshift=-4 if right else 4,
+                           yanchor="top", bgcolor="rgba(255,255,255,0.8)", font=dict(size=11, color="#555"))
     fig.update_xaxes(title_text="noisy answer", row=1, col=1)
     fig.update_yaxes(title_text="density", row=1, col=1)
     fig.update_xaxes(title_text="b₁", row=1, col=2)
     fig.update_yaxes(title_text="b₂", scaleanchor="x2", scaleratio=1, row=1, col=2)
     fig.update_xaxes(title_text="||b||₂", row=2, col=1)
     fig.update_yaxes(title_text="density", row=2, col=1)
-    fig.update_xaxes(title_text="dimension d (numbers perturbed)", type="log", row=2, col=2)
+    fig.update_xaxes(title_text="d (numbers perturbed)", type="log", row=2, col=2)
     fig.update_yaxes(title_text="E ||b||₂", type="log", row=2, col=2)
-    title = (f"Same ε = {s['epsilon']:g} at L2 sensitivity Δ = {s['sensitivity']:g}: "
-             + ("Laplace-like only (δ = 0: the Gaussian has no pure-DP guarantee)" if s["delta"] == 0
+    title = (f"Same ε = {s['epsilon']:g}, L2 sensitivity Δ = {s['sensitivity']:g}:<br>"
+             + ("Laplace-like only (δ = 0: no pure-DP Gaussian)" if s["delta"] == 0
                 else f"Laplace-like (δ = 0) vs Gaussian (δ = {format_number(s['delta'])})"))
-    _style(fig, title, height=800)
-    return fig.update_layout(legend=dict(y=-0.135), margin=dict(b=110))
+    _style(fig, title, height=840)
+    return fig.update_layout(legend=dict(y=-0.13), margin=dict(t=110, b=110))
 
 
 # --------------------------------------------------------------------------------------------
@@ -600,3 +612,29 @@ def method_card_markdown(card: dict[str, Any]) -> str:
         for note in cal["notes"]:
             lines.append(f"        - *{note}*")
     return "\n".join(lines)
+
+
+def method_card_blocks(card: dict[str, Any]) -> list[tuple[str, str]]:
+    """One card from :func:`method_cards` as ``(kind, text)`` blocks for the page to draw in order,
+    kind in ``markdown``, ``latex``, ``text``, ``caption`` (the Streamlit call of that name).
+
+    Formulas are typeset with :func:`ui.formula.display_latex`, as Explore's and Calibrate's are
+    (:func:`ui.display.show_formulas`); one it cannot read safely stays plain text, never half-rendered
+    (the cards showed raw ASCII: ``sqrt(2/B)``, ``lam``, ``chi_{2C}``).
+    """
+    family = ("private training: the model is private, any number of predictions" if card["family"] == "training"
+              else "private prediction: the guarantee covers B predictions only")
+    blocks = [("markdown", "\n".join([f"**{card['label']}** (`{card['name']}`) · *{family}*", "", card["summary"], "",
+                                       f"- **Assumptions:** {card['assumptions']}",
+                                       f"- **Wins when:** {card['wins_when']}", "",
+                                       "**Calibration at the chosen (ε, δ):**"]))]
+    for cal in card["calibrations"]:
+        if cal["error"]:
+            blocks.append(("markdown", f"`{cal['accounting']}`: not available: {cal['error']}"))
+            continue
+        blocks.append(("markdown", f"`{cal['accounting']}`" + (f" → {cal['values']}" if cal["values"] else "")))
+        if cal["formula"]:
+            latex = display_latex(cal["formula"])
+            blocks.append(("latex", latex) if latex else ("text", cal["formula"]))
+        blocks.extend(("caption", note) for note in cal["notes"])
+    return blocks
