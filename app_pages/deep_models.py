@@ -30,7 +30,7 @@ dataset = c1.selectbox("Data set", tuple(deep.DATASET_LABELS), format_func=deep.
                        help="Fashion-MNIST comes from Debian's dataset-fashion-mnist package; CIFAR-10 is downloaded "
                             "once (or placed by you) with its checksum.")
 presets = deep.preset_choices()
-preset = c2.selectbox("Model and training", presets, format_func=lambda p: deep.preset_label(p, dataset),
+preset = c2.selectbox("Model and training", presets, format_func=deep.preset_label,
                       key="deep_preset")
 if deep.device_kind() == "cpu":
     st.info("No GPU here: the small preset is offered. " + deep.gpu_work_text(dataset))

@@ -161,7 +161,8 @@ def curve_tab(axis: str) -> None:
         spec = display.spec_or_error(side, s, epsilons=eps)
         x, log_x, current, xname = "epsilon", True, s.eps, "ε"
         title = f"Test accuracy vs ε (δ = {format_number(s.delta)}, B = {s.budget:,}, N = {{N}})"
-        note = try_this(s.delta, s.budget)
+        bundled = (side.dataset, s.lam, s.dim, s.classes) == (state.DEFAULTS["dataset"], state.DEFAULTS["lam"], None, None)
+        note = try_this(s.delta, s.budget, bundled=bundled)  # its quoted outcomes are the bundled data's
     elif axis == "budget":
         values = tuple(sorted(set(B_VALUES) | {s.budget}))
         spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="budget", values=values)

@@ -114,7 +114,7 @@ if "lam" in uses:
 if "teachers" in uses:
     fixed.append(f"T = {teachers}")
 if "epochs" in uses:
-    fixed.append(f"DP-SGD: clip {format_number(cur.clip)}, {cur.epochs} epochs, batch {paper_setting.batch_size}")
+    fixed.append(f"DP-SGD: clip {format_number(cur.clip)}, {cur.epochs} epoch{'s' if cur.epochs != 1 else ''}, batch {paper_setting.batch_size}")
 st.caption(" · ".join(fixed + [f"{points} points in all"]) + ". The paper used N = 60,000, R = 100 and "
            "cross-validated λ. " + setting.NEIGHBOURS_NOTE)
 

@@ -49,7 +49,7 @@ if n_note:
     state.put("n", n_checked)
 s = replace(s, n=n_checked)
 st.caption(f"Fixed: λ = {format_number(s.lam)}, T = {s.teachers}, DP-SGD clip {format_number(s.clip)}, "
-           f"{s.epochs} epochs, batch {s.batch_size}; {side.repeats} repetitions; {side.accounting} accounting.")
+           f"{s.epochs} epoch{'s' if s.epochs != 1 else ''}, batch {s.batch_size}; {side.repeats} repetitions; {side.accounting} accounting.")
 if not eps_list:
     st.error("Choose at least one ε value.")
     st.stop()
@@ -105,7 +105,8 @@ if res_n is not None:
                               title=f"Best method over ε and N (δ = {format_number(delta)}, B = {s.budget:,})")
     add_caption(fig_n, settings_of(spec_n, res_n.rows, dataset=userdata.dataset_label(side)))
     display.show_figure(fig_n, key="fig_map_n")
-    st.caption("Subsample-and-aggregate suits small N; the sensitivity methods' noise 2K/(Nλ) shrinks as N grows.")
+    st.caption("Each cell is the best method at that ε and N. The sensitivity methods' noise 2K/(Nλ) shrinks as N "
+               "grows; subsample-and-aggregate's T teachers each see N/T examples, so they improve with N too.")
     display.show_warnings(res_n.warnings)
     export_buttons(fig_n, res_n.rows, key="export_map_n")
     display.copy_as_code(spec_n, side, key="code_map_n")

@@ -270,3 +270,60 @@ def test_cached_sweep_computes_nothing(tmp_path, monkeypatch):
     hit = P.cached_sweep(spec)
     assert hit is not None and hit.computed == 0 and hit.cached == len(computed.rows)
     assert [r["accuracy_mean"] for r in hit.rows] == [r["accuracy_mean"] for r in computed.rows]
+
+
+# ---------------------------------------------------------------- browser walk-through (digits, 800 px)
+
+
+def test_noise_figure_marks_the_current_data_sets_size_inside_the_plot():
+    """"MNIST model: D·C = 7840" was shown for digits (D·C = 640), its label touching the plot edge."""
+    fig = T.noise_figure(3.0, 1e-5, dim=10, samples=50, reference_dim=640, reference_label="digits")
+    notes = [a for a in fig.layout.annotations if "D·C" in (a.text or "")]
+    assert [a.text for a in notes] == ["digits: D·C = 640"]
+    note = notes[0]
+    assert note.x == pytest.approx(math.log10(640)) and note.xref == "x4" and note.yref == "y4 domain"
+    assert note.y < 1 and note.yanchor == "top" and note.xanchor == "right" and note.xshift < 0  # inside, left of the line
+    assert [s.x0 for s in fig.layout.shapes if s.line.dash == "dot"] == [640]
+    assert not [a for a in fig.layout.annotations if "7840" in (a.text or "") or "MNIST" in (a.text or "")]
+    low = T.noise_figure(3.0, 1e-5, dim=10, samples=50, reference_dim=20, reference_label="own")
+    note = next(a for a in low.layout.annotations if "D·C" in (a.text or ""))
+    assert note.xanchor == "left" and note.xshift > 0  # near the left edge: the label goes right of the line
+    bare = T.noise_figure(3.0, 1e-5, dim=10, samples=50)
+    assert not [a for a in bare.layout.annotations if "D·C" in (a.text or "")]
+
+
+def test_noise_figure_titles_fit_a_narrow_window():
+    """At 800 px (sidebar open) the title was cut ("…vs Gaus"), subplot titles overlapped and the last
+    x title was cut: each line is now short (each panel is ~190 px wide there)."""
+    fig = T.noise_figure(3.0, 1e-5, dim=10, samples=50)
+    title_lines = fig.layout.title.text.split("<br>")
+    assert len(title_lines) == 2 and all(len(line) <= 45 for line in title_lines), title_lines
+    subplot = [a.text for a in fig.layout.annotations][:4]
+    assert all(len(line) <= 32 for t in subplot for line in t.split("<br>")), subplot
+    assert all(a.font.size <= 13 for a in list(fig.layout.annotations)[:4])
+    assert len(fig.layout.xaxis4.title.text) <= 22, fig.layout.xaxis4.title.text
+    assert fig.layout.margin.t >= 130  # two title lines above the subplot titles
+
+
+def test_method_cards_typeset_their_formulas():
+    """The cards showed raw ASCII ("sqrt(2/B)", "lam", "eps", "chi_{2C}"); Explore and Calibrate typeset
+    them with ui.formula.display_latex, plain text only where it cannot read one safely."""
+    from ui.formula import display_latex
+
+    cards = T.method_cards(3.0, 1e-5, Problem(n=1000, dim=64, classes=10))
+    shown = 0
+    for card in cards:
+        blocks = T.method_card_blocks(card)
+        kinds = {k for k, _ in blocks}
+        assert kinds <= {"markdown", "latex", "text", "caption"}
+        assert blocks[0][0] == "markdown" and card["label"] in blocks[0][1] and card["wins_when"] in blocks[0][1]
+        for cal in card["calibrations"]:
+            if cal["formula"]:
+                latex = display_latex(cal["formula"])
+                assert (("latex", latex) if latex else ("text", cal["formula"])) in blocks
+        markdown = " ".join(t for k, t in blocks if k == "markdown")
+        assert not any(cal["formula"] and cal["formula"] in markdown for cal in card["calibrations"])
+        shown += sum(k == "latex" for k, _ in blocks)
+    assert shown >= len(cards)  # every card typesets at least one formula
+    loss = next(T.method_card_blocks(c) for c in cards if "chi_{2C}" in c["calibrations"][1]["formula"])
+    assert any(k == "latex" and r"\chi_{2C}" in t and r"\sqrt{" in t for k, t in loss)

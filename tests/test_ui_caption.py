@@ -196,3 +196,6 @@ def test_try_this_hint_follows_the_controls():
     assert "set δ = 0" not in second and "raise B to 100" in second
     assert "raise B" not in third and "λ" in third
     assert len({first, second, third}) == 3
+    # another data set: the steps without the bundled data's outcomes
+    other = [try_this(1e-5, 10, bundled=False), try_this(0.0, 10, bundled=False)]
+    assert all("bundled" not in t and "ε ≈" not in t for t in other) and "set δ = 0" in other[0]

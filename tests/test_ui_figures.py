@@ -117,3 +117,23 @@ def test_accounting_comparison_bars_are_horizontal_rows_that_fit():
     assert fig.layout.height > small.layout.height
     assert fig.layout.legend.orientation == LEGEND_BELOW["orientation"] and fig.layout.legend.yanchor == "top"
     assert fig.layout.legend.y < 0  # below the plot area, under the axis title
+
+
+def test_winner_map_hover_uses_the_pages_symbols_and_the_legend_names_chance_cells():
+    """The hover read 'epsilon = 10, budget = 100'; white '≈ chance' cells had no legend entry."""
+    from ui.figures import winner_map_figure
+
+    rows = []
+    for e in (0.1, 10.0):
+        for b in (1, 100):
+            for m, acc in (("model_sensitivity", 0.8 if e > 1 else 0.1), ("subsample_aggregate", 0.5 if e > 1 else 0.1)):
+                rows.append(dict(method=m, epsilon=e, budget=b, accuracy_mean=acc, accuracy_std=0.01, repeats=20,
+                                 classes=10))
+    fig = winner_map_figure(rows, "epsilon", "budget")
+    hover = [h for row in fig.data[0].customdata for h in row]
+    assert all(h.startswith("ε = ") and ", B = " in h for h in hover), hover
+    assert "epsilon" not in " ".join(hover)
+    names = [t.name for t in fig.data[1:]]
+    assert any("chance" in (n or "") for n in names), names
+    clear = winner_map_figure([r for r in rows if r["epsilon"] > 1], "epsilon", "budget")
+    assert not any("chance" in (t.name or "") for t in clear.data[1:])

@@ -101,7 +101,7 @@ def test_augmentation_caveat_names_group_privacy():
 
     text = augmentation_caveat(4000, 16000, 1.0)
     assert "16,000 exceeds the 4,000 real" in text
-    assert "about 4.0 rows" in text and "group privacy" in text and "about 4-DP" in text
+    assert "about 4.0 rows" in text and "group privacy" in text and "about ε = 4 instead of 1" in text
 
 
 def test_checked_n_snaps_like_the_n_slider():

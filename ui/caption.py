@@ -181,18 +181,22 @@ def leaders_text(rows: Sequence[Mapping[str, Any]], x: str, xname: str, label, f
     return text[0].upper() + text[1:]
 
 
-def try_this(delta: float, budget: int) -> str:
+def try_this(delta: float, budget: int, bundled: bool = True) -> str:
     """The ε curve's "Try this" hint: the next step of the tour from where the controls stand.
 
     Steps: set δ = 0 (the training method that needs δ > 0 drops out), then raise B to 100 (the
     prediction methods pay per prediction), then change N or λ (the sensitivity methods' noise scales
-    as 1/(N λ)). The figures quoted are the bundled 4,000 digits' at λ = 0.001.
+    as 1/(N λ)). The outcomes quoted are the bundled 4,000 digits' at λ = 0.001: ``bundled`` False
+    (another data set is in use) gives the steps without them.
     """
     if float(delta) > 0:
         return ("Try this: set δ = 0. DP-SGD drops out and subsample-and-aggregate wins at B = 10 from ε ≈ 1 on; "
-                "then raise B to 100 and loss perturbation leads up to ε ≈ 30 (bundled 4,000 digits, λ = 0.001).")
+                "then raise B to 100 and loss perturbation leads up to ε ≈ 30 (bundled 4,000 digits, λ = 0.001)."
+                if bundled else "Try this: set δ = 0 (DP-SGD drops out), then compare B = 10 with B = 100.")
     if int(budget) < 100:
         return ("Try this: raise B to 100. The prediction methods pay for every prediction, so loss perturbation "
-                "leads up to ε ≈ 30 (bundled 4,000 digits, λ = 0.001).")
+                "leads up to ε ≈ 30 (bundled 4,000 digits, λ = 0.001)." if bundled else
+                "Try this: raise B to 100. The prediction methods pay for every prediction; the training methods "
+                "do not change.")
     return ("Try this: open “More settings” and raise N or λ. The sensitivity methods' noise scales as 1/(N λ); "
             "the Who wins page maps the winner over ε and B.")

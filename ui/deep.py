@@ -18,16 +18,16 @@ __all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "cached_al
 DATASET_LABELS = {"fashion-mnist": "Fashion-MNIST", "cifar-10": "CIFAR-10"}  # data set id -> its name
 
 
-def preset_label(preset: str, dataset: str) -> str:
-    """What ``preset`` trains on ``dataset``, in the words of the "Model and training" box (it named
-    Fashion-MNIST while CIFAR-10 was chosen). Only Fashion-MNIST's CPU time was measured."""
+def preset_label(preset: str) -> str:
+    """What ``preset`` trains, in words true for every data set: the box once read "... 5,000 Fashion-MNIST
+    images" with CIFAR-10 chosen. (Not per data set: a keyed selectbox whose format_func output
+    changes keeps showing the old text in the browser, streamlit/streamlit#13788.)"""
     from privcore.deep.spec import PRESETS
 
-    p, name = PRESETS[preset], DATASET_LABELS.get(dataset, dataset)
+    p = PRESETS[preset]
     if p["n_train"] is None:
-        return f"ResNet-20 (GroupNorm) on all {name} images, the paper's settings (GPU)"
-    return (f"Small CNN on {p['n_train']:,} {name} images (CPU"
-            + (", about a minute)" if dataset == "fashion-mnist" else ")"))
+        return "ResNet-20 (GroupNorm) on all training images, the paper's settings (GPU)"
+    return f"Small CNN on {p['n_train']:,} training images (CPU, about a minute on Fashion-MNIST)"
 
 
 def device_kind() -> str:

@@ -386,7 +386,7 @@ def winner_map_figure(rows_grid: Sequence[Mapping[str, Any]], x: str, y: str, *,
                 if len(xs) >= 5:  # narrow cells (an 800 px window): "Model sens." ran over its neighbours
                     short = short.replace(" ", "<br>")
                 trow.append(f"{short}<br>{acc:.2f}{'' if rec.significant else ' ≈'}")
-            lines = [f"{x} = {format_number(xv)}, {y} = {format_number(yv)}"]
+            lines = [f"{AXIS_SYMBOLS.get(x, x)} = {format_number(xv)}, {AXIS_SYMBOLS.get(y, y)} = {format_number(yv)}"]
             for m in _ordered_methods(cell):
                 r = cell[m]
                 mark = " ◀ winner" if m == rec.winner else ""
@@ -420,6 +420,9 @@ def winner_map_figure(rows_grid: Sequence[Mapping[str, Any]], x: str, y: str, *,
     for m in order:  # legend entries for the categorical colours
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=method_label(m),
                                  marker=dict(size=14, color=method_color(m), symbol="square")))
+    if any(t.startswith("≈ chance") for row in text for t in row):  # the white cells say so; the legend too
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="≈ chance: no method useful",
+                                 marker=dict(size=14, color="#ffffff", symbol="square", line=dict(color="#999999", width=1))))
     fig.update_layout(
         template=PRINT_TEMPLATE, paper_bgcolor="white", plot_bgcolor="white", title=dict(text=title), height=height,
         xaxis=dict(title=dict(text=x_title or AXIS_TITLES.get(x, x)), type="category", showgrid=False),
@@ -445,6 +448,11 @@ def main_noise(scale: Any) -> tuple[str, float | None, bool]:
     if scale.noise in ("laplace_like", "exponential_mechanism"):
         return "β", float(scale.beta), False
     return "-", None, True
+
+
+#: The symbols the pages use for the swept axes (hover text of the winner maps).
+AXIS_SYMBOLS = {"epsilon": "ε", "delta": "δ", "budget": "B", "n": "N", "teachers": "T", "lam": "λ", "dim": "D",
+                "classes": "C"}
 
 
 def accounting_comparison_figure(by_mode: Mapping[str, Mapping[str, Any]], *, title: str,

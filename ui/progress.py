@@ -35,7 +35,7 @@ def device_text(device: str) -> str:
 
 def fmt_seconds(s: float) -> str:
     if s < 1:
-        return "<1 s"
+        return "1 s"  # "about 1 s", "1 s elapsed": an estimate or a clock this coarse does not need "<"
     if s < 90:
         return f"{s:.0f} s"
     return f"{s / 60:.1f} min"

@@ -233,8 +233,8 @@ def augmentation_caveat(n_real: int, n: int, eps: float) -> str:
     k = n / n_real
     return (f"N = {n:,} exceeds the {n_real:,} real training examples: the rest are deformed copies "
             f"(augmentation), slow to build and not independent. Each real image shapes about {k:.1f} rows, and "
-            f"the guarantee is per row: for the person behind an image it holds only by group privacy, about "
-            f"{format_number(k * eps)}-DP at ε = {format_number(eps)} (k rows cost kε, and δ grows too). The "
+            f"the guarantee is per row: for the person behind an image it holds only by group privacy, with about "
+            f"ε = {format_number(k * eps)} instead of {format_number(eps)} (k rows cost kε, and δ grows too). The "
             "paper's InfiMNIST study shares this caveat.")
 
 

@@ -262,8 +262,8 @@ def noise_figure(epsilon: float, delta: float, sensitivity: float = 1.0, dim: in
     title = (f"Same ε = {s['epsilon']:g}, L2 sensitivity Δ = {s['sensitivity']:g}:<br>"
              + ("Laplace-like only (δ = 0: no pure-DP Gaussian)" if s["delta"] == 0
                 else f"Laplace-like (δ = 0) vs Gaussian (δ = {format_number(s['delta'])})"))
-    _style(fig, title, height=840)
-    return fig.update_layout(legend=dict(y=-0.13), margin=dict(t=110, b=110))
+    _style(fig, title, height=860)  # two title lines above the subplot titles: a taller top margin
+    return fig.update_layout(title=dict(y=0.985, yanchor="top"), legend=dict(y=-0.13), margin=dict(t=135, b=110))
 
 
 # --------------------------------------------------------------------------------------------

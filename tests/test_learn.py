@@ -1,0 +1,39 @@
+"""app_pages/learn.py (AppTest) as the browser walk-through found it on digits: the noise figure marks
+the current data set's D·C, the metrics sit two to a row, and the method cards typeset their formulas."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("streamlit")
+from apptest import PAGES, run, texts  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("app_env")
+PAGE = str(PAGES / "learn.py")
+DIGITS = {"dataset": '"digits"', "repeats": "3", "epochs": "1"}
+
+
+def test_section_1_uses_the_data_sets_size_and_two_metrics_a_row():
+    at = run(PAGE, DIGITS).run()
+    assert not at.exception, at.exception
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    notes = [a.get("text", "") for a in spec["layout"]["annotations"]]
+    assert "digits: D·C = 640" in notes and not any("7840" in n or "MNIST" in n for n in notes), notes
+    assert "640 for digits" in at.select_slider(key="learn_dim").help
+    # Four metrics in one row were cut at 800 px: two per row, each with help.
+    rows = [c for c in at.columns if c.proto.weight > 0]
+    metric_rows = {len(col.metric) for col in rows if col.metric}
+    assert metric_rows == {1} and len(at.metric) == 4, metric_rows
+    assert all(m.help for m in at.metric)
+    assert len([b for b in at.main.children.values() if getattr(b, "type", "") == "horizontal"]) >= 0  # layout smoke
+
+
+def test_method_cards_typeset_formulas():
+    at = run(PAGE, DIGITS).run()
+    at.segmented_control(key="learn_section").set_value("5 · Method cards").run()
+    assert not at.exception, at.exception
+    assert len(at.latex) >= 8  # one formula per card at least, typeset
+    shown = " ".join(texts(at.markdown))
+    assert "sqrt(2/B)" not in shown and "chi_{2C}" not in shown
