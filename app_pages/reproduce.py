@@ -62,7 +62,10 @@ with c2:
     accountings = st.multiselect("Accounting, side by side", list(ACCOUNTING_TITLES), default=["paper", "corrected"],
                                  key="repro_accounting", format_func=lambda a: a, wrap=True,
                                  help="paper: the published calibrations. corrected: sound ones. tight: exact Gaussian "
-                                      "and optimal bounded-range composition, finer replace-one PLD grid for DP-SGD.") or ["corrected"]
+                                      "and optimal bounded-range composition, finer replace-one PLD grid for DP-SGD. "
+                                      "This choice replaces the sidebar's accounting on this page.") or ["corrected"]
+    st.caption(f"This page draws the accountings chosen here side by side; the sidebar's “{side.accounting}” applies "
+               "to the other pages.")
 fig_def = next(f for f in figures if f.key == key)
 # Only the controls that apply to this figure: T when one of its methods uses teachers (and the figure
 # does not vary T itself), growing N only for the figure that varies N on image data.
@@ -115,7 +118,7 @@ if "teachers" in uses:
     fixed.append(f"T = {teachers}")
 if "epochs" in uses:
     fixed.append(f"DP-SGD: clip {format_number(cur.clip)}, {cur.epochs} epoch{'s' if cur.epochs != 1 else ''}, batch {paper_setting.batch_size}")
-st.caption(" · ".join(fixed + [f"{points} points in all"]) + ". The paper used N = 60,000, R = 100 and "
+st.caption(" · ".join(fixed + [f"{points} private points in all (and the non-private baseline)"]) + ". The paper used N = 60,000, R = 100 and "
            "cross-validated λ. " + setting.NEIGHBOURS_NOTE)
 
 store = st.session_state.setdefault("repro_results", {})

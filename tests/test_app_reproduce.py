@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest import PAGES, run, texts  # noqa: E402
+from apptest import APP, PAGES, run, texts  # noqa: E402
 
 PAGE = str(PAGES / "reproduce.py")
 FAST = {"dataset": '"synthetic"', "repeats": "2"}
@@ -98,3 +98,11 @@ def test_a_cancelled_figure_says_so():
     info = texts(at.info)
     assert any("cancelled" in t and "Finished points are cached" in t for t in info), info
     assert not any("not computed yet" in t for t in info), info
+
+
+def test_reproduce_says_its_accounting_choice_replaces_the_sidebars():
+    """A walk-through chose 'tight' in the sidebar and saw Reproduce draw paper and corrected, no word why."""
+    at = run(APP, {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "accounting": '"tight"'}).run()
+    at.switch_page("app_pages/reproduce.py").run()
+    assert not at.exception
+    assert any("side by side" in c and "“tight” applies to the other pages" in c for c in texts(at.caption)), texts(at.caption)

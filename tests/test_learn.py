@@ -23,11 +23,12 @@ def test_section_1_uses_the_data_sets_size_and_two_metrics_a_row():
     assert "digits: D·C = 640" in notes and not any("7840" in n or "MNIST" in n for n in notes), notes
     assert "640 for digits" in at.select_slider(key="learn_dim").help
     # Four metrics in one row were cut at 800 px: two per row, each with help.
-    rows = [c for c in at.columns if c.proto.weight > 0]
-    metric_rows = {len(col.metric) for col in rows if col.metric}
-    assert metric_rows == {1} and len(at.metric) == 4, metric_rows
-    assert all(m.help for m in at.metric)
-    assert len([b for b in at.main.children.values() if getattr(b, "type", "") == "horizontal"]) >= 0  # layout smoke
+    blocks = [b for b in at.main.children.values() if type(b).__name__ == "Block"]
+    rows = [[len(c.metric) for c in b.children.values()] for b in blocks
+            if all(type(c).__name__ == "Column" for c in b.children.values())
+            and any(c.metric for c in b.children.values())]
+    assert rows == [[1, 1], [1, 1]], rows
+    assert len(at.metric) == 4 and all(m.help for m in at.metric)
 
 
 def test_method_cards_typeset_formulas():

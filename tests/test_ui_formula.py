@@ -55,3 +55,12 @@ def test_a_word_after_a_number_keeps_its_space():
 
     latex = to_latex("P = 500 GNMax labels, whatever B")
     assert "500\\text" not in latex and "500\\ \\text{GNMax labels}" in latex
+
+
+def test_e_notation_is_typeset_as_a_power_of_ten():
+    """Calibrate showed '= 2.8e − 07' (KaTeX reads e-07 as e minus 07)."""
+    from ui.formula import to_latex
+
+    assert to_latex("g = 2.8e-07") == r"g =2.8 \times 10^{-7}"
+    assert to_latex("x = 1e-5") == "x =10^{-5}"
+    assert to_latex("s = 3.5e+07") == r"s =3.5 \times 10^{7}"

@@ -17,7 +17,7 @@ _GREEK = {"eps": r"\varepsilon", "epsilon": r"\varepsilon", "delta": r"\delta", 
           "rho": r"\rho", "Delta": r"\Delta", "lambda": r"\lambda", "lam": r"\lambda", "nu": r"\nu", "chi": r"\chi",
           "mu": r"\mu", "alpha": r"\alpha", "gamma": r"\gamma"}
 _FUNCS = {"ln": r"\ln", "log": r"\log", "exp": r"\exp", "min": r"\min", "max": r"\max", "ceil": r"\operatorname{ceil}"}
-_TOKEN = re.compile(r"\s+|\|\||[A-Za-z]+(?:-[A-Za-z]+)+|[A-Za-z]+(?:_\{[^}]*\}|_[A-Za-z0-9]+|[0-9]+)?|[0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?|.")
+_TOKEN = re.compile(r"\s+|\|\||[A-Za-z]+(?:-[A-Za-z]+)+|[A-Za-z]+(?:_\{[^}]*\}|_[A-Za-z0-9]+|[0-9]+)?|[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?|.")
 
 
 def _ident(tok: str) -> str | None:
@@ -102,6 +102,10 @@ def to_latex(text: str) -> str | None:
             out.append(tok)
         elif latex is not None:
             out.append(latex + " ")
+        elif re.fullmatch(r"[0-9]+(?:\.[0-9]+)?e[-+]?[0-9]+", tok):  # 2.8e-07 -> 2.8 x 10^-7 (not "2.8e - 07")
+            mantissa, exponent = tok.split("e")
+            power = f"10^{{{int(exponent)}}}"
+            out.append(power if float(mantissa) == 1.0 else rf"{mantissa} \times {power}")
         else:
             out.append(tok)
         if pending_sqrt and tok != "(":

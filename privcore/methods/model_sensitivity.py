@@ -55,7 +55,7 @@ class ModelSensitivity(Method):
             beta = budget.epsilon / delta_s
             return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "laplace_like", beta=beta,
                               sensitivity=delta_s, solver_tolerance=tol, notes=notes,
-                              formula=f"beta = eps / Delta, Delta = {what}, density exp(-beta ||B||_F)")
+                              formula=f"beta = eps / Delta, Delta = {what}, density exp(-beta ||b||_F) of the noise b")
         sigma = analytic_gaussian_sigma(budget.epsilon, budget.delta, delta_s)
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=sigma,
                           sensitivity=delta_s, solver_tolerance=tol, notes=notes,
