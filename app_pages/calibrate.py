@@ -19,7 +19,7 @@ from ui import controls, display, setting, sidebar, state, userdata
 from ui.caption import add_caption, chart_settings
 from ui.export import export_buttons, rows_csv
 from ui.figures import accounting_comparison_figure, format_number, main_noise, method_label
-from ui.tables import calibration_table, noise_table_config, noise_table_order
+from ui.tables import calibration_table, noise_table_config, noise_table_legend, noise_table_order
 
 st.title("Calibrate: how much noise does each method add?")
 st.caption("Pure calibration: the noise each method must add to meet (ε, δ) on this problem. No data are "
@@ -69,6 +69,7 @@ st.subheader(f"Noise scales under “{side.accounting}” accounting (ε = {form
 table = calibration_table(scales)  # formulas and notes are long: typeset below, where text wraps
 st.dataframe(table, hide_index=True, width="stretch", column_config=noise_table_config(table.columns),
              column_order=noise_table_order(table.columns))
+st.caption(noise_table_legend(noise_table_order(table.columns)) + ".")
 # Under the table, where their rows read "not available": one sentence for the methods without a
 # guarantee at this delta (as on Explore), then any other calibration that failed, by its label.
 unsupported = [m for m, sc in scales.items() if isinstance(sc, CalibrationError) and not get_method(m).supports(delta)]

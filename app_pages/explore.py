@@ -24,7 +24,7 @@ from ui import controls, display, inverse, progress, setting, sidebar, state, us
 from ui.caption import add_caption, leaders_text, rows_n, settings_of, try_this
 from ui.export import export_buttons
 from ui.figures import BANDS, curve_figure, format_number, is_baseline, method_label
-from ui.tables import noise_table, noise_table_config, noise_table_order
+from ui.tables import noise_table, noise_table_config, noise_table_legend, noise_table_order
 
 TABS = {"epsilon": "Accuracy vs ε", "budget": "vs B (predictions)", "delta": "vs δ", "n": "vs N (training size)"}
 LABEL_TO_AXIS = {v: k for k, v in TABS.items()}
@@ -109,11 +109,8 @@ def show_point(rows: list[dict]) -> None:
         table = noise_table(rows)  # formulas and notes are long: typeset below, where text wraps
         st.dataframe(table, hide_index=True, width="stretch", column_config=noise_table_config(table.columns),
                      column_order=noise_table_order(table.columns))
-        st.caption("σ: std of Gaussian noise; β: inverse scale of Laplace-like noise (density ∝ exp(−β‖b‖)) or "
-                   "inverse temperature of the vote; ρ: extra L2 weight of loss perturbation; z: DP-SGD's noise "
-                   "multiplier σ/ν; ε/query: what each of the B answers may spend. ε data-dep.: PATE's accounting "
-                   "at these votes, a function of the private data, so not the guarantee (the ε above is); ε publ.: "
-                   "what publishing that value would cost.")
+        st.caption(noise_table_legend(noise_table_order(table.columns)) + ". ε data-dep. is a function of the "
+                   "private votes, so not the guarantee (the ε above is).")
         display.show_formulas(rows)
 
 

@@ -55,3 +55,16 @@ def test_noise_table_cells_are_short_values():
     assert config["ε to publish the data-dependent ε"]["label"] == "ε publ." and "publishing" in \
         config["ε to publish the data-dependent ε"]["help"]
     assert all(config[c].get("help") for c in shown if c in NOISE_TABLE_HEADERS)
+
+
+def test_the_legend_explains_every_short_header_shown():
+    """Explore's hand-written legend said nothing of 'Thresh.' and 'Δ'; Calibrate had none."""
+    from ui.tables import NOISE_TABLE_HEADERS, noise_table_legend
+
+    columns = ["Method", "Accuracy", "Answered", "Noise", "σ (Gaussian std)", "Threshold", "Sensitivity Δ", "Formula"]
+    legend = noise_table_legend(columns)
+    for c in ("σ (Gaussian std)", "Threshold", "Sensitivity Δ", "Answered"):
+        short, text = NOISE_TABLE_HEADERS[c]
+        assert f"{short}: {text}" in legend
+    assert "Formula" not in legend and legend.endswith("-: does not apply")
+    assert noise_table_legend(["Method"]) == ""

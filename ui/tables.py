@@ -15,9 +15,9 @@ __all__ = ["NOISE_NAMES", "noise_name", "noise_table", "NOISE_TABLE_HEADERS", "n
 
 def _dd_text(r: Mapping[str, Any], key: str) -> str:
     """PATE's data-dependent epsilon (``key`` ``epsilon_data_dependent``) or what publishing it costs
-    (``epsilon_dd_published``), or '' where the row has none: one short number per cell (the pair in one
+    (``epsilon_dd_published``), or '-' where the row has none (as every other empty cell): one short number per cell (the pair in one
     cell, "2.17 (8.55 to publish)", was cut to "2.17 (8.55 to" at 800 and 1,400 px)."""
-    return "" if r.get(key) is None else format_number(r.get(key))
+    return "-" if r.get(key) is None else format_number(r.get(key))
 
 
 #: The noise kinds (privcore.types.NOISE_KINDS) as the tables name them: short, so that a noise table fits
@@ -54,7 +54,7 @@ def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas Dat
             # Methods that test before answering (threshold) and may abstain (answered fraction;
             # the accuracy above counts abstentions as wrong).
             "Threshold": format_number(r.get("threshold")),
-            "Answered": f"{r['answered_fraction']:.1%}" if r.get("answered_fraction") is not None else "",
+            "Answered": f"{r['answered_fraction']:.1%}" if r.get("answered_fraction") is not None else "-",
             # PATE's data-dependent epsilon (Confident-GNMax): beside the guarantee, never instead of it.
             "ε data-dependent (not a guarantee)": _dd_text(r, "epsilon_data_dependent"),
             "ε to publish the data-dependent ε": _dd_text(r, "epsilon_dd_published"),
@@ -114,6 +114,18 @@ def headed_config(columns: Iterable[str], headers: Mapping[str, tuple[str, str]]
     if "Method" in columns:
         config["Method"] = st.column_config.TextColumn("Method", pinned=True)
     return config
+
+
+def noise_table_legend(columns: Iterable[str]) -> str:
+    """One line explaining every short header shown (from :data:`NOISE_TABLE_HEADERS`, so the legend
+    and the hover help never disagree): "σ: std of the Gaussian noise; ...; Δ: sensitivity ...". A
+    walk-through found Explore's hand-written legend silent on "Thresh." and "Δ", Calibrate's absent."""
+    seen: dict[str, str] = {}
+    for c in columns:
+        if c in NOISE_TABLE_HEADERS and c not in _NOISE_TABLE_BELOW:
+            short, help_text = NOISE_TABLE_HEADERS[c]
+            seen.setdefault(short, help_text)
+    return "; ".join(f"{short}: {text}" for short, text in seen.items()) + ("; -: does not apply" if seen else "")
 
 
 def noise_table_config(columns: Iterable[str]) -> dict[str, Any]:
