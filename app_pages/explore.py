@@ -205,7 +205,8 @@ def curve_tab(axis: str) -> None:
     if first is not None:
         with chart_slot:
             display.show_figure(chart(score_rows(first.rows, answered_only)), key=f"fig_{axis}_quick")
-        pending.caption("Loss perturbation and DP-SGD train once per release and follow in a few seconds.")
+        slow = [method_label(m) for m in spec.methods if m not in quick.methods]
+        pending.caption(f"{setting.and_list(slow)} retrain the model for every release and follow in a few seconds.")
     res = progress.run_with_progress(spec, key=f"curve_{axis}", label=f"Curve {TABS[axis]}")
     pending.empty()
     if res is None:  # cancelled, failed (said inline) or waiting for a click: the quick chart, if any, stays

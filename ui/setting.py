@@ -158,7 +158,7 @@ def min_train_size(s: Setting) -> int:
 def needs_delta_text(labels: Sequence[str]) -> str:
     """One sentence for the methods (their labels) that have no guarantee at δ = 0."""
     one = len(labels) == 1
-    return (f"{_and(list(labels))} {'needs' if one else 'need'} δ > 0 and {'is' if one else 'are'} left out at δ = 0 "
+    return (f"{and_list(list(labels))} {'needs' if one else 'need'} δ > 0 and {'is' if one else 'are'} left out at δ = 0 "
             f"(pure ε-DP); δ = 1e-5, for example, brings {'it' if one else 'them'} back.")
 
 
@@ -224,7 +224,7 @@ def setting_caveats(side: SidebarSettings, s: Setting) -> list[str]:
     return out
 
 
-def _and(items: Sequence[str]) -> str:
+def and_list(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 

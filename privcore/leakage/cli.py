@@ -14,8 +14,8 @@ from typing import Any, Callable
 from ..csvtext import csv_text
 from ..data import DATASET_NAMES
 from ..knobs import DEVICE_CHOICES
-from ..methods import get_method
-from .spec import ATTACKS, NON_PRIVATE, TARGETS, audit_trials_for
+from ..methods import REGISTRY, get_method
+from .spec import ATTACKS, NON_PRIVATE, QUICK_AUDIT_FACTOR, TARGETS, audit_trials_for
 
 __all__ = ["add_leakage_parser", "run_leakage_command", "leakage_rows"]
 
@@ -52,8 +52,9 @@ def add_leakage_parser(sub, add_problem_args: Callable, number: Callable, epsilo
     p.add_argument("--references", type=number(int), default=16, help="LiRA reference models K (default 16)")
     p.add_argument("--canaries", type=number(int), default=32, help="inserted canaries (default 32)")
     p.add_argument("--audit-trials", type=number(int), default=64,
-                   help="releases per audit data set for loss perturbation and DP-SGD (default 64); the methods "
-                        "that train once get 8 times more, up to 1024")
+                   help="releases per audit data set for the methods that retrain the model for every release "
+                        f"({', '.join(n for n, m in REGISTRY.items() if m.trains_per_release)}; default 64); the "
+                        f"methods that train once and draw fresh noise for every release get {QUICK_AUDIT_FACTOR} times more, up to 1024")
     p.add_argument("--worlds", type=number(int), default=2, help="target worlds (random halves, default 2)")
     p.add_argument("--repeats", type=number(int), default=4, help="releases per world (default 4)")
     p.add_argument("--seed", type=number(int), default=0)

@@ -30,7 +30,7 @@ NON_PRIVATE = BASELINE.name
 #: et al. 2022) on ordinary training examples, and LiRA on the inserted canaries (worst case).
 ATTACKS: tuple[str, ...] = ("loss", "lira", "canary")
 TARGETS: tuple[str, ...] = (NON_PRIVATE,) + METHOD_NAMES
-#: Methods that train once and only draw noise per release audit this many times more trials.
+#: Methods that train once and draw fresh noise for every release audit this many times more trials.
 QUICK_AUDIT_FACTOR = 8
 
 

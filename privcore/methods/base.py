@@ -134,7 +134,7 @@ class Method(ABC):
     supports_approx: ClassVar[bool] = True
     uses_budget: ClassVar[bool] = False
     #: True when every private release needs its own training run (loss perturbation, DP-SGD): the
-    #: slow methods. The others train once and only draw noise per release.
+    #: slow methods. The others train once and draw fresh noise for every release.
     trains_per_release: ClassVar[bool] = False
     #: What one release is: "model" (theta, any number of predictions), "logits" or "labels"
     #: (one answer per query; the guarantee covers B of them).
