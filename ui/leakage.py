@@ -282,7 +282,8 @@ def _attack_headers() -> dict[str, tuple[str, str]]:
 
 #: Short headers (and their hover help) of :func:`leakage_table`'s columns.
 LEAKAGE_HEADERS: dict[str, tuple[str, str]] = {
-    "Accuracy": ("Accuracy", "test accuracy of the release trained on the first random half of the rows"),
+    "Accuracy": ("Accuracy (N/2)", "test accuracy of the release trained on the first random half of the rows: "
+                                   "half the examples, so below Explore's accuracy at the same N"),
     "Claimed ε": ("Claimed ε", "the ε the method is calibrated to: the proven upper limit on leakage"),
     "Measured ε ≥ (95 %)": ("Measured ε ≥", "95 % lower bound on ε from the audit (Clopper-Pearson); 0: nothing "
                                             "certified, not nothing leaked"),
