@@ -66,8 +66,8 @@ class DPSGD(Method):
     trains_per_release = True
     supports_pure = False
     summary = "Clip every example's gradient, add Gaussian noise at each step of SGD."
-    wins_when = "delta > 0 and many predictions; works for any differentiable model."
-    assumptions = "delta > 0; Poisson-sampled batches; per-example clipping to nu."
+    wins_when = "δ > 0 and many predictions; works for any differentiable model."
+    assumptions = "δ > 0; Poisson-sampled batches; per-example clipping to ν."
 
     def pure_unsupported_message(self) -> str:
         from . import REGISTRY  # the alternatives, as the registry lists them

@@ -120,9 +120,9 @@ class LossPerturbation(Method):
     uses = ("lam",)
     family = "training"
     trains_per_release = True
-    summary = "Add a random linear term (and extra L2 weight rho) to the objective, solve it to a certified tolerance."
-    wins_when = "Small epsilon at delta = 0 and many predictions; gains quickly as N grows."
-    assumptions = "Convex, twice-differentiable loss with Hessian <= L = 1/2, ||x|| <= 1; solver gradient norm certified (approximate minima perturbation)."
+    summary = "Add a random linear term (and extra L2 weight ρ) to the objective, solve it to a certified tolerance."
+    wins_when = "Small ε at δ = 0 and many predictions; gains quickly as N grows."
+    assumptions = "Convex, twice-differentiable loss with Hessian ≤ L = 1/2, ‖x‖ ≤ 1; solver gradient norm certified (approximate minima perturbation)."
 
     def win_reason(self, s: WinContext) -> str:
         if s.pure and s.epsilon is not None and float(s.epsilon) <= 3:

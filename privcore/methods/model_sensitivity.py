@@ -41,8 +41,8 @@ class ModelSensitivity(Method):
     uses = ("lam",)
     family = "training"
     summary = "Train the regularised model (to a certified gradient norm), then add noise to its weights once."
-    wins_when = "N lam is large (noise shrinks as 1/(N lam eps)), D*C small, many predictions needed, delta > 0."
-    assumptions = "Convex loss, K-Lipschitz (K = sqrt 2), lam > 0, ||x|| <= 1, solver gradient norm certified."
+    wins_when = "N λ is large (noise shrinks as 1/(N λ ε)), D·C small, many predictions needed, δ > 0."
+    assumptions = "Convex loss, K-Lipschitz (K = √2), λ > 0, ‖x‖ ≤ 1, solver gradient norm certified."
 
     def win_reason(self, s: WinContext) -> str:
         core = (f"large N λ (N = {_fmt(s.n)}, λ = {_fmt(s.lam)}) shrinks the sensitivity methods' noise "

@@ -40,7 +40,7 @@ class PredictionSensitivity(Method):
     uses_budget = True
     releases = "logits"
     summary = "Train non-privately; add noise to every released logit vector (B answers)."
-    wins_when = "Rarely: few predictions (small B), large N lam; tight Gaussian accounting helps it most."
+    wins_when = "Rarely: few predictions (small B), large N λ; tight Gaussian accounting helps it most."
     assumptions = "As model sensitivity; the guarantee covers B predictions only."
 
     def win_reason(self, s: WinContext) -> str:

@@ -102,10 +102,10 @@ class SparseVectorAggregate(TeacherVoteMethod):
     summary = ("Teachers vote; queries whose majority is stable (far from a tie, tested by the sparse vector "
                "technique) are answered for free, at most c = B/4 unstable ones pay for a noisy vote "
                "(Bassily, Thakkar, Thakurta 2018).")
-    wins_when = ("Very many teachers (the stability test's threshold grows as (B/eps) ln(B/delta)), so large N; "
+    wins_when = ("Very many teachers (the stability test's threshold grows as (B/ε) ln(B/δ)), so large N; "
                  "then its cost hardly grows with B.")
     assumptions = ("Disjoint parts; one example changes one vote (distance to instability has sensitivity 1); "
-                   "needs delta > 0; after c = ceil(B/4) unstable queries a stream abstains (counted wrong).")
+                   "needs δ > 0; after c = ceil(B/4) unstable queries a stream abstains (counted wrong).")
 
     def win_reason(self, s: WinContext) -> str:
         return (f"most of the B = {_fmt(s.budget)} queries have a stable majority over T = {_fmt(s.teachers)} "

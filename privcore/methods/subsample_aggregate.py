@@ -65,7 +65,7 @@ class SubsampleAggregate(TeacherVoteMethod):
     uses_budget = True
     releases = "labels"
     summary = "Train T models on disjoint parts; answer each query by a noisy vote (exponential mechanism)."
-    wins_when = "Few predictions (small B) and delta = 0, or small N; any model class works."
+    wins_when = "Few predictions (small B) and δ = 0, or small N; any model class works."
     assumptions = "Disjoint parts; one example changes one vote; the guarantee covers B predictions only."
 
     def win_reason(self, s: WinContext) -> str:

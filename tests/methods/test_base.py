@@ -88,3 +88,15 @@ def test_prediction_sensitivity_scales_queries_into_the_unit_ball(ctx):
     inside = 0.5 * q
     theta = ctx.nonprivate_theta(ctx.problem.lam)
     assert _rounded_once(m.release(ctx, scales, 2, inside), _exact(ctx, m.name, scales, inside.double() @ theta, 2))
+
+
+def test_method_prose_uses_the_pages_symbols():
+    """The Learn cards showed 'lam > 0', 'K = sqrt 2', '||x|| <= 1' beside typeset formulas."""
+    import re
+
+    from privcore.methods import REGISTRY
+
+    for m in REGISTRY.values():
+        prose = " ".join([m.summary, m.wins_when, m.assumptions, *m.caveats])
+        found = re.findall(r"\b(lam|eps|epsilon|delta|rho|sigma_\d|sqrt)\b|<=|>=|\|\|", prose)
+        assert not found, (m.name, found)
