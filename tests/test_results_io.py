@@ -206,3 +206,48 @@ def test_an_unusable_out_path_is_named_as_given_not_by_its_temporary_file(tmp_pa
         assert main(["results", "export", "--out", str(out)]) == 2
         err = capsys.readouterr().err.strip()
         assert fragment in err and ".tmp" not in err and str(tmp_path) not in err, err
+
+
+def test_export_refuses_special_files_read_only_files_and_a_missing_cache_folder(exported, tmp_path, capsys):
+    """A bad-input hunt: `--out /dev/null` renamed a regular file over the device; a read-only file was
+    replaced; a mistyped --cache-dir created an empty cache and exported 0 points."""
+    import os
+    import stat
+
+    cache, _, _ = exported
+    link = tmp_path / "link.jsonl"
+    target = tmp_path / "target.jsonl"
+    target.write_text("kept\n")
+    link.symlink_to(target)
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    for out in (link, fifo):
+        assert main(["results", "export", "--out", str(out), "--cache-dir", str(cache.directory)]) == 2
+        assert "not a regular file" in capsys.readouterr().err
+    assert link.is_symlink() and stat.S_ISFIFO(fifo.stat().st_mode) and target.read_text() == "kept\n"
+    locked = tmp_path / "locked.jsonl"
+    locked.write_text("kept\n")
+    locked.chmod(0o444)
+    if not os.access(locked, os.W_OK):  # root may write anyway: then only the mode is checked below
+        assert main(["results", "export", "--out", str(locked), "--cache-dir", str(cache.directory)]) == 2
+        assert "read-only" in capsys.readouterr().err and locked.read_text() == "kept\n"
+    missing = tmp_path / "typo_cache"
+    assert main(["results", "export", "--out", str(tmp_path / "x.jsonl"), "--cache-dir", str(missing)]) == 2
+    assert "no such folder" in capsys.readouterr().err and not missing.exists() and not (tmp_path / "x.jsonl").exists()
+
+
+def test_export_from_a_damaged_cache_keeps_the_previous_export(exported, tmp_path, capsys):
+    import shutil
+
+    cache, _, _ = exported
+    copy = tmp_path / "cache"
+    shutil.copytree(cache.directory, copy)
+    good = tmp_path / "good.jsonl"
+    assert main(["results", "export", "--out", str(good), "--cache-dir", str(copy)]) == 0
+    before = good.read_text()
+    db = copy / "cache.db"
+    db.write_bytes(db.read_bytes()[:4096] + b"\x00garbage" * 64)  # damaged: moved aside when opened
+    assert main(["results", "export", "--out", str(good), "--cache-dir", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert "damaged" in err and "nothing exported" in err
+    assert good.read_text() == before

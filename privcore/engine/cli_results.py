@@ -31,7 +31,7 @@ from typing import Any
 from ..atomic import atomic_write
 from .cache import SCHEMA_VERSION, MAX_VALUE_CHARS, ResultCache, check_result, default_results_dir, point_key
 
-__all__ = ["add_results_parser", "run_results_command", "export_results", "import_results", "ImportRejected",
+__all__ = ["add_results_parser", "run_results_command", "export_results", "import_results", "ImportRejected", "CacheDamaged",
            "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "privcore-results"
@@ -70,6 +70,10 @@ def _record(key: str, value: Any) -> dict[str, Any] | None:
             "value": {k: v for k, v in value.items() if k not in _IDENTITY}}
 
 
+class CacheDamaged(OSError):
+    """The results cache was found damaged (and moved aside) while exporting: nothing was written."""
+
+
 def export_results(out: str | os.PathLike[str], cache: ResultCache | None = None) -> tuple[int, int]:
     """Write every exportable point of ``cache`` to ``out`` (atomically: a temporary file, then a rename).
 
@@ -84,6 +88,10 @@ def export_results(out: str | os.PathLike[str], cache: ResultCache | None = None
             skipped += 1
         else:
             records.append(rec)
+    damaged = [m for m in store.messages if "corrupt" in m]
+    if damaged:  # moved aside on opening or while reading: the empty rebuild must not replace a good export
+        raise CacheDamaged("the results cache was damaged; nothing exported, the output file left as it was: "
+                      + "; ".join(damaged))
     out = Path(out)
     header = {"format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_VERSION, "count": len(records)}
 
@@ -242,7 +250,11 @@ def add_results_parser(sub) -> None:  # noqa: ANN001
     imp.add_argument("--cache-dir", default=None, metavar="DIR", help="the results cache (as for export)")
 
 
-def _open_cache(directory: str | None) -> ResultCache:
+def _open_cache(directory: str | None, *, existing: bool = False) -> ResultCache:
+    """The results cache; with ``existing`` (export) a ``--cache-dir`` that does not exist is an error
+    (a mistyped folder exported nothing, and created an empty cache there)."""
+    if existing and directory is not None and not Path(directory).is_dir():
+        raise ValueError(f"--cache-dir {os.path.basename(str(directory)) or str(directory)!r}: no such folder")
     store = ResultCache(directory if directory is not None else default_results_dir())
     if not store.enabled:
         raise OSError("the results cache cannot be used: " + "; ".join(store.messages))
@@ -257,6 +269,10 @@ def _check_out(out: str) -> None:
         raise ValueError("--out must name a .jsonl file, got ''")
     if path.is_dir():
         raise ValueError(f"--out must name a file, got the folder {name!r}")
+    if path.is_symlink() or (path.exists() and not path.is_file()):  # a device (/dev/null), FIFO or link: never renamed over
+        raise ValueError(f"--out {name!r} is not a regular file (a device, pipe or link); name a .jsonl file")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"--out {name!r} is read-only; it is kept as it is")
     folder = path.parent
     if not folder.is_dir():
         raise ValueError(f"--out {name!r}: its folder does not exist (create it first)")
@@ -266,17 +282,20 @@ def _check_out(out: str) -> None:
 
 def run_results_command(args: argparse.Namespace) -> int:
     """Exit code 0 on success; a rejected file raises ValueError (one line, exit 2)."""
-    store = _open_cache(args.cache_dir)
     if args.results_command == "export":
         _check_out(args.out)
+        store = _open_cache(args.cache_dir, existing=True)
         try:
             exported, skipped = export_results(args.out, store)
+        except CacheDamaged as err:
+            raise ValueError(str(err)) from None
         except OSError as err:  # named by --out, not by the temporary file beside it
             raise ValueError(f"--out {os.path.basename(str(args.out))!r} cannot be written: "
                              f"{err.strerror or 'write failed'}") from None
         extra = f"; {skipped} entries without a stored identity skipped" if skipped else ""
         print(f"exported {exported} points to {args.out}{extra}", file=sys.stderr)
         return 0
+    store = _open_cache(args.cache_dir)
     try:
         imported, present = import_results(args.file, store)
     except ImportRejected as err:  # one line on stderr (exit 2), naming every bad line up to 20
