@@ -191,3 +191,28 @@ def test_a_stored_integer_beyond_float_range_is_a_miss_not_a_crash(tmp_path, key
     res = run_sweep(_spec(), cache=ResultCache(tmp_path))
     assert res.computed == len(first.rows)
     assert any("expected form" in w for w in res.warnings)
+
+
+def test_an_edited_summary_is_a_miss_not_a_wrong_accuracy(tmp_path):
+    """A bad-input hunt changed one digit of a stored accuracy_mean (0.111 -> 0.911): the sweep served
+    0.911 as cached, silently. The mean and std must be the stored repetitions' own."""
+    from privcore.engine.cache import check_result
+
+    first = run_sweep(_spec(), cache=ResultCache(tmp_path))
+    rowid, _, _, _, text = _rows(tmp_path)[0]
+    value = json.loads(text)
+    assert check_result(value) is None
+    assert "not the mean" in check_result({**value, "accuracy_mean": min(1.0, value["accuracy_mean"] + 0.8)})
+    if len(value["accuracies"]) > 1:
+        assert "not the standard deviation" in check_result({**value, "accuracy_std": value["accuracy_std"] + 0.1})
+    edited = text.replace(f'"accuracy_mean": {json.dumps(value["accuracy_mean"])}',
+                          f'"accuracy_mean": {json.dumps(round(1.0 - value["accuracy_mean"], 6))}')
+    assert edited != text
+    conn = sqlite3.connect(os.path.join(tmp_path, "cache.db"))
+    conn.execute("UPDATE Cache SET value = ? WHERE rowid = ?", (edited, rowid))
+    conn.commit()
+    conn.close()
+    res = run_sweep(_spec(), cache=ResultCache(tmp_path))
+    assert res.computed == 1 and res.cached == len(first.rows) - 1
+    assert any("expected form" in w for w in res.warnings)
+    assert [r.accuracy_mean for r in res.rows] == [r.accuracy_mean for r in first.rows]

@@ -90,6 +90,7 @@ BAD = {
     "other data fingerprint": (3, _set(("data",), "0" * 64), "key does not match"),
     "old schema": (2, _set(("schema",), SCHEMA_VERSION - 1), f"schema {SCHEMA_VERSION - 1}"),
     "accuracy out of range": (4, _set(("value", "accuracy_mean"), 1.5), "accuracy_mean"),
+    "mean edited (not its accuracies' mean)": (2, _set(("value", "accuracy_mean"), 0.987654), "not the mean"),
     "unknown method": (2, _set(("point", "method"), "oracle"), "point.method"),
     "extra field": (3, _set(("extra",), 1), "fields must be"),
 }

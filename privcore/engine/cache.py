@@ -109,6 +109,14 @@ def check_result(value: Any) -> str | None:
         return "accuracy_mean is not a number in [0, 1]"
     if not _finite(value.get("accuracy_std"), low=0.0):
         return "accuracy_std is not a finite number >= 0"
+    # The summary must be the repetitions' own (a one-byte edit of the stored mean came back as a wrong
+    # accuracy, unnoticed): recomputed in float64, with room for the float32 sums the runner may use.
+    mean = math.fsum(acc) / len(acc)
+    if abs(value["accuracy_mean"] - mean) > 1e-6:
+        return f"accuracy_mean {value['accuracy_mean']!r} is not the mean {mean:.9g} of its accuracies"
+    std = math.sqrt(math.fsum((a - mean) ** 2 for a in acc) / (len(acc) - 1)) if len(acc) > 1 else 0.0
+    if abs(value["accuracy_std"] - std) > 1e-5:
+        return f"accuracy_std {value['accuracy_std']!r} is not the standard deviation {std:.9g} of its accuracies"
     if not _finite(value.get("seconds"), low=0.0):
         return "seconds is not a finite number >= 0"
     if not isinstance(value.get("device"), str) or len(value["device"]) > 200:
