@@ -246,3 +246,28 @@ def test_a_non_utf8_csv_is_explained_in_words(tmp_path):
         load_user_file(path)
     text = str(info.value)
     assert "byte 0xe4 is not UTF-8 text (save the file as UTF-8 CSV)" in text and "codec" not in text
+
+
+def _label_csv(path: Path, labels: list[str], per: int = 12) -> Path:
+    rng = np.random.default_rng(1)
+    rows = ["a,b,label"] + [f"{rng.normal():.4f},{rng.normal():.4f},{lab}" for lab in labels for _ in range(per)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_csv_labels_are_read_exactly_never_through_float(tmp_path):
+    """A bad-input hunt: labels 10000000000000000 and 10000000000000001 (float-equal) became one class,
+    and 1e19 wrapped to -2**63. Integer labels are read exactly; beyond int64 they stay text."""
+    near = load_dataset("file", data_file=str(_label_csv(tmp_path / "ids.csv", ["10000000000000000", "10000000000000001", "5"])))
+    assert near.classes == 3
+    huge = load_dataset("file", data_file=str(_label_csv(tmp_path / "huge.csv", ["1e19", "2e19", "5"])))
+    assert huge.classes == 3
+    assert userfile._parse_labels(np.asarray(["9", "10", "3.0"])).tolist() == [9, 10, 3]  # numeric, as before
+    assert userfile._parse_labels(np.asarray(["cat", "dog"])).tolist() == ["cat", "dog"]
+
+
+def test_a_nan_label_in_a_csv_is_a_missing_label(tmp_path):
+    """'nan' became a class of its own in a CSV while NaN labels are refused in an .npz."""
+    path = _label_csv(tmp_path / "nan.csv", ["1", "nan", "2"])
+    with pytest.raises(DataFileError, match="missing value"):
+        load_dataset("file", data_file=str(path))

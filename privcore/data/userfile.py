@@ -210,6 +210,9 @@ def _read_csv(path: str, name: str, label_column: str | None = None) -> tuple[np
                 if not label:
                     raise DataFileError(
                         f"data_file {name!r}: empty label in column {header[label_col]!r} at row {line}")
+                if label.lower() == "nan":  # a missing label written out (pandas' str(nan)), as NaN in an .npz
+                    raise DataFileError(f"data_file {name!r}: label {label!r} in column {header[label_col]!r} at "
+                                        f"row {line} is a missing value: give every row a label")
                 labels.append(label)
                 count += 1
     except UnicodeDecodeError as exc:  # in words, not the codec's own message
@@ -321,14 +324,24 @@ def _read_npz(path: str, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _parse_labels(labels: np.ndarray) -> np.ndarray:
-    # Integer-looking labels ("3", "3.0") are sorted numerically ("10" after "9"), others as strings.
-    try:
-        values = np.asarray([float(s) for s in labels])
-    except ValueError:
-        return labels
-    if np.all(np.isfinite(values)) and np.all(values == np.round(values)):
-        return values.astype(np.int64)
-    return labels
+    """Integer-looking labels ("3", "3.0", "1e3") become int64 and sort numerically ("10" after "9");
+    any other set stays text. Read exactly (``decimal.Decimal``), never through float: "10000000000000001"
+    and "10000000000000000" were one class, and "1e19" wrapped to -2**63. Labels beyond int64 stay text."""
+    from decimal import Decimal, InvalidOperation
+
+    values = []
+    for s in labels:
+        try:
+            d = Decimal(str(s).strip())
+        except InvalidOperation:
+            return labels
+        if not d.is_finite() or d != d.to_integral_value():
+            return labels
+        v = int(d)
+        if not -(2 ** 63) <= v < 2 ** 63:
+            return labels
+        values.append(v)
+    return np.asarray(values, dtype=np.int64)
 
 
 def _check_finite(path: str, x: np.ndarray, name: str) -> None:
