@@ -145,6 +145,27 @@ def test_a_method_that_cannot_run_fails_alone(capsys):
     assert {"model_sensitivity", "subsample_aggregate"} <= methods and "dpsgd" not in methods
 
 
+def test_a_sweep_where_no_requested_method_runs_exits_2(capsys):
+    """A bad-input hunt: `--methods dpsgd` at delta 0 printed the non-private row alone and exited 0."""
+    code, out, err = _run(["sweep", "--dataset", "synthetic", "--n", "100", "--repeats", "2", "--epsilons", "1",
+                           "--methods", "dpsgd", "--quiet"], capsys)
+    assert code == 2 and "none of the requested methods can run" in err and "DP-SGD" in err
+    assert out.strip() == ""
+
+
+def test_an_accountant_limit_is_said_in_words(capsys, monkeypatch):
+    """'warning: dpsgd: math range error' said nothing: the warning names epsilon and what to do."""
+    import privcore.engine.runner as runner
+
+    def overflow(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        raise OverflowError("math range error")
+
+    monkeypatch.setattr(runner, "_compute", overflow)
+    code, out, err = _run(["sweep", "--dataset", "synthetic", "--n", "100", "--repeats", "2", "--epsilons", "1e6",
+                           "--delta", "1e-5", "--methods", "dpsgd", "--quiet", "--no-cache"], capsys)
+    assert "cannot be calibrated at epsilon 1e+06" in err and "choose a smaller epsilon" in err and code == 2
+
+
 def test_warnings_print_as_one_line_without_source_lines(tmp_path, monkeypatch, capsys):
     # Once: Python's format, "<server path>/dpsgd.py:221: RuntimeWarning: ..." plus the source line.
     afile = tmp_path / "not_a_folder"

@@ -33,6 +33,8 @@ def test_json_and_csv(capsys):
     (["leakage", "--epsilon", "-1", *SMALL], "epsilon"),
     (["leakage", "--method", "dpsgd", "--epsilon", "1", "--batch-size", "500", *SMALL], "batch_size must be at most"),
     (["leakage", "--epsilon", "1", *SMALL, "--references", "1"], "references"),
+    # every requested method needs delta > 0: once an empty table '[]' and exit 0
+    (["leakage", "--method", "dpsgd", "--epsilon", "1", "--delta", "0", *SMALL], "none of the requested methods"),
 ])
 def test_bad_input_exits_2(capsys, argv, match):
     assert main(argv) == 2

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from .. import knobs
 from ..csvtext import csv_text
-from ..methods import METHOD_NAMES
+from ..methods import BASELINE, METHOD_NAMES
 from .specs import VARY_AXES, DataSpec, SweepSpec
 
 __all__ = ["add_sweep_parser", "run_sweep_command", "format_rows"]
@@ -136,6 +136,10 @@ def run_sweep_command(args: argparse.Namespace) -> int:
             executor.close()
     for warning in dict.fromkeys(result.warnings):
         print(f"warning: {warning}", file=sys.stderr)
+    if not any(r.method != BASELINE.name for r in result.rows):  # every requested method was left out
+        print("error: none of the requested methods can run at this setting (the warnings above say why)",
+              file=sys.stderr)
+        return 2
     print(format_rows(result.rows, args.format))
     if not args.quiet:
         print(f"{len(result.rows)} rows in {result.seconds:.1f} s on {result.device} "

@@ -446,8 +446,13 @@ def execute_unit(unit: WorkUnit, poll: Callable[[float | None], None] | None = N
     try:
         fresh = _compute(unit.method, ds, vspec, budgets, fixed_lam,
                          lambda problem: _context(ds, problem, vspec.seed, device, poll), device, poll)
-    except (CalibrationError, SolverCertificationError, ArithmeticError) as err:  # ArithmeticError: an accountant's numerical limit
+    except (CalibrationError, SolverCertificationError) as err:
         warnings.append(f"{unit.method}: {err}")
+        fresh = [None] * len(budgets)
+    except ArithmeticError as err:  # an accountant's numerical limit ("math range error" alone said nothing)
+        eps = ", ".join(f"{e:g}" for e in unit.epsilons)
+        warnings.append(f"{unit.method}: cannot be calibrated at epsilon {eps}: its accountant reached a numerical "
+                        f"limit ({err}); choose a smaller epsilon")
         fresh = [None] * len(budgets)
     seconds = time.perf_counter() - t0
     for item in fresh:

@@ -90,6 +90,9 @@ def run_leakage_command(args: argparse.Namespace) -> int:
     if skipped:
         print(f"note: {', '.join(skipped)} skipped: {'it needs' if len(skipped) == 1 else 'they need'} delta > 0",
               file=sys.stderr)
+    if not methods:  # nothing left to measure: an empty table with exit 0 read as "no leakage"
+        raise ValueError(f"none of the requested methods has a guarantee at delta = {args.delta:g}: use delta > 0 "
+                         "such as 1e-5, or a method with a pure-DP guarantee")
     trials = common.pop("audit_trials")
     specs = [LeakageSpec(method=m, epsilon=1.0 if m == NON_PRIVATE else args.epsilon,
                          audit_trials=audit_trials_for(m, trials), **common) for m in methods]
