@@ -98,8 +98,8 @@ class Knob:
         if self.kind == "float_or_auto" and allow_auto and isinstance(value, str) and value == "auto":
             return "auto"
         if self.kind in ("float", "float_or_auto"):
-            return check_real(nm, value, low=self.low, high=self.high, low_open=self.low_open,
-                              high_open=self.high_open)
+            v = check_real(nm, value, low=self.low, high=self.high, low_open=self.low_open, high_open=self.high_open)
+            return v + 0.0 if v == 0 else v  # -0.0 is 0.0 (it printed as -0.0 and keyed its own cache entry)
         if self.kind == "choice":
             return check_choice(nm, value, self.choices or ())
         for v in value:

@@ -62,7 +62,7 @@ class PrivacyBudget:
         eps = check_real("epsilon", self.epsilon, low=0.0, low_open=True, allow_inf=True)
         dlt = check_real("delta", self.delta, low=0.0, high=1.0, high_open=True)
         object.__setattr__(self, "epsilon", eps)
-        object.__setattr__(self, "delta", dlt)
+        object.__setattr__(self, "delta", dlt + 0.0 if dlt == 0 else dlt)  # -0.0 is 0.0
 
     @property
     def is_private(self) -> bool:

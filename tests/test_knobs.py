@@ -70,3 +70,19 @@ def test_url_fields_and_controls_are_derived():
         for v in k.grid:
             if v != "auto":
                 k.check(v)
+
+
+def test_minus_zero_is_zero():
+    """`--delta -0` printed delta -0.0 in every row and keyed a cache entry of its own."""
+    import math
+
+    from privcore import knobs
+    from privcore.types import PrivacyBudget
+
+    for v in (-0.0, "-0"):
+        try:
+            got = knobs.check("delta", float(v))
+        except ValueError:
+            continue
+        assert got == 0.0 and math.copysign(1.0, got) == 1.0
+    assert math.copysign(1.0, PrivacyBudget(1.0, -0.0).delta) == 1.0
