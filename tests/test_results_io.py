@@ -252,3 +252,8 @@ def test_export_from_a_damaged_cache_keeps_the_previous_export(exported, tmp_pat
     err = capsys.readouterr().err
     assert "damaged" in err and "nothing exported" in err
     assert good.read_text() == before
+
+
+def test_importing_a_folder_says_so(tmp_path, capsys):
+    assert main(["results", "import", str(tmp_path), "--cache-dir", str(tmp_path / "c")]) == 2
+    assert "a folder, not a results file" in capsys.readouterr().err

@@ -164,6 +164,8 @@ def _read_lines(path: Path) -> list[str]:
 
     from .. import limits
 
+    if path.is_dir():  # os.open of a folder read "Is a directory: 6" (the descriptor) at the user
+        raise ImportRejected(["line 1: a folder, not a results file"], 1)
     # O_NONBLOCK: opening a named pipe must not wait for a writer; fstat then refuses it.
     with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
         info, most = os.fstat(fh.fileno()), limits.max_file_bytes()
