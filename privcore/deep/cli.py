@@ -102,16 +102,20 @@ def _progress(fraction: float, message: str) -> None:
 
 
 def _output_folder(text: str) -> Path:
-    """``--figure7``'s folder, created now and checked writable; ValueError naming it otherwise."""
+    """``--figure7``'s folder, checked (not created: a refused run leaves nothing behind) before minutes
+    of training; ValueError naming it otherwise. A folder that does not exist yet needs a writable
+    nearest existing parent; it is created when the results are written."""
     out = Path(text)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--figure7 must be a folder, got the file {out.name!r}")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ValueError(f"--figure7 folder {out.name!r} cannot be created: {err.strerror or 'not allowed'}") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise ValueError(f"--figure7 folder {out.name!r} is not writable")
+    probe = out
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        what = "is not writable" if probe == out else f"cannot be created ({probe.name or str(probe)!r} is not a writable folder)"
+        raise ValueError(f"--figure7 folder {out.name!r} {what}")
     return out
 
 
@@ -127,14 +131,14 @@ def run_deep_command(args: argparse.Namespace) -> int:
     batched = {"auto": None, "batched": True, "loop": False}[args.teacher_mode]
     quiet = not sys.stderr.isatty()
     if args.figure7 is not None:
-        _output_folder(args.figure7)  # before minutes of training, not after
         if args.format != "csv":
             raise ValueError("--figure7 writes CSV files: leave out --format json")
+        if args.epsilons is not None or args.budget is not None:
+            raise ValueError("--figure7 uses Figure 7's epsilons and budgets: leave out --epsilons and --budget")
+        _output_folder(args.figure7)  # before minutes of training, not after
     try:
         if args.figure7 is not None:
             specs = figure7_specs(args.preset, **extra)
-            if args.epsilons is not None or args.budget is not None:
-                raise ValueError("--figure7 uses Figure 7's epsilons and budgets: leave out --epsilons and --budget")
         else:
             base = DeepSpec(**{**PRESETS[args.preset], **extra})
             specs = (replace(base, epsilons=args.epsilons or base.epsilons, budgets=args.budget or base.budgets),)
@@ -152,11 +156,14 @@ def run_deep_command(args: argparse.Namespace) -> int:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     if args.figure7 is not None:
+        from ..atomic import atomic_write
+
         out = Path(args.figure7)
         out.mkdir(parents=True, exist_ok=True)
         for panel, res in zip(("a", "b"), results):
             name = out / f"fig7{panel}_{specs[0].dataset}_{specs[0].model}.csv"
-            name.write_text(write_rows(res.rows, "csv"))
+            text = write_rows(res.rows, "csv").encode("utf-8")
+            atomic_write(name, lambda fh, data=text: fh.write(data), suffix=".tmp")  # an interrupted write keeps the old file
             print(f"wrote {name} ({res.seconds:.1f} s)", file=sys.stderr)
         return 0
     sys.stdout.write(write_rows(results[0].rows, args.format))

@@ -37,3 +37,7 @@ def test_figure7_into_a_file_or_an_uncreatable_folder_is_refused_before_training
         assert fragment in err and str(tmp_path) not in err
     assert main(["deep", "--figure7", str(tmp_path / "figs"), "--format", "json"]) == 2
     assert "--figure7 writes CSV files" in capsys.readouterr().err
+    assert main(["deep", "--figure7", str(tmp_path / "figs2"), "--epsilons", "1"]) == 2
+    assert "leave out --epsilons" in capsys.readouterr().err
+    # a refused run leaves nothing behind (a bad-input hunt found the folders created)
+    assert not (tmp_path / "figs").exists() and not (tmp_path / "figs2").exists()
