@@ -158,3 +158,17 @@ def test_standardisation_closes_the_gap_to_plain_logistic_regression(tmp_path):
     assert baseline_gap_warning(raw, plain) is not None
     assert fixed > plain - 0.05
     assert baseline_gap_warning(fixed, plain) is None
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("bounds:-1e308:1e308", "must lie within"), ("bounds:0:1e-40", "span at least"), ("norm:1e-320", "norm R must be in"),
+    ("norm:1e300", "norm R must be in"),
+])
+def test_bounds_and_norms_that_overflow_the_map_are_refused(text, fragment):
+    """A bad-input hunt: bounds:-1e308:1e308 gave NaN rows and a message not naming preprocess;
+    norm:1e-320 zeroed every feature with only a numpy warning."""
+    from privcore.data.preprocess import parse_preprocess
+
+    with pytest.raises(ValueError, match=fragment) as err:
+        parse_preprocess(text)
+    assert "preprocess" in str(err.value)

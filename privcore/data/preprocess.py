@@ -33,6 +33,9 @@ from ..validation import fmt_value
 __all__ = ["Preprocess", "parse_preprocess", "LEAK_EXPLANATION", "MODES"]
 
 MODES: tuple[str, ...] = ("none", "bounds", "norm")
+#: Bounds and norms beyond this (or a span or norm below its inverse) overflow the maps' float64
+#: arithmetic: bounds:-1e308:1e308 gave NaN rows, norm:1e-320 zeroed every feature.
+SCALE_LIMIT = 1e30
 
 #: Why data-dependent scaling is not offered (shown by the dashboard, repeated in the data notes).
 LEAK_EXPLANATION = (
@@ -63,10 +66,13 @@ class Preprocess:
                 raise ValueError("preprocess bounds need as many lows as highs (one global pair, or one per feature), "
                                  f"got {len(low)} lows and {len(high)} highs")
             for k, (lo, hi) in enumerate(zip(low, high)):
+                where = "" if len(low) == 1 else f" of feature {k + 1}"
                 if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
-                    where = "" if len(low) == 1 else f" of feature {k + 1}"
                     raise ValueError(f"preprocess bounds{where} must be finite with low < high, got low={lo:g}, "
                                      f"high={hi:g}")
+                if max(abs(lo), abs(hi)) > SCALE_LIMIT or hi - lo < 1.0 / SCALE_LIMIT:  # the map's arithmetic overflows
+                    raise ValueError(f"preprocess bounds{where} must lie within ±{SCALE_LIMIT:g} and span at least "
+                                     f"{1.0 / SCALE_LIMIT:g}, got low={lo:g}, high={hi:g}")
             object.__setattr__(self, "low", low)
             object.__setattr__(self, "high", high)
         elif self.low or self.high:
@@ -75,6 +81,8 @@ class Preprocess:
             if self.norm is None or isinstance(self.norm, bool) or not math.isfinite(float(self.norm)) \
                     or float(self.norm) <= 0:
                 raise ValueError(f"preprocess norm R must be a finite number > 0, got {self.norm!r}")
+            if not 1.0 / SCALE_LIMIT <= float(self.norm) <= SCALE_LIMIT:  # x / R overflowed and zeroed every row
+                raise ValueError(f"preprocess norm R must be in [{1.0 / SCALE_LIMIT:g}, {SCALE_LIMIT:g}], got {self.norm!r}")
             object.__setattr__(self, "norm", float(self.norm))
         elif self.norm is not None:
             raise ValueError(f"preprocess norm is only used with mode 'norm', got mode {self.mode!r}")
