@@ -53,3 +53,15 @@ def test_randomized_pca_matches_the_exact_one(monkeypatch):
     assert np.allclose(mean_e, mean_r, atol=1e-4)
     overlap = np.abs(comps_e.T @ comps_r)          # same directions (signs are fixed the same way)
     assert np.all(np.diag(overlap) > 0.98), np.diag(overlap)
+
+
+# run_sweep's own arguments are checked by type, with the parameter named (a bad-input hunt found
+# AttributeError and "'int' object is not callable" from deep inside).
+API_SPEC = SweepSpec(data=DataSpec(name="synthetic", n=100), methods=("model_sensitivity",), epsilons=(1.0,), repeats=2)
+
+
+@pytest.mark.parametrize("kwargs, name", [({"executor": "dask"}, "executor"), ({"progress": 5}, "progress"),
+                                          ({"cancel": "no"}, "cancel"), ({"cache": "/tmp/x"}, "cache")])
+def test_bad_arguments_are_named(kwargs, name):
+    with pytest.raises(TypeError, match=f"^{name} must be"):
+        run_sweep(API_SPEC, **kwargs)
