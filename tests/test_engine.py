@@ -469,3 +469,17 @@ def test_gpu_matches_cpu(synth):
         gpu_acc = m.evaluate(_ctx(synth, device=cuda), s, 3).cpu()
         # Different RNG streams on different devices: compare distributions, not draws.
         assert abs(float(cpu_acc.mean()) - float(gpu_acc.mean())) < 0.1, name
+
+
+@pytest.mark.parametrize("text, error, fragment", [
+    ('{"methods": null}', TypeError, "methods must be a list"),
+    ('{"methods": ["dpsgd"], "epsilons": null}', TypeError, "epsilons must be a list"),
+    ('{"data": 3}', TypeError, "data must be a JSON object"),
+    ('{"bogus": 1}', ValueError, "no field 'bogus'"),
+])
+def test_from_json_names_what_is_wrong(text, error, fragment):
+    """A bad-input hunt: '{"methods": null}' raised "'NoneType' object is not iterable"."""
+    from privcore.engine.specs import SweepSpec
+
+    with pytest.raises(error, match=fragment):
+        SweepSpec.from_json(text)

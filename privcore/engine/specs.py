@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -187,12 +187,19 @@ class SweepSpec:
         raw = json.loads(text)
         if not isinstance(raw, dict):
             raise ValueError("a sweep spec must be a JSON object")
-        data = DataSpec(**raw.pop("data", {}))
-        raw["epsilons"] = tuple(math.inf if e == "inf" else e for e in raw.get("epsilons", ()))
+        data = raw.pop("data", {})
+        if not isinstance(data, dict):
+            raise TypeError(f"data must be a JSON object, got {fmt_value(data)}")
+        unknown = sorted(set(raw) - {f.name for f in fields(cls)} - {"data"})
+        if unknown:
+            raise ValueError(f"a sweep spec has no field {', '.join(map(repr, unknown))}")
+        eps = raw.get("epsilons", ())
+        if isinstance(eps, list):  # anything else is refused by the constructor, by name
+            raw["epsilons"] = tuple(math.inf if e == "inf" else e for e in eps)
         for key in ("methods", "values"):
-            if key in raw:
+            if isinstance(raw.get(key), list):
                 raw[key] = tuple(raw[key])
-        return cls(data=data, **raw)
+        return cls(data=DataSpec(**data), **raw)
 
 
 def _sequence(name: str, value: Any, what: str) -> tuple:
