@@ -121,11 +121,18 @@ def _quiet_broken_pipe() -> int:
     return 141  # the shell's code for a process ended by SIGPIPE
 
 
+_SHOWN: set[str] = set()
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
-    """A Python warning as one ``warning: ...`` line (no source file, line number or code)."""
+    """A Python warning as one ``warning: ...`` line (no source file, line number or code), each text
+    once per run (a damaged calibration memo is read on lookup and again on store: two equal lines)."""
+    text = f"warning: {_one_line(message if isinstance(message, Warning) else Warning(message))}"
+    if text in _SHOWN:
+        return
+    _SHOWN.add(text)
     try:
-        print(f"warning: {_one_line(message if isinstance(message, Warning) else Warning(message))}",
-              file=file or sys.stderr)
+        print(text, file=file or sys.stderr)
     except (OSError, ValueError):
         pass
 
@@ -134,6 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (0 ok, 2 invalid input or a refused request, 130
     interrupted, 141 stdout closed early). Expected failures print one line, never a traceback;
     warnings print as one line each."""
+    _SHOWN.clear()  # once per run, not per process
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         return _main(argv)

@@ -175,6 +175,7 @@ def test_warnings_print_as_one_line_without_source_lines(tmp_path, monkeypatch, 
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert err and all(line.startswith("warning: ignoring the calibration memo") for line in err), err
     assert not any(".py:" in line for line in err)
+    assert len(err) == len(set(err)), err  # read on lookup and on store: the same line once, not twice
 
 
 def test_all_inside_a_method_list_is_explained(capsys):
