@@ -109,8 +109,7 @@ def show_point(rows: list[dict]) -> None:
         table = noise_table(rows)  # formulas and notes are long: typeset below, where text wraps
         st.dataframe(table, hide_index=True, width="stretch", column_config=noise_table_config(table.columns),
                      column_order=noise_table_order(table.columns))
-        st.caption(noise_table_legend(noise_table_order(table.columns)) + ". ε data-dep. is a function of the "
-                   "private votes, so not the guarantee (the ε above is).")
+        st.caption(noise_table_legend(noise_table_order(table.columns), answered_only=answered_only) + ".")
         display.show_formulas(rows)
 
 
@@ -135,6 +134,8 @@ def describe(rows: list[dict], x: str, xname: str) -> str:
     text = leaders_text(rows, x, xname, method_label, format_number)
     if not text:
         return ""
+    if answered_only and any(r.get("answered_fraction") is not None for r in rows):
+        text += " (abstaining methods scored on their answered queries only)"
     base = [r["accuracy_mean"] for r in rows if is_baseline(r["method"])]
     if base:
         text += f"; the dashed line is the non-private model ({max(base):.2f})"

@@ -65,3 +65,11 @@ API_SPEC = SweepSpec(data=DataSpec(name="synthetic", n=100), methods=("model_sen
 def test_bad_arguments_are_named(kwargs, name):
     with pytest.raises(TypeError, match=f"^{name} must be"):
         run_sweep(API_SPEC, **kwargs)
+
+
+def test_read_cached_checks_its_cache_argument():
+    from privcore.engine.runner import read_cached
+
+    with pytest.raises(TypeError, match="^cache must be"):
+        read_cached(API_SPEC, cache="/tmp/x")
+    read_cached(API_SPEC)  # a real call runs through the checks (a misplaced one raised NameError)

@@ -183,7 +183,11 @@ def test_leaders_text_names_who_leads_stretch_by_stretch():
         "then every method scores about 0.95 at ε = 1000")
     zigzag = rows({float(k): ({"A": 0.5, "B": 0.1} if k % 2 else {"A": 0.1, "B": 0.5}) for k in range(1, 8)})
     text = leaders_text(zigzag, "epsilon", "ε", str, fmt)
-    assert text.count("leads") == MOST_STRETCHES and text.endswith("the lead changes 3 more times (between A, B)")
+    assert text.count("leads") == MOST_STRETCHES and text.endswith("the lead changes 3 more times (among A, B)")
+    once_more = rows({float(k): ({"A": 0.5, "B": 0.1} if k % 2 else {"A": 0.1, "B": 0.5}) for k in range(1, 6)})
+    assert leaders_text(once_more, "epsilon", "ε", str, fmt).endswith("; then A leads at ε = 5 (0.50)")  # not "1 more times"
+    flat = rows({0.1: {"A": 0.111, "B": 0.105}, 0.3: {"A": 0.112, "B": 0.104}, 10: {"A": 0.5, "B": 0.7}})
+    assert leaders_text(flat, "epsilon", "ε", str, fmt).startswith("Every method scores about 0.11 from")  # not "0.11 to 0.11"
     assert leaders_text([], "epsilon", "ε", str, fmt) == ""
 
 

@@ -68,3 +68,5 @@ def test_the_legend_explains_every_short_header_shown():
         assert f"{short}: {text}" in legend
     assert "Formula" not in legend and legend.endswith("-: does not apply")
     assert noise_table_legend(["Method"]) == ""
+    on = noise_table_legend(columns, answered_only=True)
+    assert "answered queries only" in on and "abstentions count as wrong" not in on  # follows the toggle

@@ -169,15 +169,21 @@ def leaders_text(rows: Sequence[Mapping[str, Any]], x: str, xname: str, label, f
     for k, (who, where, accs) in enumerate(stretches[:MOST_STRETCHES]):
         place, acc = span(where, accs)
         if who is None:
-            level = f"about {accs[0]:.2f}" if len(accs) == 1 else f"about {min(accs):.2f} to {max(accs):.2f}"
+            lo_acc, hi_acc = f"{min(accs):.2f}", f"{max(accs):.2f}"
+            level = f"about {lo_acc}" if lo_acc == hi_acc else f"about {lo_acc} to {hi_acc}"
             parts.append(f"every method scores {level} {place}")
         else:
             parts.append(f"{who} leads {place} ({acc})")
     text = "; then ".join(parts)
     if len(stretches) > MOST_STRETCHES:
-        rest = sorted({w for w, _, _ in stretches[MOST_STRETCHES:] if w is not None})
-        text += f"; the lead changes {len(stretches) - MOST_STRETCHES} more times" + (
-            f" (between {', '.join(rest)})" if rest else "")
+        more = stretches[MOST_STRETCHES:]
+        rest = sorted({w for w, _, _ in more if w is not None})
+        if len(more) == 1:
+            who, where, accs = more[0]
+            place, acc = span(where, accs)
+            text += f"; then {who} leads {place} ({acc})" if who is not None else f"; then every method is level {place}"
+        else:
+            text += f"; the lead changes {len(more)} more times" + (f" (among {', '.join(rest)})" if rest else "")
     return text[0].upper() + text[1:]
 
 

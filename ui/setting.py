@@ -197,8 +197,9 @@ def setting_problems(side: SidebarSettings, s: Setting) -> tuple[list[str], list
     if s.eps < 0.05:
         warnings.append(f"ε = {format_number(s.eps)} is extremely small: expect every method near chance level.")
     if s.eps > 100:
-        warnings.append(f"ε = {format_number(s.eps)} is extreme: e^ε ≈ {format_number(math.exp(min(s.eps, 700)), 2)}, "
-                        "the guarantee means little at this level.")
+        power = (format_number(math.exp(s.eps), 2) if s.eps <= 700
+                 else f"10^{math.floor(s.eps / math.log(10)):,}")  # exp(5000) overflows: its power of ten
+        warnings.append(f"ε = {format_number(s.eps)} is extreme: e^ε ≈ {power}, the guarantee means little at this level.")
     if s.lam == "auto":
         warnings.append("λ = auto chooses λ privately: 10 % of ε (and δ) pays for a noisy choice among 6 candidates "
                         "trained on 80 % of the data and scored on the rest; the release gets the other 90 %. It is "

@@ -116,7 +116,7 @@ def headed_config(columns: Iterable[str], headers: Mapping[str, tuple[str, str]]
     return config
 
 
-def noise_table_legend(columns: Iterable[str]) -> str:
+def noise_table_legend(columns: Iterable[str], *, answered_only: bool = False) -> str:
     """One line explaining every short header shown (from :data:`NOISE_TABLE_HEADERS`, so the legend
     and the hover help never disagree): "σ: std of the Gaussian noise; ...; Δ: sensitivity ...". A
     walk-through found Explore's hand-written legend silent on "Thresh." and "Δ", Calibrate's absent."""
@@ -124,6 +124,8 @@ def noise_table_legend(columns: Iterable[str]) -> str:
     for c in columns:
         if c in NOISE_TABLE_HEADERS and c not in _NOISE_TABLE_BELOW:
             short, help_text = NOISE_TABLE_HEADERS[c]
+            if c == "Answered" and answered_only:  # the toggle above scores abstaining methods on answers only
+                help_text = "share of queries answered (the accuracy of abstaining methods counts answered queries only)"
             seen.setdefault(short, help_text)
     return "; ".join(f"{short}: {text}" for short, text in seen.items()) + ("; -: does not apply" if seen else "")
 

@@ -249,12 +249,6 @@ def read_cached(spec: SweepSpec, cache: ResultCache | None = None) -> SweepResul
     """
     if not isinstance(spec, SweepSpec):
         raise TypeError(f"spec must be a SweepSpec, got {type(spec).__name__}")
-    for name, fn in (("progress", progress), ("cancel", cancel)):
-        if fn is not None and not callable(fn):
-            raise TypeError(f"{name} must be a function or None, got {type(fn).__name__}")
-    if executor is not None and not isinstance(executor, Executor):
-        raise TypeError(f"executor must be a LocalExecutor or DaskExecutor (privcore.engine.executor) or None, got "
-                        f"{type(executor).__name__}")
     if cache is not None and not isinstance(cache, ResultCache):
         raise TypeError(f"cache must be a ResultCache or None, got {type(cache).__name__}")
     store = cache if cache is not None else ResultCache()
