@@ -170,3 +170,11 @@ def test_the_delta_advice_never_suggests_the_current_delta():
         _, warnings = setting.setting_problems(side, Setting(eps=1.0, delta=delta, n=n, methods=("model_sensitivity",)))
         advice = [w for w in warnings if "1/N" in w]
         assert len(advice) == 1 and advice[0].endswith(f"(e.g. {suggested}).") and suggested != f"{delta:.0e}".replace("e-0", "e-")
+
+
+def test_an_extreme_epsilon_gets_its_true_power_of_ten():
+    """ε = 5,000 read 'e^ε ≈ 1e304' (exp clamped at 700); e^5000 is about 10^2171."""
+    _, warnings = setting.setting_problems(SIDE, Setting(eps=5000.0, delta=0.0, methods=("model_sensitivity",)))
+    assert any("e^ε ≈ 10^2,171" in w for w in warnings), warnings
+    _, warnings = setting.setting_problems(SIDE, Setting(eps=200.0, delta=0.0, methods=("model_sensitivity",)))
+    assert any("e^ε ≈ 7.2e86" in w for w in warnings), warnings
