@@ -42,7 +42,7 @@ if not chosen_eps and eps_list:  # emptied: the store keeps a valid list; say wh
     st.warning("Choose at least one ε value: the map keeps ε = " + ", ".join(format_number(e) for e in eps_list) + ".")
 methods = controls.methods_select(delta=delta)
 answered_only = inverse.answered_only_toggle()  # default off: abstentions count as wrong
-s = replace(controls.current_setting(), delta=float(delta), methods=tuple(methods))
+s = replace(controls.current_setting(in_url=True), delta=float(delta), methods=tuple(methods))  # the link keeps λ, T, ...
 n_checked, n_note = setting.checked_n(side.info, s.n)  # N comes from the URL here: same rule as the N slider
 if n_note:
     st.warning(n_note)

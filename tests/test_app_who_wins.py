@@ -89,3 +89,15 @@ def test_emptying_the_epsilon_columns_asks_for_one():
     assert "Choose at least one ε value." in texts(at.error), texts(at.warning) + texts(at.error)
     again = [m for m in at.multiselect if m.label.startswith("ε values")][0]
     assert not at.get("plotly_chart") and again.value == []  # nothing swapped in behind the user's back
+
+
+def test_who_wins_keeps_the_settings_it_uses_in_its_url():
+    """A second walk-through: from Explore with λ = 0.01 and T = 32, Who wins' URL kept only the data set
+    and R, so a reload or a shared link drew the maps at λ = 0.001 and T = 16."""
+    at = app(lam="0.01", teachers="32", epochs="2", map_eps="[1.0]", methods='["model_sensitivity"]').run()
+    at.query_params.clear()  # Streamlit clears the URL on a page switch
+    at.switch_page("app_pages/who_wins.py").run()
+    assert not at.exception
+    assert at.query_params.get("lam") == "0.01" and at.query_params.get("teachers") == "32"
+    assert at.query_params.get("epochs") == "2"
+    assert any("λ = 0.01, T = 32" in c for c in texts(at.caption))

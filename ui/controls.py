@@ -259,9 +259,18 @@ def methods_select(container=None, delta: float | None = None) -> list[str]:
     return state.commit("methods", list(chosen))
 
 
-def current_setting() -> Setting:
-    """The stored setting (without drawing widgets), e.g. for a page that shows no controls."""
-    return setting_from_values(state.current_values())
+def current_setting(*, in_url: bool = False) -> Setting:
+    """The stored setting (without drawing widgets), e.g. for a page that shows no controls. With
+    ``in_url`` its values are also written to the page's URL (:func:`ui.state.keep_in_url`)."""
+    values = state.current_values()
+    if in_url:
+        state.keep_in_url(SETTING_FIELDS)
+    return setting_from_values(values)
+
+
+#: The stored fields a :class:`Setting` is built from (what a page using one must keep in its URL).
+SETTING_FIELDS = ("eps", "delta", "budget", "n", "teachers", "lam", "dim", "classes", "clip", "epochs", "batch_size",
+                  "lr", "methods", "augment")
 
 
 #: Session-state key of the "More settings" expander's open state (its contents are drawn only while open).

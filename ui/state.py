@@ -408,6 +408,15 @@ def current_values(names: Iterable[str] | None = None) -> dict[str, Any]:
     return {n: get(n) for n in (names or FIELDS)}
 
 
+def keep_in_url(names: Iterable[str]) -> None:
+    """Write the stored values of ``names`` to the URL (defaults are left out, as everywhere): for a
+    page that uses settings it draws no widget for (Who wins uses the Explore page's λ, T, N and
+    DP-SGD settings), so that its link reproduces what it shows. Streamlit clears the URL on a page
+    switch; without this a shared link of such a page showed maps at the default λ and T."""
+    for n in names:
+        _write_url(n, get(n))
+
+
 def reset(names: Iterable[str] | None = None) -> None:
     """Back to defaults (store, widgets and URL) for the given fields (all by default)."""
     import streamlit as st
