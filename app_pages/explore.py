@@ -23,7 +23,7 @@ from privcore.recommend import recommend
 from ui import controls, display, inverse, progress, setting, sidebar, state, userdata
 from ui.caption import add_caption, leaders_text, rows_n, settings_of, try_this
 from ui.export import export_buttons
-from ui.figures import BANDS, curve_figure, format_number, is_baseline, method_label
+from ui.figures import AXIS_SYMBOLS, BANDS, curve_figure, format_number, is_baseline, method_label
 from ui.tables import noise_table, noise_table_config, noise_table_legend, noise_table_order
 
 TABS = {"epsilon": "Accuracy vs ε", "budget": "vs B (predictions)", "delta": "vs δ", "n": "vs N (training size)"}
@@ -157,20 +157,20 @@ def curve_tab(axis: str) -> None:
             tab_controls.caption(f"The curve runs from ε = {format_number(min(eps))} to {format_number(max(eps))}: "
                                  f"it always includes the current ε = {format_number(s.eps)}.")
         spec = display.spec_or_error(side, s, epsilons=eps)
-        x, log_x, current, xname = "epsilon", True, s.eps, "ε"
+        x, log_x, current, xname = "epsilon", True, s.eps, AXIS_SYMBOLS["epsilon"]
         title = f"Test accuracy vs ε (δ = {format_number(s.delta)}, B = {s.budget:,}, N = {{N}})"
         bundled = (side.dataset, s.lam, s.dim, s.classes) == (state.DEFAULTS["dataset"], state.DEFAULTS["lam"], None, None)
         note = try_this(s.delta, s.budget, bundled=bundled)  # its quoted outcomes are the bundled data's
     elif axis == "budget":
         values = tuple(sorted(set(B_VALUES) | {s.budget}))
         spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="budget", values=values)
-        x, log_x, current, xname = "budget", True, s.budget, "B"
+        x, log_x, current, xname = "budget", True, s.budget, AXIS_SYMBOLS["budget"]
         title = f"Test accuracy vs number of predictions B (ε = {format_number(s.eps)}, δ = {format_number(s.delta)})"
         note = "Only the private-prediction methods depend on B; the private-training methods are flat."
     elif axis == "delta":
         values = tuple(sorted(set(DELTA_VALUES) | ({s.delta} if s.delta > 0 else set())))
         spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="delta", values=values)
-        x, log_x, current, xname = "delta", True, (s.delta if s.delta > 0 else None), "δ"
+        x, log_x, current, xname = "delta", True, (s.delta if s.delta > 0 else None), AXIS_SYMBOLS["delta"]
         title = f"Test accuracy vs δ (ε = {format_number(s.eps)}, B = {s.budget:,})"
         note = "δ = 0 (pure DP, no DP-SGD) cannot sit on a log axis: set δ = 0 above to see it in the table."
     else:
@@ -179,7 +179,7 @@ def curve_tab(axis: str) -> None:
         top = max(n_eff, avail)
         values = tuple(sorted({v for v in N_VALUES if lowest <= v <= avail} | {n_eff}))
         spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="n", values=values)
-        x, log_x, current, xname = "n", True, n_eff, "N"
+        x, log_x, current, xname = "n", True, n_eff, AXIS_SYMBOLS["n"]
         title = f"Test accuracy vs training-set size N (ε = {format_number(s.eps)}, δ = {format_number(s.delta)})"
         note = (f"N runs from {min(values):,} (at least T = {s.teachers} and the DP-SGD batch) to the "
                 f"{top:,} training examples available; larger N needs augmentation (Who wins page).")

@@ -16,10 +16,11 @@ from typing import Any, Mapping, Sequence
 import plotly.graph_objects as go
 
 from privcore.methods import BASELINE
+from .figures import AXIS_SYMBOLS
 
 __all__ = ["chart_settings", "caption_text", "add_caption", "settings_of", "rows_n", "leaders_text", "try_this"]
 
-_ORDER = (("dataset", "data"), ("n", "N"), ("classes", "C"), ("dim", "D"), ("lam", "λ"), ("teachers", "T"),
+_ORDER = (("dataset", "data"), *((k, AXIS_SYMBOLS[k]) for k in ("n", "classes", "dim", "lam", "teachers")),
           ("repeats", "R"), ("accounting", "accounting"), ("seed", "seed"))
 
 

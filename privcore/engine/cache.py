@@ -287,6 +287,8 @@ class ResultCache:
         self.validate = validate
         self.readonly = False
         self.messages: list[str] = []
+        #: True once the database was found corrupt (moved aside, or not): what it held is gone.
+        self.damaged = False
         self._store = None
         self._ro_conn: sqlite3.Connection | None = None
         self._lock = threading.RLock()
@@ -348,7 +350,8 @@ class ResultCache:
             self._note(f"results cache is read-only and unreadable ({_short(err2)}): nothing is served from it")
 
     def _quarantine(self, err: BaseException) -> bool:
-        """Move a corrupt ``cache.db`` (and its journal files) aside; True when done."""
+        """Move a corrupt ``cache.db`` (and its journal files) aside; True when done. Sets :attr:`damaged`."""
+        self.damaged = True
         with self._lock:
             if self._store is not None:
                 try:

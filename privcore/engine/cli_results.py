@@ -88,10 +88,9 @@ def export_results(out: str | os.PathLike[str], cache: ResultCache | None = None
             skipped += 1
         else:
             records.append(rec)
-    damaged = [m for m in store.messages if "corrupt" in m]
-    if damaged:  # moved aside on opening or while reading: the empty rebuild must not replace a good export
+    if store.damaged:  # moved aside on opening or while reading: the empty rebuild must not replace a good export
         raise CacheDamaged("the results cache was damaged; nothing exported, the output file left as it was: "
-                      + "; ".join(damaged))
+                           + "; ".join(store.messages))
     out = Path(out)
     header = {"format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_VERSION, "count": len(records)}
 
