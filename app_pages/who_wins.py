@@ -36,10 +36,7 @@ eps_key = state.bind("map_eps", normalise=lambda v: [e for e in v if e in EPS_CH
 with c2:
     eps_list = sorted(st.multiselect("ε values (columns)", list(EPS_CHOICES), key=eps_key, format_func=format_number,
                                      wrap=True))  # in a column the chips would stay on one row, the rest hidden
-chosen_eps = eps_list
 eps_list = state.commit("map_eps", eps_list)
-if not chosen_eps and eps_list:  # emptied: the store keeps a valid list; say which, rather than swap it in silently
-    st.warning("Choose at least one ε value: the map keeps ε = " + ", ".join(format_number(e) for e in eps_list) + ".")
 methods = controls.methods_select(delta=delta)
 answered_only = inverse.answered_only_toggle()  # default off: abstentions count as wrong
 s = replace(controls.current_setting(in_url=True), delta=float(delta), methods=tuple(methods))  # the link keeps λ, T, ...
