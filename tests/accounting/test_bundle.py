@@ -3,6 +3,12 @@
 It must match the code (a change to the calibration code makes every key stale: regenerate with
 ``python -m privcore.accounting.bundle``), hold what the accountant answers, and a tampered entry
 must be refused by the independent re-check and recomputed, as for the user's memo.
+
+"What the accountant answers" is judged by the property that matters, never by float equality: the
+FFT inside dp_accounting's PLD differs in the last digits between CPUs (a live search gives
+570.71928757 on one x86-64 machine and 570.71927250 on another for the same key), so the suite
+checks that this machine's accountant finds the entry meeting its target and not needlessly large,
+and that a live search lands on it up to the search's own tolerance.
 """
 
 from __future__ import annotations
@@ -76,14 +82,28 @@ def test_every_entry_meets_its_target_by_the_accountant(table):
     assert checked == len(table["entries"])
 
 
+def _same_root(live: float, z: float, rel_tol: float) -> bool:
+    """Whether two answers of the search agree up to its tolerance. Each is within ``rel_tol`` of the
+    root on its own machine's accountant, and the machines' roots differ by about 1e-8 relative, so
+    two correct answers are within 2 rel_tol (0.2 %) of each other; a wrong entry (1 % off, say) is not."""
+    return abs(live - z) <= 2 * rel_tol * z
+
+
 @pytest.mark.parametrize("index", [0, 57, 170, 250, -20])
 def test_an_entry_is_what_the_search_answers(table, index):
+    """The live search on this machine lands on the entry up to the search's tolerance; this
+    machine's accountant (the search's own grid) finds the entry meeting its target and a multiplier
+    2 rel_tol smaller missing it (so not needlessly large), and an independent upper bound (the
+    fine grid, not the search's) meets the target too."""
     args = bundle.settings()[index]
     z = memo.bundled_value("dpsgd_noise_multiplier", args)
     assert z is not None
     eps, delta, q, steps, rel, rel_tol, grid = args
-    assert dpsgd._pld_noise_multiplier(eps, delta, q, steps, rel, rel_tol, grid) == pytest.approx(z, rel=1e-9)
-    # An independent upper bound (the fine grid, not the search's) also meets the target.
+    live = dpsgd._pld_noise_multiplier(eps, delta, q, steps, rel, rel_tol, grid)
+    assert _same_root(live, z, rel_tol), (args, live, z)
+    at = lambda s: dpsgd._pld_epsilon(s, q, steps, delta, rel, dpsgd.pld_interval(eps, steps, s, q, rel, grid))  # noqa: E731
+    assert at(z) <= eps, (args, z, at(z))
+    assert at(z * (1 - 2 * rel_tol)) > eps, (args, z)
     assert dpsgd_epsilon_replace_one(z, q, steps, delta) <= eps
 
 
@@ -101,7 +121,8 @@ def test_a_lookup_in_the_table_calls_no_accountant(table, tmp_path, monkeypatch,
     z = memo.bundled_value("dpsgd_noise_multiplier", args)
     assert _fresh(*args[:4]) == z and accountant_calls == []
     monkeypatch.setenv("PRIVCORE_CALIBRATION_BUNDLE", "off")
-    assert _fresh(*args[:4]) == z and accountant_calls  # switched off: the accountant answers, the same
+    live = _fresh(*args[:4])  # switched off: the accountant answers, the same up to the search's tolerance
+    assert accountant_calls and _same_root(live, z, args[5]), (live, z)
 
 
 @pytest.mark.parametrize("factor", [0.5, 0.97])
@@ -128,7 +149,8 @@ def test_a_tampered_entry_is_refused_and_recomputed(table, tmp_path, monkeypatch
     assert memo.bundled_value("dpsgd_noise_multiplier", args) == true_z * factor  # it passes the checksum
     with pytest.warns(RuntimeWarning, match="independent check finds it too small"):
         got = _fresh(*args[:4])
-    assert got == true_z and accountant_calls
+    # The accountant's own answer (equal to the entry up to the search's tolerance on any CPU), not the tampered one.
+    assert accountant_calls and _same_root(got, true_z, args[5]) and not _same_root(true_z * factor, got, args[5])
 
 
 

@@ -55,4 +55,6 @@ def test_the_scipy_free_normal_cdf_gives_the_same_epsilon():
     assert np.allclose(_ndtr_stdlib(xs), special.ndtr(xs), rtol=1e-14, atol=0.0)
     for z, q, steps in ((4.2, 0.064, 79), (1.7, 0.01, 500)):
         a = approx_epsilon(z, q, steps, 1e-5, 1e-2 / math.sqrt(steps), stdlib=True)
-        assert a == pytest.approx(approx_epsilon(z, q, steps, 1e-5, 1e-2 / math.sqrt(steps)), rel=1e-8)
+        # The same decision as scipy's ndtr: the re-check's slack is 0.5 %; the two paths differ by about
+        # 1e-10 after the FFT composition, so 1e-6 (not an 8-digit match) leaves room for any CPU's FFT.
+        assert a == pytest.approx(approx_epsilon(z, q, steps, 1e-5, 1e-2 / math.sqrt(steps)), rel=1e-6)
