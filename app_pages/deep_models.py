@@ -3,13 +3,6 @@ on a GroupNorm network, from the cache, with a button to train what is missing."
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-_ROOT = str(Path(__file__).resolve().parents[1])
-if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run app_pages/x.py, AppTest)
-    sys.path.insert(0, _ROOT)
-
 import streamlit as st
 
 from privcore.deep.spec import FIG7_B, FIG7_BUDGETS, FIG7_EPS, FIG7_EPSILONS

@@ -7,13 +7,6 @@ LiRA on inserted canaries; an audit on two neighbouring data sets gives a 95 % l
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-_ROOT = str(Path(__file__).resolve().parents[1])
-if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run app_pages/x.py, AppTest)
-    sys.path.insert(0, _ROOT)
-
 import streamlit as st
 
 from ui import controls, display, sidebar

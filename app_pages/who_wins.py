@@ -2,13 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-_ROOT = str(Path(__file__).resolve().parents[1])
-if _ROOT not in sys.path:  # pages can also be run on their own (streamlit run app_pages/x.py, AppTest)
-    sys.path.insert(0, _ROOT)
-
 from dataclasses import replace
 
 import streamlit as st

@@ -28,7 +28,7 @@ def run(tree: Path, args: list[str]) -> dict[str, tuple[float, float]]:
     """{method: (wall s, CPU s)} of one fresh-process run of bench_method_times.py on ``tree``."""
     env = dict(os.environ, PRIVCORE_CACHE=tempfile.mkdtemp(prefix="privcore-bench-"), PYTHONPATH=str(tree))
     script = HERE / "bench" / "bench_method_times.py"
-    out = subprocess.run([sys.executable, str(script), "--root", str(tree), *args], env=env, cwd=tree,
+    out = subprocess.run([sys.executable, str(script), *args], env=env, cwd=tree,
                          capture_output=True, text=True, check=True).stdout
     times = {}
     for line in out.splitlines():

@@ -14,11 +14,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import warnings
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
 
 def main() -> None:

@@ -20,11 +20,8 @@ import importlib
 import itertools
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 STEPS = (10, 100, 500, 2000)
 RATES = (0.001, 0.01, 0.064, 0.5)

@@ -29,7 +29,6 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from privcore.engine import runner  # noqa: E402
 from privcore.engine.cache import ResultCache  # noqa: E402

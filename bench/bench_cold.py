@@ -45,7 +45,7 @@ print(json.dumps({"privcore_reader_s": t1 - t0, "mlxtend_reader_s": time.perf_co
 
 def child(code: str, repo: Path) -> dict[str, float]:
     out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(repo), "PRIVCORE_CALIBRATION_MEMO": "off"})  # cold: no memo
+                         env={**os.environ, "PRIVCORE_CALIBRATION_MEMO": "off"})  # cold: no memo; cwd: the tree timed
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -82,7 +82,7 @@ print(json.dumps(out))
 
 
 def run(name: str, repo: Path, trace: bool = False, cpu: bool = False) -> list[dict]:
-    env = {**os.environ, "PYTHONPATH": str(repo), "PRIVCORE_CACHE": tempfile.mkdtemp()}
+    env = {**os.environ, "PRIVCORE_CACHE": tempfile.mkdtemp()}  # cwd=repo below: the tree timed
     if cpu:  # the process's CPU seconds stand for a quiet machine's wall time: no load factor
         env.update(PRIVCORE_SLOWDOWN="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     calib = os.environ.get("PRIVCORE_COST_MODEL")  # a bench_cost.py file to use in the fresh caches

@@ -21,12 +21,9 @@ import time
 import warnings
 from dataclasses import replace
 
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
 warnings.filterwarnings("ignore")
 

@@ -136,7 +136,7 @@ def main() -> None:
         ap.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
     for name in names:
         print(f"\n## {name} (load {os.getloadavg()[0]:.2f}; PRIVCORE_SLOWDOWN=1: predictions unscaled)", flush=True)
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "PRIVCORE_CACHE": tempfile.mkdtemp(), "PRIVCORE_SLOWDOWN": "1"}
+        env = {**os.environ, "PRIVCORE_CACHE": tempfile.mkdtemp(), "PRIVCORE_SLOWDOWN": "1"}
         res = subprocess.run([sys.executable, "-c", COMMON + CODE[name]], cwd=ROOT, env=env)
         if res.returncode != 0:
             raise SystemExit(f"section {name} failed (exit {res.returncode})")

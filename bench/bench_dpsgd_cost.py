@@ -19,13 +19,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 import warnings
 from dataclasses import replace
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
 EPOCHS = (5, 20, 50)
 BATCHES = (64, 256, 1024)

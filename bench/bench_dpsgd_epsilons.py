@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 import warnings
 from dataclasses import replace
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
 EPSILONS = ((1.0,), (0.3, 1.0, 3.0, 10.0), (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0))
 

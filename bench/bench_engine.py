@@ -19,12 +19,10 @@ import argparse
 import json
 import resource
 import statistics
-import sys
 import time
 import warnings
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 warnings.filterwarnings("ignore")
 
 import torch  # noqa: E402

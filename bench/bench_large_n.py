@@ -99,7 +99,7 @@ def main() -> None:
     ap.add_argument("--methods", default="all", help="comma-separated subset of the four (a quicker memory probe)")
     ap.add_argument("--products", type=int, default=0, help="only time x^T r against (r^T x)^T at this N")
     args = ap.parse_args()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))), "PRIVCORE_CACHE": tempfile.mkdtemp(prefix="privcore-bench-")}
+    env = {**os.environ, "PRIVCORE_CACHE": tempfile.mkdtemp(prefix="privcore-bench-")}
     if args.products:
         print(f"load average {os.getloadavg()[0]:.2f}, {os.environ.get('OMP_NUM_THREADS', 'default')} threads")
         print("| N | columns P C | product | CPU s |")

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
 SETTINGS = [  # (epsilon, delta, N, batch, epochs)
     (1.0, 1e-5, 4000, 256, 5), (0.1, 1e-5, 4000, 256, 5), (10.0, 1e-5, 4000, 256, 5), (100.0, 1e-5, 4000, 256, 5),

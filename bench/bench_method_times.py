@@ -1,7 +1,7 @@
 """Cold, in-process seconds per method for one Explore setting (issue 14.2 / 16.2; prints figures).
 
     OMP_NUM_THREADS=1 python bench/bench_method_times.py [point|curve] [--lam 1e-6] [--epochs 50] [--methods a,b]
-        [--root PATH]   (time the tree at PATH with this script; see bench/bench_before_after.py)
+        (PYTHONPATH=PATH times the checkout at PATH with this script: see bench/bench_before_after.py)
 
 Run from the repository root with ``PRIVCORE_CACHE=$(mktemp -d)``. Every method runs with the
 cache off, in this order, in one process (so the first method pays the shared imports; the
@@ -16,24 +16,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 import warnings
 from dataclasses import replace
-from pathlib import Path
-
-
-def _root() -> Path:
-    """The tree to time: --root PATH (bench/bench_before_after.py points it at an older checkout)."""
-    if "--root" in sys.argv:
-        i = sys.argv.index("--root")
-        root = Path(sys.argv[i + 1])
-        del sys.argv[i:i + 2]
-        return root
-    return Path(__file__).resolve().parents[1]
-
-
-sys.path.insert(0, str(_root()))
 
 
 def main() -> None:

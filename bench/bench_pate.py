@@ -12,11 +12,9 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from privcore.engine.runner import run_sweep  # noqa: E402
 from privcore.engine.specs import SweepSpec  # noqa: E402

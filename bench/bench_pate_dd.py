@@ -7,13 +7,10 @@ average. Run: ``OMP_NUM_THREADS=1 python bench/bench_pate_dd.py``.
 from __future__ import annotations
 
 import os
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
 from privcore.accounting.pate_dd import confident_gnmax_data_dependent  # noqa: E402
 

@@ -165,7 +165,7 @@ def point_floor() -> dict:
 
     with tempfile.TemporaryDirectory() as cache:
         out = subprocess.run([sys.executable, "-c", POINT_CHILD], cwd=ROOT, capture_output=True, text=True,
-                             env={**os.environ, "PYTHONPATH": str(ROOT), "PRIVCORE_CACHE": cache})
+                             env={**os.environ, "PRIVCORE_CACHE": cache})
     if out.returncode != 0:
         raise SystemExit(f"the default point failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -177,7 +177,7 @@ PHASES = ("solver", "certification", "noise", "evaluation")
 
 def run_child(args: dict) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT), "PRIVCORE_CALIBRATION_MEMO": "off"})  # cold: no memo
+                         env={**os.environ, "PRIVCORE_CALIBRATION_MEMO": "off"})  # cold: no memo
     if out.returncode != 0:
         raise SystemExit(f"{args['method']} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])

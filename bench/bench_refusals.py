@@ -8,13 +8,11 @@ S&A calibration at B = 10^12 (limit 5 s) and a sweep on 3,000-feature data witho
 
 from __future__ import annotations
 
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def _timed(fn) -> float:  # noqa: ANN001

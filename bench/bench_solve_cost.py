@@ -16,13 +16,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 import warnings
 from dataclasses import replace
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
 LAMS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)
 

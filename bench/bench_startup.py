@@ -79,7 +79,6 @@ def inprocess() -> None:
     """PLD evaluations and seconds per epsilon of DP-SGD's calibration, approximate vs previous start."""
     from functools import lru_cache
 
-    sys.path.insert(0, str(ROOT))
     os.environ["PRIVCORE_CALIBRATION_MEMO"] = "off"
     from privcore.accounting import dpsgd
     from privcore.types import Problem

@@ -10,10 +10,7 @@ A diagnostic for tests/deep/test_deep_gpu.py::test_ghost_clipping_matches_torch_
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 

@@ -1,4 +1,5 @@
-"""Command line: ``python -m privcore calibrate ...``, ``sweep ...``, ``leakage ...``, ``results ...``, ``deep ...``.
+"""Command line: ``privcore`` (or ``python -m privcore``) ``calibrate``, ``sweep``, ``leakage``, ``results``,
+``deep`` and ``app`` (the dashboard).
 
 Invalid input exits with code 2 and one line on stderr naming the problem (no traceback).
 """
@@ -55,7 +56,8 @@ def _add_problem_args(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of both sub-commands."""
-    parser = _Parser(prog="python -m privcore", description="Private prediction trade-offs: calibrate and sweep.")
+    parser = _Parser(prog="privcore", description="Private prediction trade-offs: calibrate, sweep, measure leakage; "
+                     "`privcore app` serves the dashboard.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     cal = sub.add_parser("calibrate", help="noise scale of one method (instant, no data)")
@@ -79,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .deep.cli import add_deep_parser
 
     add_deep_parser(sub, _number, _epsilon)
+    sub.add_parser("app", help="serve the dashboard (Streamlit) at http://localhost:8501",
+                   description="Serve the dashboard: the same Streamlit server as `streamlit run app.py` in a "
+                   "checkout. Other options go to `streamlit run`, e.g. --server.port 8502.")
     return parser
 
 
@@ -151,8 +156,14 @@ def _main(argv: Sequence[str] | None) -> int:
     warnings.filterwarnings("ignore", category=UserWarning, module="opacus")
     warnings.filterwarnings("ignore", category=RuntimeWarning, module="opacus")  # log(0) at extreme deltas
     try:
-        args = build_parser().parse_args(argv)
-        if args.command == "calibrate":
+        args, extra = build_parser().parse_known_args(argv)
+        if extra and args.command != "app":  # only the dashboard passes options on (to Streamlit)
+            raise _UsageError(f"unrecognized arguments: {' '.join(extra)}")
+        if args.command == "app":
+            from .dashboard import serve
+
+            code = serve(extra)
+        elif args.command == "calibrate":
             code = _calibrate(args)
         elif args.command == "leakage":
             from .leakage.cli import run_leakage_command

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -67,11 +68,10 @@ def test_a_cancelled_training_says_so(tiny_preset, monkeypatch):
 
 
 def test_page_is_in_the_navigation():
-    import ast
+    from ui.navigation import PAGES, page_file
 
-    tree = ast.parse(open(APP).read())
-    pages = [n for n in ast.walk(tree) if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "_PAGES"]
-    assert ("deep_models.py", "Deep models") in [tuple(ast.literal_eval(e))[:2] for e in pages[0].value.elts]
+    assert ("deep_models.py", "Deep models") in [entry[:2] for entry in PAGES]
+    assert page_file("deep_models.py") == Path(PAGE).resolve()
 
 
 def test_deep_page_without_the_data_says_which_package(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""A light CLI (issue 16): ``--help`` and ``calibrate`` never import what they do not use.
+"""A light CLI: ``--help`` (``app --help`` too) and ``calibrate`` never import what they do not use.
 
 One fresh interpreter runs every command through ``privcore.cli.main`` and reports which heavy
 packages ended up in ``sys.modules``; modules only accumulate, so one import anywhere fails it.
@@ -41,13 +41,14 @@ def _probe(commands: list[list[str]], extra_imports: tuple[str, ...] = ()) -> di
 
 def test_help_and_calibrate_import_no_heavy_package(tmp_path, monkeypatch):
     monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
-    commands = [["--help"], ["calibrate", "--help"], ["sweep", "--help"], ["leakage", "--help"], ["results", "--help"]]
+    commands = [["--help"], ["calibrate", "--help"], ["sweep", "--help"], ["leakage", "--help"], ["results", "--help"],
+                ["app", "--help"]]
     for method in METHOD_NAMES:
         for delta in ("0", "1e-5"):
             commands.append(["calibrate", "--method", method, "--epsilon", "1", "--delta", delta, "--json"])
     got = _probe(commands)
-    assert got["codes"][:5] == [0] * 5
-    assert 0 in got["codes"][5:]  # the calibrations ran (DP-SGD at delta = 0 is refused with code 2)
+    assert got["codes"][:6] == [0] * 6
+    assert 0 in got["codes"][6:]  # the calibrations ran (DP-SGD at delta = 0 is refused with code 2)
     assert not set(HEAVY) & set(got["loaded"]), sorted(set(HEAVY) & set(got["loaded"]))
 
 

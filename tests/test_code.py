@@ -93,3 +93,34 @@ def test_the_views_own_spec_round_trips_through_the_cli(fresh_cache, capsys):
     # the CSV writes each number at 12 significant digits (privcore.csvtext): the view's, exactly so
     assert {_key(r["method"], float(r["epsilon"])): float(r["accuracy_mean"]) for r in rows} == {
         k: float(number_text(v)) for k, v in view.items()}
+
+
+def test_the_copied_code_runs_in_any_folder(tmp_path, fresh_cache):
+    """The snippet and the command, run by a fresh interpreter in an empty folder (no checkout on its
+    path, only the installed package), print the view's numbers."""
+    import os
+    import subprocess
+    import sys
+
+    spec = SPECS[0]
+    view = _view(spec)
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    env = {**os.environ, "PRIVCORE_CACHE": str(tmp_path / "cache2")}
+    env.pop("PYTHONPATH", None)
+    snippet = subprocess.run([sys.executable, "-c", python_code(spec)], cwd=folder, env=env, capture_output=True,
+                             text=True, timeout=600)
+    assert snippet.returncode == 0, snippet.stderr[-2000:]
+    printed = {}
+    for line in snippet.stdout.splitlines():
+        method, x, mean, _ = line.split()
+        printed[_key(method, x)] = float(mean)
+    assert printed.keys() == view.keys()
+    for k, v in view.items():
+        assert printed[k] == pytest.approx(v, abs=1e-4), k
+    argv = shlex.split(cli_command(spec))
+    command = subprocess.run([sys.executable, *argv[1:], "--quiet"], cwd=folder, env=env, capture_output=True,
+                             text=True, timeout=600)
+    assert command.returncode == 0, command.stderr[-2000:]
+    rows = list(csv.DictReader(io.StringIO(command.stdout)))
+    assert {_key(r["method"], float(r["epsilon"])) for r in rows} == set(view)

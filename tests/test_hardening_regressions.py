@@ -39,7 +39,6 @@ from privcore.data import userfile
 from privcore.data.userfile import load_user_file
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +61,7 @@ def _one_line_exit_2(code: int, err: str) -> str:
 
 
 def _subprocess_env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "PRIVCORE_CACHE": str(tmp_path / "privcore_cache")}
+    return {**os.environ, "PRIVCORE_CACHE": str(tmp_path / "privcore_cache")}
 
 
 def _npy(array: np.ndarray) -> bytes:
@@ -212,9 +211,7 @@ INJECTION = "![x](http://host/x.png) [click](http://evil)"
 def test_d4_a_url_value_is_shown_as_text_not_markdown(tmp_path):
     from streamlit.testing.v1 import AppTest
 
-    script = f"""
-import sys
-sys.path.insert(0, {str(ROOT)!r})
+    script = """
 from ui import controls, sidebar
 controls.epsilon_slider()
 sidebar.settings()

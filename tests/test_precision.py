@@ -82,15 +82,13 @@ def test_a_later_request_for_full_float32_still_reaches_every_kind_of_op(before)
     as explicit settings would pin cuDNN convolutions to TF32 against a later torch.backends.fp32_precision
     = "ieee" (seen with torch 2.13). After a block, no op may stay in TF32 where it would not have
     without the block. Fresh interpreters: the flags' hidden state cannot be reset in this one."""
-    import os
     import subprocess
     import sys
 
     if not precision._new_api():
         pytest.skip("this torch has only the legacy allow_tf32 flags")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
     runs = {mode: subprocess.Popen([sys.executable, "-c", _LATER, mode, before], stdout=subprocess.PIPE,
-                                   text=True, env=env) for mode in ("block", "plain")}
+                                   text=True) for mode in ("block", "plain")}
     out = {mode: p.communicate(timeout=60)[0].strip().split(",") for mode, p in runs.items()}
     assert all(p.returncode == 0 for p in runs.values()), out
     for op, with_block, without in zip(("conv", "rnn", "matmul"), out["block"], out["plain"]):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import subprocess
 import sys
@@ -238,8 +237,7 @@ def test_cli_bad_input_in_process(args, words, capsys):
 
 
 def run_cli(args: list[str]) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "privcore", "calibrate", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "privcore", "calibrate", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -76,8 +76,6 @@ def test_out_of_range_values_are_refused_with_the_range():
 
 
 _DIM_CLASSES = """
-import sys
-sys.path.insert(0, {root!r})
 import streamlit as st
 from ui import controls, state
 from ui.setting import DataInfo
@@ -94,11 +92,10 @@ for m in state.url_errors():
     ({"classes": "8"}, ["URL parameter classes=8 adjusted to 5"]),
 ])
 def test_dim_and_classes_sliders_report_only_real_adjustments(params, expected):
-    from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_string(_DIM_CLASSES.format(root=str(Path(__file__).resolve().parents[1])), default_timeout=30)
+    at = AppTest.from_string(_DIM_CLASSES, default_timeout=30)
     at.query_params.update(params)
     at.run()
     assert not at.exception and not at.error
@@ -131,19 +128,16 @@ def test_typed_text_reads_common_notations_and_refuses_the_rest():
 
 def test_dim_slider_runs_from_few_dimensions_to_all():
     """Left to right the D slider grows: 5, 10, ..., then 'all' (it once started at 'all', then 5)."""
-    from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_string(_DIM_CLASSES.format(root=str(Path(__file__).resolve().parents[1])), default_timeout=30)
+    at = AppTest.from_string(_DIM_CLASSES, default_timeout=30)
     at.run()
     options = list(at.select_slider(key="w:dim").options)
     assert options[-1] == "all (20)" and options[:2] == ["5", "10"], options
 
 
 _METHODS = """
-import sys
-sys.path.insert(0, {root!r})
 import streamlit as st
 from ui import controls
 st.write("CHOSEN", controls.methods_select(delta={delta}))
@@ -154,13 +148,12 @@ st.write("CHOSEN", controls.methods_select(delta={delta}))
 def test_methods_chips_say_which_method_is_left_out_at_this_delta(delta, marked):
     """At delta = 0 a chosen method with no pure-DP guarantee keeps its chip (raising delta brings it
     back), labelled as left out; at delta > 0 no chip is."""
-    from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
 
     from privcore.methods import REGISTRY
 
-    at = AppTest.from_string(_METHODS.format(root=str(Path(__file__).resolve().parents[1]), delta=delta), default_timeout=30)
+    at = AppTest.from_string(_METHODS.format(delta=delta), default_timeout=30)
     at.run()
     assert not at.exception
     options = list(at.multiselect[0].options)

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from apptest import ROOT
 from test_ui_text import INJECTION, _unescaped
 
 
-_SIDEBAR = f"""
-import sys
-sys.path.insert(0, {str(ROOT)!r})
+_SIDEBAR = """
 from ui import controls, sidebar
 sidebar.settings()         # reads every URL value first and reports the bad ones
 controls.epsilon_slider()
@@ -30,9 +27,7 @@ def test_a_url_value_is_shown_as_text_not_markdown(uploads):
         assert _unescaped(body) == [], body                         # and so is every other syntax character
 
 
-_LAZY = f"""
-import sys
-sys.path.insert(0, {str(ROOT)!r})
+_LAZY = """
 import streamlit as st
 from ui import sidebar
 calls = []
@@ -49,9 +44,7 @@ finally:
     sidebar.draw = real
 """
 
-_NEVER_ASKS = f"""
-import sys
-sys.path.insert(0, {str(ROOT)!r})
+_NEVER_ASKS = """
 import streamlit as st
 from ui import sidebar
 with sidebar.shared():

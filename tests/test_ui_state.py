@@ -75,9 +75,7 @@ def test_encode_never_emits_nan_or_pickle():
     assert state.encode({"a": [1, "b"]}) == '{"a":[1,"b"]}'
 
 
-_SCRIPT = f"""
-import sys
-sys.path.insert(0, {str(ROOT)!r})
+_SCRIPT = """
 import streamlit as st
 from ui import state
 eps = state.commit("eps", st.select_slider("eps", options=[0.1, 1.0, 3.0, 10.0, 30.0], key=state.bind("eps")))
@@ -86,7 +84,7 @@ meths = state.commit("methods", st.multiselect("methods", ["dpsgd", "model_sensi
     "prediction_sensitivity", "subsample_aggregate"], key=state.bind("methods")))
 for m in state.url_errors():
     st.warning(m)
-st.write(f"eps={{eps}} lam={{lam}} n={{len(meths)}}")
+st.write(f"eps={eps} lam={lam} n={len(meths)}")
 """
 
 
@@ -157,8 +155,6 @@ def test_random_query_strings_never_raise(params):
 
 
 _ADJUST = """
-import sys
-sys.path.insert(0, {root!r})
 import streamlit as st
 from ui import state
 key = state.bind("map_eps", normalise=lambda v: [e for e in v if e in (1.0, 10.0)] or [1.0],
@@ -168,11 +164,10 @@ st.write("VALUE", state.commit("map_eps", st.session_state[key]))
 
 
 def test_a_value_a_control_cannot_show_is_reported_once_not_silently():
-    from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_string(_ADJUST.format(root=str(Path(__file__).resolve().parents[1])), default_timeout=60)
+    at = AppTest.from_string(_ADJUST, default_timeout=60)
     at.query_params["map_eps"] = "[1,0.5]"
     at.run()
     assert not at.exception
@@ -209,9 +204,7 @@ def test_deeply_nested_url_value_in_a_running_app_keeps_the_rest():
     assert any("eps" in w.value and "nested too deeply" in w.value for w in at.warning)
 
 
-_UNKNOWN = f"""
-import sys
-sys.path.insert(0, {str(ROOT)!r})
+_UNKNOWN = """
 import streamlit as st
 from ui import state
 for m in state.unknown_params():

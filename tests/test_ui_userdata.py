@@ -8,12 +8,10 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
-from apptest import ROOT, texts
+from apptest import texts
 from test_preprocess import offset_csv
 
-_SIDEBAR = f"""
-import sys
-sys.path.insert(0, {str(ROOT)!r})
+_SIDEBAR = """
 import streamlit as st
 from ui import sidebar
 side = sidebar.settings()

@@ -48,9 +48,10 @@ MNIST_MIRRORS: tuple[str, ...] = (
 
 
 def default_cache_dir() -> Path:
-    """``$PRIVCORE_CACHE`` if set, else ``<repo>/cache`` (the folder next to ``privcore/``)."""
-    env = os.environ.get("PRIVCORE_CACHE")
-    return Path(env).expanduser() if env else Path(__file__).resolve().parents[2] / "cache"
+    """The cache folder: :func:`privcore.paths.cache_dir`."""
+    from ..paths import cache_dir
+
+    return cache_dir()
 
 
 def mnist_folder(cache_dir: str | os.PathLike[str] | None) -> Path:

@@ -49,7 +49,7 @@ class DeepResult:
 
 
 def deep_dir() -> Path:
-    """``<PRIVCORE_CACHE or repo cache>/deep``: checkpoints and the teachers' predictions."""
+    """``deep`` in the cache folder (:func:`privcore.paths.cache_dir`): checkpoints and the teachers' predictions."""
     from ..data.mnist_download import default_cache_dir
 
     return default_cache_dir() / "deep"

@@ -44,10 +44,10 @@ _DB_NAME = "cache.db"
 
 
 def default_results_dir() -> Path:
-    """``$PRIVCORE_CACHE/results`` if set, else ``<repo>/cache/results``."""
-    env = os.environ.get("PRIVCORE_CACHE")
-    base = Path(env).expanduser() if env else Path(__file__).resolve().parents[2] / "cache"
-    return base / "results"
+    """``results`` in the cache folder (:func:`privcore.paths.cache_dir`)."""
+    from ..paths import cache_dir
+
+    return cache_dir() / "results"
 
 
 def point_key(point: dict[str, Any], fingerprint: str) -> str:

@@ -245,7 +245,7 @@ def add_results_parser(sub) -> None:  # noqa: ANN001
     exp = inner.add_parser("export", help="write every computed point of the cache to a JSON Lines file")
     exp.add_argument("--out", required=True, metavar="FILE.jsonl", help="the file to write (replaced whole)")
     exp.add_argument("--cache-dir", default=None, metavar="DIR",
-                     help="the results cache (default $PRIVCORE_CACHE/results or <repo>/cache/results)")
+                     help="the results cache (default: results in $PRIVCORE_CACHE, the checkout's cache/ or ~/.cache/privcore)")
     imp = inner.add_parser("import", help="validate a results file, then add its points to the cache (all or nothing)")
     imp.add_argument("file", metavar="FILE.jsonl")
     imp.add_argument("--cache-dir", default=None, metavar="DIR", help="the results cache (as for export)")
