@@ -19,14 +19,13 @@ from .data import Dataset
 from .data.transforms import unit_ball_float32
 from .device import make_generator
 from .certify import certify
+from .parts import solve_parts
 from .solver import Preconditioner, SolveResult, solve_softmax
 from .types import Problem
 
 __all__ = ["TrainContext", "accuracy", "unit_ball_float32"]
 
 _PRECOND_LOCK = threading.Lock()
-#: Rows (in bytes) of the teachers solved together: one group below about 10^5 rows of D = 784.
-TEACHER_GROUP_BYTES = 256 << 20
 #: Bytes of one [N, P, C] float32 buffer of a batched solve on the full data: larger batches are split.
 SOLVE_GROUP_BYTES = 256 << 20
 
@@ -200,31 +199,22 @@ class TrainContext:
             self._votes[key] = count()
         return self._votes[key]
 
+    def teacher_partition(self, teachers: int) -> torch.Tensor:
+        """[T, floor(N/T)] row indices of the teachers' disjoint parts: a seeded permutation (public)."""
+        n, m = self.x_train.shape[0], self.x_train.shape[0] // teachers
+        perm = torch.randperm(n, generator=self.generator("sa_partition", teachers), device=self.device)
+        return perm[: teachers * m].view(teachers, m)
+
     def teacher_thetas(self, teachers: int, lam: float) -> torch.Tensor:
-        """The T teachers' models [T, D, C] (solved once per (T, lam) and cached)."""
+        """The T teachers' models [T, D, C] (solved once per (T, lam) and cached).
+
+        Teacher t is a function of its own part (and of the seed, lam and the shapes) only, bit for
+        bit: :func:`privcore.parts.solve_parts` gives each part its own basis and a fixed batch.
+        """
         key = ("teachers", int(teachers), float(lam))
         if key not in self._solves:
-            n, m = self.x_train.shape[0], self.x_train.shape[0] // teachers
-            perm = torch.randperm(n, generator=self.generator("sa_partition", teachers), device=self.device)[: teachers * m]
-            # The teachers' rows in the full data's eigenbasis: no unrotated copy of the parts
-            # (3 GB at N = 1e6) and no second eigendecomposition.
-            # Each teacher's problem is solved on its own (no problem's path depends on its batch), so
-            # they are solved in groups whose rows fit TEACHER_GROUP_BYTES: at N = 1e6 one gathered
-            # copy of all parts would be another 2.8 GB (and the solver's compaction a third).
-            rank = self.preconditioner.x.shape[-1]
-            per_group = max(1, min(teachers, TEACHER_GROUP_BYTES // max(1, m * rank * self.preconditioner.x.element_size())))
-            results = []
-            for first in range(0, teachers, per_group):
-                size = min(per_group, teachers - first)
-                rows = perm[first * m:(first + size) * m]
-                parts = self.preconditioner.rows(rows, size)
-                ys = self.y_train[rows].view(size, m)
-                lam_t = torch.full((size,), float(lam), dtype=torch.float64, device=self.device)
-                results.append(solve_softmax(parts.x, ys, lam_t, classes=self.classes, gtol=self.gtol, precond=parts,
-                                             callback=self.checkpoint))
-                del parts
-            res = results[0] if len(results) == 1 else SolveResult(*(torch.cat(t) for t in zip(
-                *((r.theta, r.grad_norm, r.iterations, r.converged) for r in results))))
+            res = solve_parts(self.x_train, self.y_train, self.teacher_partition(teachers), lam, self.classes,
+                              gtol=self.gtol, callback=self.checkpoint)
             self._note_solve(res)
             self._solves[key] = res
         return self._solves[key].theta

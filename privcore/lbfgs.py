@@ -68,11 +68,13 @@ def accept(new_f: torch.Tensor, new_g: torch.Tensor, f: torch.Tensor, gn: torch.
 
 def backtrack(objective: Objective, theta: torch.Tensor, direction: torch.Tensor, f: torch.Tensor,
               g: torch.Tensor, gn: torch.Tensor, slope: torch.Tensor,
-              halvings: int = 20) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+              halvings: int = 20, whole_batch: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-problem backtracking from step 1; returns (theta, f, g, stalled).
 
     A problem with no acceptable step after ``halvings`` halvings keeps its point and is marked
-    stalled (it sits at the precision limit).
+    stalled (it sits at the precision limit). ``whole_batch``: a retry evaluates every problem (those
+    already accepted at their accepted step), never a subset, so the batch a problem's products run
+    in never depends on the other problems' values (per-part solves, :mod:`privcore.parts`).
     """
     shape = (-1,) + (1,) * (theta.dim() - 1)
     step = torch.ones_like(f)
@@ -83,6 +85,13 @@ def backtrack(objective: Objective, theta: torch.Tensor, direction: torch.Tensor
         if not fail.any():
             break
         step = torch.where(fail, step * 0.5, step)
+        if whole_batch:
+            cand = theta + step.view(shape) * direction
+            fs, gs = objective(cand, None)
+            mask = fail.view(shape)
+            new_theta = torch.where(mask, cand, new_theta)
+            new_f, new_g = torch.where(fail, fs, new_f), torch.where(mask, gs, new_g)
+            continue
         sub = fail.nonzero().squeeze(1)
         cand = theta[sub] + step[sub].view(shape) * direction[sub]
         fs, gs = objective(cand, sub)

@@ -14,16 +14,19 @@ lit in training, for instance) carry no data term: there the objective is
 (lam_p / 2) ||theta||^2 + <G_p, theta>, minimised in closed form by -G_p / lam_p, so the
 iterations run only over the data's row space (651 of 784 dimensions on mnist-5k). In that basis
 the initial inverse Hessian of L-BFGS is diagonal: by default the Hessian's own diagonal at the
-start point, (1/n) sum_i p_ic (1 - p_ic) x_ik^2 + lam_p (a Jacobi preconditioner in the eigenbasis;
-measured 2-3x fewer iterations than the alternative), or Bohning's bound
+start point, (1/n) sum_i p_ic (1 - p_ic) x_ik^2 + lam_p (a Jacobi preconditioner in the eigenbasis,
+fewer iterations than the alternative: bench/bench_solve_cost.py), or Bohning's bound
 H <= 0.5 (I_C - 11^T/C) (x) X^T X / n + lam_p I (Bohning 1992; ``scaling="bohning"``), a majoriser
 whose eigenvalues are 0.5 evals + lam_p. Either removes most of the ill-conditioning of small lam,
 where plain gradient methods need thousands of iterations.
 Converged problems drop out of the batch, and every step, line search and curvature decision is
 taken per problem. With shared data a problem therefore follows the same path alone or in a batch
-(up to floating-point rounding in the products). With per-problem data the basis comes from all
-problems' rows pooled, so the path (not the answer) depends on the batch: the answer is the unique
-minimiser either way, to within gtol / lam (tested).
+(up to floating-point rounding in the products). With per-problem data the basis is either pooled
+from all problems' rows (:meth:`Preconditioner.rows`: the path, not the answer, then depends on the
+other problems' data) or per problem (:func:`privcore.parts.part_preconditioner`): then the batch is
+fixed -- a converged problem is frozen, not dropped, and line searches evaluate every problem -- so
+each problem's numbers depend on its own data and the public shapes only, bit for bit. Teachers of
+the teacher-vote methods must be solved that way (:mod:`privcore.parts`).
 """
 
 from __future__ import annotations
@@ -50,17 +53,16 @@ STALL_ITERATIONS = 30
 #: Products a @ b with at most this many columns in b run as (b^T a^T)^T on the CPU (see skinny_mm).
 SKINNY_COLUMNS = 16
 #: Calls of :func:`solve_softmax` in this process. The time model (:mod:`privcore.engine.cost`)
-#: prices the first one's warm-up (about 0.15 s CPU on mnist-5k: 0.31 s against 0.15-0.21 s for the
-#: same solve once warm, bench/bench_solve_cost.py) only while this is 0.
+#: prices the first one's warm-up (bench/bench_solve_cost.py) only while this is 0.
 SOLVES_RUN = 0
 
 
 def skinny_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a [n, k] @ b [k, m], contiguous; for m <= SKINNY_COLUMNS on the CPU computed as (b^T a^T)^T.
 
-    One problem's products (m = C = 10: the non-private model every method shares) are 3-9x faster
-    that way with MKL on this CPU, both for x @ theta and for x^T @ resid (measured on [4000, 651]);
-    same arithmetic up to the order of the sums. From about 20 columns on the plain product is as fast.
+    One problem's products (m = C = 10: the non-private model every method shares) are several times
+    faster that way with MKL, both for x @ theta and for x^T @ resid (bench/bench_profile.py); same
+    arithmetic up to the order of the sums. From about 20 columns on the plain product is as fast.
     """
     if b.shape[1] <= SKINNY_COLUMNS and a.device.type == "cpu":
         return (b.T.contiguous() @ a.T).T.contiguous()
@@ -182,27 +184,39 @@ class Preconditioner:
     def rows(self, index: torch.Tensor, groups: int) -> "Preconditioner":
         """The same basis over a subset of rows split into ``groups`` equal parts: x [groups, m, r].
 
-        For problems on disjoint parts of the data (subsample-and-aggregate's teachers): the
-        data's null space lies in every part's null space, so the basis stays exact, and no
-        unrotated copy of the parts is ever made.
+        For problems whose dependence on the other rows is harmless (the non-private reference
+        models of an audit): the data's null space lies in every part's null space, so the basis
+        stays exact, and no unrotated copy of the parts is ever made. Never for the teachers of a
+        teacher-vote method: the pooled basis makes each a function of every part
+        (:mod:`privcore.parts` gives each part its own).
         """
         sub = object.__new__(Preconditioner)
         sub.evals, sub.basis = self.evals, self.basis
         sub.x = self.x[index].view(groups, -1, self.x.shape[-1])
         return sub
 
+    @property
+    def per_problem(self) -> bool:
+        """True for per-problem bases (:func:`privcore.parts.part_preconditioner`): basis [P, D, r]."""
+        return self.basis.dim() == 3
+
     def to_basis(self, t: torch.Tensor) -> torch.Tensor:
         """Coordinates [P, r, C] of t [P, D, C] in the basis (the null-space part is dropped)."""
+        if self.per_problem:
+            return torch.bmm(self.basis.transpose(1, 2), t.to(self.basis.dtype))
         return torch.einsum("dk,pdc->pkc", self.basis, t.to(self.basis.dtype))
 
     def from_basis(self, t: torch.Tensor) -> torch.Tensor:
         """t [P, r, C] in basis coordinates back to [P, D, C]."""
+        if self.per_problem:
+            return torch.bmm(self.basis, t)
         return torch.einsum("dk,pkc->pdc", self.basis, t)
 
     def apply(self, g: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
         """Preconditioned g [P, r, C] (basis coordinates): diagonal per eigen-direction."""
         mean = g.mean(dim=2, keepdim=True)  # component along the all-ones class direction
-        return (g - mean) / (0.5 * self.evals.view(1, -1, 1) + lam.view(-1, 1, 1)) + mean / lam.view(-1, 1, 1)
+        evals = self.evals.unsqueeze(-1) if self.per_problem else self.evals.view(1, -1, 1)
+        return (g - mean) / (0.5 * evals + lam.view(-1, 1, 1)) + mean / lam.view(-1, 1, 1)
 
 
 def hessian_diagonal(x: torch.Tensor, theta: torch.Tensor, rows: int = 1 << 16) -> torch.Tensor:
@@ -275,7 +289,9 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
     p_total = lam.shape[0]
     c = classes if classes is not None else int(y.max().item()) + 1
     precond = precond if precond is not None else Preconditioner(x)
-    r = precond.basis.shape[1]
+    r = precond.basis.shape[-1]
+    # Per-problem bases (disjoint parts): a fixed batch, so no part's numbers depend on another's.
+    fixed = precond.per_problem
     # Iterate in the basis: theta = basis @ theta_r + theta_null, theta_null = -G_null / lam.
     theta_all = (torch.zeros(p_total, r, c, device=device, dtype=dtype) if init is None
                  else precond.to_basis(init.to(device=device, dtype=dtype)))
@@ -295,13 +311,15 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
     if scaling == "diagonal":
         curv = hessian_diagonal(xa, theta)
     elif scaling == "bohning":
-        curv = (0.5 * precond.evals).view(1, -1, 1).expand(p_total, -1, c)
+        evals = precond.evals if fixed else precond.evals.view(1, -1)
+        curv = (0.5 * evals).unsqueeze(-1).expand(p_total, -1, c)
     else:
         raise ValueError(f"scaling must be one of ('diagonal', 'bohning'), got {scaling!r}")
     s_hist: list[torch.Tensor] = []
     y_hist: list[torch.Tensor] = []
 
     stalled = torch.zeros(p_total, dtype=torch.bool, device=device)
+    finished = torch.zeros(p_total, dtype=torch.bool, device=device)
     # Anchored products still round the residuals to float32 (about 6e-8 of (1/n) sum ||x_i|| ||p_i - y_i||):
     # a problem whose gradient norm has not dropped by 10 % in STALL_ITERATIONS iterations is at that floor.
     best = torch.full((p_total,), math.inf, dtype=torch.float64, device=device)
@@ -321,7 +339,14 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
         done = (gn <= tol) | stalled
         if it == max_iter:
             done = torch.ones_like(done)
-        if done.any():
+        if fixed:  # record newly finished problems; they stay in the batch, frozen
+            new = done & ~finished
+            if new.any():
+                theta_all[new], grad_norm_all[new], iters_all[new] = theta[new], gn[new], it
+                finished = finished | done
+            if bool(finished.all()):
+                break
+        elif done.any():
             idx = active[done]
             theta_all[idx] = theta[done]
             grad_norm_all[idx] = gn[done]
@@ -347,7 +372,12 @@ def solve_softmax(x: torch.Tensor, y: torch.Tensor, lam: torch.Tensor, linear: t
         h0_diag = curv + lam_a.view(-1, 1, 1)
         direction, slope = descent_direction(g, s_hist, y_hist, lambda v: v / h0_diag)
         objective = _batch_objective(xa, ya, lam_a, lin_a, per_problem=x.dim() == 3, anchor=anchor)
-        new_theta, f_new, g_new, stalled = backtrack(objective, theta, direction, f, g, gn, slope)
+        new_theta, f_new, g_new, stalled = backtrack(objective, theta, direction, f, g, gn, slope, whole_batch=fixed)
+        if fixed:  # finished problems keep their point (their pair is then rejected: s = 0)
+            keep = finished.view(-1, 1, 1)
+            new_theta, f_new, g_new = (torch.where(keep, theta, new_theta), torch.where(finished, f, f_new),
+                                       torch.where(keep, g, g_new))
+            stalled = stalled & ~finished
         s_new, y_new = new_theta - theta, g_new - g
         theta, f, g = new_theta, f_new, g_new
         push_pair(s_hist, y_hist, s_new, y_new, memory)

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import privcore.context as context
+import privcore.parts as parts
 from privcore.data import load_dataset
 from privcore.data.transforms import unit_ball_float32
 from privcore.types import Problem
@@ -56,11 +57,11 @@ def test_teachers_solved_in_groups_vote_as_when_solved_together(monkeypatch):
     ds = load_dataset("mnist-5k", seed=3)
     together = _ctx(ds)
     votes, thetas = together.teacher_votes(16, 1e-3), together.teacher_thetas(16, 1e-3)
-    monkeypatch.setattr(context, "TEACHER_GROUP_BYTES", 1 << 20)  # 16 teachers in groups of 2
+    monkeypatch.setattr(parts, "PART_GROUP_BYTES", 2 * (ds.n // 16) * ds.dim * 8)  # 16 teachers in groups of 2
     grouped = _ctx(ds)
     assert torch.equal(grouped.teacher_votes(16, 1e-3), votes)
-    # float32 rounding of the (r^T x)^T products differs with the group's layout (5e-7 seen), far
-    # below the teachers' own solver tolerance gtol / lam = 1e-2
+    # float32 rounding of the products differs with the group's layout, far below the teachers'
+    # own solver tolerance gtol / lam = 1e-2
     assert torch.allclose(grouped.teacher_thetas(16, 1e-3), thetas, rtol=0, atol=1e-5)
 
 

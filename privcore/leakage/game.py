@@ -24,6 +24,7 @@ from typing import Callable
 import torch
 
 from ..device import make_generator
+from ..parts import solve_parts
 from ..solver import Preconditioner, solve_softmax
 
 __all__ = ["Population", "build_population", "world_masks", "audit_rows", "reference_masks", "reference_logits",
@@ -125,7 +126,8 @@ def reference_logits(pop: Population, masks: torch.Tensor, lam: float, teachers:
 
     teachers None: the regularised minimiser on each reference half (all solved together, per-
     problem data, in chunks of at most ``chunk_floats`` input numbers). Otherwise each reference
-    is T teachers on disjoint parts of its half, and its output is :func:`vote_logits`.
+    is T teachers on disjoint parts of its half (each solved in its own part's basis, as the methods'
+    teachers are), and its output is :func:`vote_logits`.
     ``precond``: the population's :class:`Preconditioner` (its basis is exact for every subset).
     """
     precond = precond if precond is not None else Preconditioner(pop.x)
@@ -147,10 +149,12 @@ def reference_logits(pop: Population, masks: torch.Tensor, lam: float, teachers:
                 g = make_generator(seed, "leakage", "reference_partition", k, device=device)
                 idx.append(rows[k][torch.randperm(n_half, generator=g, device=device)[: teachers * m]].view(teachers, m))
             parts, groups = torch.cat(idx), teachers  # [k*T, m]
-        sub = precond.rows(parts.flatten(), parts.shape[0])  # [problems, rows, r], no unrotated copy
-        ys = pop.y[parts]
-        lam_t = torch.full((parts.shape[0],), float(lam), dtype=torch.float64, device=device)
-        res = solve_softmax(sub.x, ys, lam_t, classes=pop.classes, precond=sub, callback=callback)
+        if teachers is None:
+            sub = precond.rows(parts.flatten(), parts.shape[0])  # [problems, rows, r], no unrotated copy
+            lam_t = torch.full((parts.shape[0],), float(lam), dtype=torch.float64, device=device)
+            res = solve_softmax(sub.x, pop.y[parts], lam_t, classes=pop.classes, precond=sub, callback=callback)
+        else:  # teachers as the methods train them: each on its own part, in its own basis
+            res = solve_parts(pop.x, pop.y, parts, lam, pop.classes, callback=callback)
         theta = res.theta.to(pop.x.dtype)  # [k*groups, D, C]
         logits = torch.einsum("pd,kdc->kpc", pop.x, theta)  # [k*groups, P, C]
         if teachers is None:
