@@ -86,7 +86,7 @@ paper_setting = replace(cur, eps=fig_def.epsilons[0], delta=fig_def.delta, budge
 if fig_def.vary == "n":  # every N must hold a full DP-SGD batch (privcore checks it even when DP-SGD is off)
     paper_setting = replace(paper_setting, batch_size=min(int(cur.batch_size), int(min(fig_def.values))))
 # Each method's own rules (a DP-SGD batch above N, T above N, ...): a method that cannot run is left
-# out with its reason and the others still compute (issue 14).
+# out with its reason and the others still compute.
 run_methods, left_out, partly = paper.runnable_methods(fig_def, paper_setting, info)
 display.show_warnings(left_out)
 if not run_methods:

@@ -8,7 +8,7 @@ State and in the URL through :mod:`ui.state`. :func:`setting_panel` draws the Ex
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import streamlit as st
 
@@ -20,6 +20,9 @@ from .figures import format_number, method_label
 from .setting import DataInfo, Setting, SidebarSettings, nearest, setting_from_values, with_value
 from .text import clip, escape_markdown
 
+if TYPE_CHECKING:
+    from streamlit.delta_generator import DeltaGenerator  # st itself, st.sidebar, a column, a container
+
 __all__ = ["log_select", "epsilon_slider", "delta_slider", "budget_slider", "n_slider", "teachers_slider",
            "lam_slider", "dim_slider", "classes_slider", "dpsgd_controls", "learning_rate_slider", "typed_input", "parse_typed", "box_text", "methods_select", "current_setting",
            "setting_panel", "checked_setting_panel", "EPS_GRID"]
@@ -27,8 +30,9 @@ __all__ = ["log_select", "epsilon_slider", "delta_slider", "budget_slider", "n_s
 EPS_GRID = knob("epsilon").grid
 
 
-def log_select(name: str, label: str, grid: Sequence[Any], *, container=None, fmt: Callable[[Any], str] = format_number,
-               help: str | None = None, to_widget: Callable[[Any], Any] | None = None,
+def log_select(name: str, label: str, grid: Sequence[Any], *, container: DeltaGenerator | None = None,
+               fmt: Callable[[Any], str] = format_number, help: str | None = None,  # noqa: A002 - Streamlit's name
+               to_widget: Callable[[Any], Any] | None = None,
                from_widget: Callable[[Any], Any] | None = None, keep_value: bool = True, disabled: bool = False,
                typed: bool = False, to_typed: Callable[[Any], Any] | None = None,
                from_typed: Callable[[Any], Any] | None = None) -> Any:
@@ -130,8 +134,8 @@ def _on_typed(name: str, label: str, from_typed: Callable[[Any], Any]) -> None:
     state.put(name, value)
 
 
-def typed_input(name: str, label: str, *, container=None, to_typed: Callable[[Any], Any] | None = None,
-                from_typed: Callable[[Any], Any] | None = None, disabled: bool = False) -> None:
+def typed_input(name: str, label: str, *, container: DeltaGenerator | None = None,
+                to_typed: Callable[[Any], Any] | None = None, from_typed: Callable[[Any], Any] | None = None, disabled: bool = False) -> None:
     """A box to type field ``name`` (any value in its valid range, e.g. ε = 8, δ = 2.5e-7 or B = 250),
     kept in sync with the slider through Session State: typing sets the stored value (the slider then
     shows it); moving the slider rewrites the box. An out-of-range value is refused with the range,
@@ -157,7 +161,7 @@ def typed_input(name: str, label: str, *, container=None, to_typed: Callable[[An
         where.warning(message)
 
 
-def _knob_select(name: str, container=None, **kwargs: Any) -> Any:  # noqa: ANN001
+def _knob_select(name: str, container: DeltaGenerator | None = None, **kwargs: Any) -> Any:
     """:func:`log_select` for privcore knob ``name``: its URL field, label, grid and help."""
     k = knob(name)
     kwargs.setdefault("typed", True)
@@ -165,20 +169,20 @@ def _knob_select(name: str, container=None, **kwargs: Any) -> Any:  # noqa: ANN0
                       help=k.tooltip, **kwargs)
 
 
-def epsilon_slider(container=None, *, name: str = "eps", label: str | None = None) -> float:
+def epsilon_slider(container: DeltaGenerator | None = None, *, name: str = "eps", label: str | None = None) -> float:
     k = knob("epsilon")
     return log_select(name, label or k.label, k.grid, container=container, help=k.tooltip, typed=True)
 
 
-def delta_slider(container=None) -> float:
+def delta_slider(container: DeltaGenerator | None = None) -> float:
     return _knob_select("delta", container, fmt=lambda v: "0 (pure DP)" if v == 0 else f"{v:.0e}".replace("e-0", "e-"))
 
 
-def budget_slider(container=None) -> int:
+def budget_slider(container: DeltaGenerator | None = None) -> int:
     return _knob_select("budget", container)
 
 
-def n_slider(info: DataInfo, container=None, *, allow_augment: bool = False) -> int | None:
+def n_slider(info: DataInfo, container: DeltaGenerator | None = None, *, allow_augment: bool = False) -> int | None:
     """Training-set size N (None = the full training split). Beyond it only with ``allow_augment``
     (image data: deformed copies, with the caveat :func:`ui.setting.augmentation_caveat`); a typed
     N above the data size is refused for other data."""
@@ -201,15 +205,15 @@ def n_slider(info: DataInfo, container=None, *, allow_augment: bool = False) -> 
                         to_typed=lambda v: full if v is None else v, from_typed=from_typed)
 
 
-def teachers_slider(container=None) -> int:
+def teachers_slider(container: DeltaGenerator | None = None) -> int:
     return _knob_select("teachers", container)
 
 
-def lam_slider(container=None) -> float | str:
+def lam_slider(container: DeltaGenerator | None = None) -> float | str:
     return _knob_select("lam", container, fmt=lambda v: "auto (tuned)" if v == "auto" else format_number(v))
 
 
-def dim_slider(info: DataInfo, container=None) -> int | None:
+def dim_slider(info: DataInfo, container: DeltaGenerator | None = None) -> int | None:
     grid = [d for d in knob("dim").grid if d < info.dim] + ["all"]  # left to right: fewer to all dimensions
     return _knob_select("dim", container, grid=grid, keep_value=False, typed=False,
                         to_widget=lambda v: "all" if v is None or v >= info.dim else v,
@@ -217,14 +221,14 @@ def dim_slider(info: DataInfo, container=None) -> int | None:
                         fmt=lambda v: f"all ({info.dim})" if v == "all" else str(v))
 
 
-def classes_slider(info: DataInfo, container=None) -> int | None:
+def classes_slider(info: DataInfo, container: DeltaGenerator | None = None) -> int | None:
     return _knob_select("classes", container, grid=list(range(2, info.classes + 1)), keep_value=False, typed=False,
                         to_widget=lambda v: info.classes if v is None or v > info.classes else v,
                         from_widget=lambda v: None if v == info.classes else int(v),
                         fmt=lambda v: f"{v} (all)" if v == info.classes else str(v))
 
 
-def dpsgd_controls(container=None) -> tuple[float, int, int]:
+def dpsgd_controls(container: DeltaGenerator | Sequence[DeltaGenerator] | None = None) -> tuple[float, int, int]:
     """(clip, epochs, batch size) of DP-SGD, in one container or in a sequence of three."""
     if isinstance(container, (list, tuple)):
         g, h, i = container
@@ -236,12 +240,12 @@ def dpsgd_controls(container=None) -> tuple[float, int, int]:
     return float(clip), int(epochs), int(batch)
 
 
-def learning_rate_slider(container=None) -> float:
+def learning_rate_slider(container: DeltaGenerator | None = None) -> float:
     """DP-SGD's step size (accuracy only: the guarantee does not depend on it)."""
     return float(_knob_select("learning_rate", container))
 
 
-def methods_select(container=None, delta: float | None = None) -> list[str]:
+def methods_select(container: DeltaGenerator | None = None, delta: float | None = None) -> list[str]:
     """The methods chips. At ``delta`` a method without a guarantee there (DP-SGD at delta = 0) keeps
     its chip, so that raising delta brings it back, but the chip says it is left out."""
     k = knob("methods")
@@ -303,7 +307,7 @@ def setting_panel(side: SidebarSettings, *, expanded: bool = False, show_n: bool
     Sixteen sliders and boxes fewer on a first visit is what lets the page's widgets appear while
     it computes on a slow machine: Streamlit's running indicator re-renders every 200 ms, and a
     first render of the lazily loaded widgets that takes longer never completes until the run ends
-    (the widgets stay grey placeholders; README, issue 16)."""
+    (the widgets stay grey placeholders; ``bench/bench_first_visit.py`` prints when they are drawn)."""
     info = side.info
     c1, c2, c3 = st.columns(3)
     eps = epsilon_slider(c1)

@@ -114,10 +114,9 @@ def cancel_notice(key: str) -> None:
         st.info("Cancelled; finished trainings are cached and the one in progress resumes from its checkpoint.")
 
 
-#: Measured on one H100 (2026-11-23, docs/figures/fig7a_fashion-mnist_resnet20_h100_e10_t50.csv): the paper
-#: preset on Fashion-MNIST with 10 DP-SGD and 50 teacher epochs took 72.7 s per epsilon on average (60,000 x 10
-#: examples: ~8,250 per second, sampling, augmentation and evaluation included), ~54 s for the 16 teachers
-#: (by subtraction from the 490 s total: ~56,000 per second) and 73.0 s for the non-private reference (~41,000).
+#: Examples per second of the paper preset on one H100 (Fashion-MNIST, sampling, augmentation and evaluation
+#: included), from its Figure 7 run with fewer epochs (docs/gpu.md; ``bash bench/gpu_session.sh fig7`` prints
+#: the times they come from).
 H100_EXAMPLES_PER_S = {"dpsgd": 8_250.0, "teachers": 56_000.0, "reference": 41_000.0}
 
 
@@ -137,5 +136,5 @@ def gpu_work_text(dataset: str) -> str:
             f"per-example gradients and {teach / 1e6:.0f} million ordinary ones: a GPU job (bench/figure7_deep.sh). "
             f"At the ~50 examples/s of one CPU core for ResNet-20 per-example gradients that would take about "
             f"{dp / 50 / 86400:.0f} days; on one H100 {'about' if dataset == 'fashion-mnist' else 'at least'} "
-            f"{minutes:.0f} minutes (rates measured on Fashion-MNIST with fewer epochs; the README has the results "
+            f"{minutes:.0f} minutes (rates measured on Fashion-MNIST with fewer epochs; docs/gpu.md has the results "
             f"of that run).")

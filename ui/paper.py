@@ -208,7 +208,7 @@ def runnable_methods(fig: PaperFigure, s: Any, info: Any) -> tuple[tuple[str, ..
 
     Returns (methods that run at one point at least, plain-words messages for the others and for
     the points left out, methods left out at some points only). A method left out of the whole
-    figure is not computed; the others still are (issue 14: methods fail alone)."""
+    figure is not computed; the others still are (methods fail alone)."""
     points = _axis_settings(fig, s, info)
     keep: list[str] = []
     partial: list[str] = []

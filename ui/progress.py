@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from typing import Any, Callable
 
 import streamlit as st
 
@@ -42,11 +43,10 @@ def fmt_seconds(s: float) -> str:
 
 
 _MEMO_SIZE = 64
-#: Seconds between two redraws of a progress bar. Each redraw is a message to the browser, which
-#: then renders the page again (0.1-0.4 s of its main thread on a 2-core machine, measured with
-#: ``bench/bench_first_visit.py --browser-trace``): redrawing at every 0.25 s callback kept the
-#: browser busy on one of the two cores the computation needs. Cancel takes effect at the next
-#: redraw, so this is also the most a Cancel click waits for the computation to notice it.
+#: Seconds between two redraws of a progress bar. Each redraw is a message to the browser, which then
+#: renders the page again (``bench/bench_first_visit.py --browser-trace`` measures how long): redrawing at
+#: every 0.25 s callback would keep the browser busy on a core the computation needs. Cancel takes effect
+#: at the next redraw, so this is also the most a Cancel click waits for the computation to notice it.
 BAR_INTERVAL_S = 1.0
 
 
@@ -104,8 +104,8 @@ def cancel_clicked(key: str) -> bool:
     return bool(st.session_state.get(f"{key}_cancel", False))
 
 
-def cancellable_bar(key: str, sig: str, label: str, device: str, *, what: str = "points",  # noqa: ANN201
-                    predicted: float | None = None):
+def cancellable_bar(key: str, sig: str, label: str, device: str, *, what: str = "points",
+                    predicted: float | None = None) -> tuple[Any, Callable[[float, str], None]] | None:
     """A progress bar with a Cancel button for the run ``sig`` under ``key``, or None when the user
     cancelled that run (a "Resume" box is shown instead). Returns (holder, progress) where
     ``progress(fraction, message)`` updates the bar with elapsed time and ETA and ``holder.empty()``
@@ -231,9 +231,9 @@ def wait_in_background(spec, key: str, label: str, device: str) -> None:  # noqa
     Why not wait inside the page run, as :func:`privcore.engine.runner.run_sweep` can: while a page
     run lasts over 0.5 s, Streamlit's running indicator re-renders every 200 ms, and on a slow or busy
     machine the first render of the page's lazily loaded widgets (sliders, text boxes, radios) takes
-    longer than that, never completes, and leaves grey placeholders until the run ends: on this
-    2-core machine the controls of a first visit stayed grey for 20-80 s (README, issue 16). Polling
-    keeps every run short, so the page is drawn and usable while the warm-up computes.
+    longer than that, never completes, and leaves grey placeholders until the run ends
+    (``bench/bench_first_visit.py`` prints when the controls are drawn). Polling keeps every run short,
+    so the page is drawn and usable while the warm-up computes.
     """
     started = st.session_state.setdefault("_waiting_since", {}).setdefault(spec.key, time.perf_counter())
     st.session_state.setdefault("_waiting", {})[key] = spec.key

@@ -1,20 +1,20 @@
 """The dashboard's start-up warm-up: pay the first visit's costs before anyone asks.
 
-:func:`start` runs :func:`warm_all` once per server process in a background thread: when the
-server starts (``streamlit run app.py`` builds an ``st.App`` whose lifespan calls it, see
-``app.py``), and again, as a no-op, from the first page run (a server started some other way).
-It imports DP-SGD's accountant and loads the default data (:func:`privcore.engine.warmup.warm_up`),
-then computes what the Explore page shows first with every control at its default, into the disk
-cache. A visitor who arrives while that is under way waits for the same computation instead of
-repeating it (:func:`privcore.engine.runner.run_sweep` runs identical specs once per process): the
-specs and their order are the page's own (:func:`ui.setting.explore_plan`), so none is computed
-twice.
+:func:`start` runs :func:`warm_all` once per server process in a background thread: when the server
+starts (``streamlit run app.py`` builds an ``st.App`` whose lifespan calls it, see ``app.py``), and
+again, as a no-op, from the first page run (a server started some other way). It loads the default data,
+and DP-SGD's accountant where the shipped calibration table does not cover it
+(:func:`privcore.engine.warmup.warm_up`), then computes what the Explore page shows first with every
+control at its default, into the disk cache. A visitor who arrives while that is under way waits for the
+same computation instead of repeating it (:func:`privcore.engine.runner.run_sweep` runs identical specs
+once per process): the specs and their order are the page's own (:func:`ui.setting.explore_plan`), so
+none is computed twice.
 
 Between its steps the warm-up also hands the objects then alive (mostly the imported modules of
 torch, scipy, plotly and Streamlit) to :func:`gc.freeze`, so that the full garbage
-collection Streamlit runs after every script run, a fragment's included, no longer walks them: during
-a first visit, which polls the warm-up every second, those collections had held the interpreter lock
-for 3.5-5.0 s, and 0.05-0.12 s since (``bench/bench_first_visit.py --spy``; README, issue 16).
+collection Streamlit runs after every script run, a fragment's included, no longer walks them: a first
+visit polls the warm-up every second, and each of those collections would otherwise hold the interpreter
+lock while it walks them (``bench/bench_first_visit.py --spy`` measures it).
 """
 
 from __future__ import annotations
