@@ -65,7 +65,8 @@ class ConfidentGNMax(TeacherVoteMethod):
                "others get the Gaussian noisy argmax (PATE, Papernot et al. 2018).")
     wins_when = ("Many teachers that agree and few queries; data-independently it pays for every query, so it rarely "
                  "beats the noisy vote of subsample-and-aggregate; abstentions count as wrong.")
-    assumptions = ("Disjoint parts; one example changes one vote (histogram sensitivity √2, max 1); threshold "
+    assumptions = ("Disjoint parts, each teacher trained on its own part alone; one example changes one vote "
+                   "(histogram sensitivity √2, max 1); threshold "
                    "0.8 T and σ₁ = 3.75 σ₂ as in PATE's MNIST setting; the guarantee covers B queries. PATE's "
                    "data-dependent ε (lower when the teachers agree) is shown beside it, not as the guarantee.")
     caveats = ("Confident-GNMax abstains on low-consensus queries; abstentions count as wrong answers "

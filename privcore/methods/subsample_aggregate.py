@@ -66,7 +66,8 @@ class SubsampleAggregate(TeacherVoteMethod):
     releases = "labels"
     summary = "Train T models on disjoint parts; answer each query by a noisy vote (exponential mechanism)."
     wins_when = "Few predictions (small B) and δ = 0, or small N; any model class works."
-    assumptions = "Disjoint parts; one example changes one vote; the guarantee covers B predictions only."
+    assumptions = ("Disjoint parts, each teacher trained on its own part alone (own basis, no shared statistics); "
+                   "one example changes one vote; the guarantee covers B predictions only.")
 
     def win_reason(self, s: WinContext) -> str:
         if s.pure and s.few:
