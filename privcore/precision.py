@@ -5,16 +5,15 @@ a 10-bit mantissa: a relative error bound of about 1e-3 per product instead of f
 DP-SGD's clipping promises that every example adds at most ``clip`` to the released sum; with ghost
 clipping the norms (Gram matrices or per-example weight gradients) and the weighted sum (a
 convolution weight backward) come from different kernels, so their rounding errors do not cancel.
-Measured on an H100 (tests/deep/test_deep_gpu.py, ResNet-20, 32 examples each clipped alone): with
-this block removed (TF32 left on) the largest contribution was 1 + 1.6e-7 times the clip
-(docs/gpu/2026-11-23_pytest_gpu_run2.txt), because random rounding errors barely move a norm; the
-bound that holds for any input is what this module keeps:
+Random rounding errors barely move a norm, so a test on ordinary inputs need not show TF32 breaking
+the bound (tests/deep/test_deep_gpu.py clips ResNet-20 examples one by one and checks each against the
+clip); the bound that holds for any input is what this module keeps:
 :func:`exact_fp32` turns TF32 off for cuDNN (all of it: convolutions, their backward, RNNs) and CUDA
 matrix products inside its block
 and restores the previous setting after the last block that is still open leaves (a lock and a
-count, so concurrent trainings in one process never switch it back under each other). Its cost was
-measured too (bench/bench_deep.py --gpu-variants: ghost clipping 7,700 against 12,045 examples/s), one
-reason why "auto" clipping uses torch.func on CUDA. The forward and the backward to the layer outputs
+count, so concurrent trainings in one process never switch it back under each other). It slows ghost
+clipping on CUDA (``bench/bench_deep.py --gpu-variants`` measures it), one reason why "auto" clipping
+uses torch.func there. The forward and the backward to the layer outputs
 may keep TF32: they define which function's gradient is clipped, and the norms and the sum are both
 computed from their outputs.
 """

@@ -118,8 +118,8 @@ def headed_config(columns: Iterable[str], headers: Mapping[str, tuple[str, str]]
 
 def noise_table_legend(columns: Iterable[str], *, answered_only: bool = False) -> str:
     """One line explaining every short header shown (from :data:`NOISE_TABLE_HEADERS`, so the legend
-    and the hover help never disagree): "σ: std of the Gaussian noise; ...; Δ: sensitivity ...". A
-    walk-through found Explore's hand-written legend silent on "Thresh." and "Δ", Calibrate's absent."""
+    and the hover help never disagree): "σ: std of the Gaussian noise; ...; Δ: sensitivity ...", so no
+    header shown is left unexplained."""
     seen: dict[str, str] = {}
     for c in columns:
         if c in NOISE_TABLE_HEADERS and c not in _NOISE_TABLE_BELOW:

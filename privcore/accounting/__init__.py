@@ -6,7 +6,7 @@ bounded-range mechanisms (subsample-and-aggregate). dpsgd: DP-SGD noise multipli
 replace-one neighbours (dp_accounting PLD, the default; imported only when used) and, for the
 paper's add/remove variant, Opacus RDP/PRV. pld_approx: a fast approximate replace-one PLD, only a
 starting point for dpsgd's verified search. memo: verified DP-SGD multipliers kept on disk (JSON).
-Every method's default calibration but DP-SGD's imports no scipy (issue 16; tests/test_cli_startup.py).
+Every method's default calibration but DP-SGD's imports no scipy (tests/test_cli_startup.py).
 """
 
 from .bounded_range import br_composition_delta, optimal_beta, zcdp_beta

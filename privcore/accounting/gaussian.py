@@ -11,8 +11,8 @@ drops alpha in its second branch and its code evaluates Phi in float32, which mi
 about 20 % at small delta, on the unsafe side; everything here is float64 with log-space tails.
 
 Standard library only (``math.erfc`` and an asymptotic series for the far tail; see
-:func:`log_ndtr`): a Gaussian calibration imports neither scipy nor dp_accounting (issue 16, the
-light CLI). tests/accounting/test_gaussian_stdlib.py checks :func:`log_ndtr` against
+:func:`log_ndtr`): a Gaussian calibration imports neither scipy nor dp_accounting, so the CLI starts
+light. tests/accounting/test_scipy_free.py checks :func:`log_ndtr` against
 ``scipy.special.log_ndtr`` and every sigma against an independent high-precision computation.
 """
 
@@ -65,7 +65,10 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> fl
     Implements the left side of Balle and Wang (2018), Theorem 8. Both terms are evaluated as
     exp(log Phi(.)) so that tails down to 1e-300 keep full relative precision.
     """
-    if sigma <= 0:
+    sigma = check_real("sigma", sigma, low=0.0)
+    epsilon = check_real("epsilon", epsilon, low=0.0)
+    sensitivity = check_real("sensitivity", sensitivity, low=0.0, low_open=True)
+    if sigma == 0:
         return 1.0
     ratio = sensitivity / sigma
     a = ratio / 2.0 - epsilon / ratio
@@ -138,4 +141,7 @@ def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 
 
     Valid only for epsilon < 1; shown for comparison in teaching views.
     """
+    epsilon = check_real("epsilon", epsilon, low=0.0, low_open=True)
+    delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    sensitivity = check_real("sensitivity", sensitivity, low=0.0, low_open=True)
     return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon

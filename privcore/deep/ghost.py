@@ -45,13 +45,12 @@ __all__ = ["supports_ghost", "ghost_clip_and_sum"]
 
 _LAYERS = (nn.Linear, nn.Conv2d, nn.GroupNorm)
 # A convolution's norms take the Gram (ghost-norm) route when GHOST_FACTOR[device] L^2 <= C_out C_in k k,
-# else its per-example weight gradients. Both are exact. On a CPU the per-example route was faster
-# for every layer of both models (unfold is slow there: ResNet-20's last stage 8.5 ms against 40 ms
-# at batch 32), so the CPU never takes the Gram route. On an H100 per-example gradients throughout
-# (factor inf) were faster than the usual mixed rule (factor 1) for ResNet-20 at batch 600 (9,031 /
-# 9,504 against 7,700 / 8,036 examples/s, docs/gpu/2026-11-23_deep_variants_run*.txt), so CUDA takes
-# them too (only an explicit clipping="ghost" uses this on CUDA: "auto" takes torch.func there).
-# Other devices: the mixed rule.
+# else its per-example weight gradients. Both are exact. On a CPU the per-example route is faster
+# for every layer of both models (unfold is slow there), so the CPU never takes the Gram route. On an
+# H100 per-example gradients throughout (factor inf) are faster than the usual mixed rule (factor 1)
+# for ResNet-20, so CUDA takes them too (only an explicit clipping="ghost" uses this on CUDA: "auto"
+# takes torch.func there). Other devices: the mixed rule. ``bench/bench_deep.py`` (``--gpu-variants``
+# on CUDA) times the routes.
 GHOST_FACTOR: dict[str, float] = {"cpu": math.inf, "cuda": math.inf}
 # How a layer's per-example weight gradients are formed: "grouped" (one grouped convolution weight
 # backward, the batch folded into the channels; fastest on a CPU) or "unfold" (unfold + one batched

@@ -23,7 +23,7 @@ __all__ = ["Method", "REGISTRY", "METHOD_NAMES", "BASELINE", "ENTRIES", "get_met
 REGISTRY: dict[str, Method] = {
     m.name: m
     for m in (ModelSensitivity(), LossPerturbation(), DPSGD(), PredictionSensitivity(), SubsampleAggregate(),
-              ConfidentGNMax(), SparseVectorAggregate(), PateStudent())  # beyond the paper's five: issue 10
+              ConfidentGNMax(), SparseVectorAggregate(), PateStudent())  # beyond the paper's five
 }
 METHOD_NAMES: tuple[str, ...] = tuple(REGISTRY)
 BASELINE: Method = NonPrivate()

@@ -46,7 +46,7 @@ def per_example_grad_norms(x: torch.Tensor, probs: torch.Tensor, y: torch.Tensor
     return x.norm(dim=-1).unsqueeze(-1) * resid.norm(dim=-1)
 
 
-#: Seconds the replace-one accountant's import (dp_accounting's PLD) takes once per process (measured).
+#: Seconds the replace-one accountant's import (dp_accounting's PLD) takes once per process (bench/bench_startup.py).
 ACCOUNTANT_IMPORT_S = 1.4
 #: Share of a repetition each further epsilon of a run adds (its own noise and update on shared batches;
 #: measured by bench/bench_dpsgd_cost.py).
@@ -120,15 +120,15 @@ class DPSGD(Method):
         step's working set (batch x repetitions rows), plus a per-step overhead; the epsilons of a
         repetition share its batches and noise draws, and each further epsilon adds a share
         :data:`EPSILON_SHARE` of a repetition. The three constants (``sgd``, ``sgd_batch``,
-        ``sgd_steps``) are measured, not fitted with the other methods: bench/bench_dpsgd_cost.py
-        (mnist-5k, 20 repetitions, epochs 5 / 20 / 50, batch 64 / 256 / 1024, 1 and 5 epsilons; at 50
-        epochs and one epsilon 14.4 / 9.3 / 17.1 s for batch 64 / 256 / 1024, quiet)."""
+        ``sgd_steps``) are measured alone, not fitted with the other methods: bench/bench_dpsgd_cost.py
+        (mnist-5k, 20 repetitions, epochs 5 / 20 / 50, batch 64 / 256 / 1024, 1 and 5 epsilons). The
+        step's working set makes batch 256 faster than both 64 and 1024."""
         per_rep = repeats * (1.0 + EPSILON_SHARE * (points - 1))
         examples = problem.epochs * data_work(problem) * per_rep / 100
         parts = [CostPart("fixed", 1.0), CostPart("sgd", examples),
                  CostPart("sgd_batch", examples * min(problem.batch_size, problem.n) / 256),
                  CostPart("sgd_steps", problem.steps * per_rep / 1580),
-                 CostPart("calibrate", float(points))]  # one PLD calibration per epsilon (about 0.05 s, measured)
+                 CostPart("calibrate", float(points))]  # one PLD calibration per epsilon
         if "dp_accounting.pld" not in sys.modules:  # the accountant's import, once per process (about 1.4 s)
             parts.append(CostPart("import", ACCOUNTANT_IMPORT_S, ("import", "dpsgd_accountant")))
         return parts
@@ -143,8 +143,8 @@ class DPSGD(Method):
         c, e_count = ctx.classes, len(scales)
         q, clip, lr = pb.sample_rate, pb.clip, pb.learning_rate
         # theta is kept transposed, [R, E C, D]: both products per step then run as bmm with the
-        # long D axis contiguous in both operands (2-4x faster on CPU than [R, D, E C], measured by
-        # bench/bench_method_times.py; same arithmetic up to the order of the sums).
+        # long D axis contiguous in both operands (faster on a CPU than [R, D, E C]: bench/bench_method_times.py
+        # times it; same arithmetic up to the order of the sums).
         theta = torch.zeros(repeats, e_count * c, d, device=ctx.device)
         noise_scale = noise_std_float32(scales, clip, ctx.device).view(1, e_count, 1, 1)
         step_scale = -lr / (q * n)

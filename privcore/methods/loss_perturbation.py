@@ -80,8 +80,8 @@ def _log_gamma_sf(c: int, x: float) -> float:
 def gamma_upper_quantile(classes: int, delta: float) -> float:
     """Smallest x (rounded up, to 1e-10 relative) with P(Gamma(classes, 1) > x) <= delta.
 
-    Standard library only (``scipy.special.gammainccinv`` without importing scipy: issue 16's light
-    CLI). The survival function of an integer-shape Gamma is a Poisson sum, decreasing in x; a
+    Standard library only (``scipy.special.gammainccinv`` without importing scipy, so the CLI starts
+    light). The survival function of an integer-shape Gamma is a Poisson sum, decreasing in x; a
     bisection keeps the upper end. The float64 log-sum has an absolute error of about
     classes * log(x) * 1e-16 (3.5e-12 relative in the tail at classes = 5,000, enough to put the
     bisection's end below the true quantile), so the end is raised by 1e-10 relative, which lowers
