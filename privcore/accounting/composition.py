@@ -29,6 +29,8 @@ __all__ = [
 
 def basic_per_query(epsilon: float, delta: float, budget: int) -> tuple[float, float]:
     """Per-query (epsilon/B, delta/B) so that B queries compose to (epsilon, delta) (basic composition)."""
+    epsilon = check_real("epsilon", epsilon, low=0.0, low_open=True)
+    delta = check_real("delta", delta, low=0.0, high=1.0, high_open=True)
     check_int("budget", budget, low=1)
     return epsilon / budget, delta / budget
 
@@ -38,7 +40,9 @@ def advanced_composition_epsilon(eps0: float, budget: int, delta_prime: float) -
 
     epsilon = sqrt(2 B ln(1/delta')) eps0 + B eps0 (e^eps0 - 1), with total delta' (+ B delta0).
     """
+    eps0 = check_real("eps0", eps0, low=0.0)
     check_int("budget", budget, low=1)
+    delta_prime = check_real("delta_prime", delta_prime, low=0.0, high=1.0, low_open=True, high_open=True)
     return math.sqrt(2.0 * budget * math.log(1.0 / delta_prime)) * eps0 + budget * eps0 * math.expm1(eps0)
 
 
@@ -49,6 +53,9 @@ def zcdp_per_query_epsilon(epsilon: float, delta_prime: float, budget: int) -> f
     Valid because an eps*-DP mechanism is eps*^2/2-zCDP (Bun and Steinke 2016, Prop. 1.4), B of
     them are B eps*^2/2-zCDP, and rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta')), delta')-DP.
     """
+    epsilon = check_real("epsilon", epsilon, low=0.0, low_open=True)
+    delta_prime = check_real("delta_prime", delta_prime, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_int("budget", budget, low=1)
     log_term = math.log(1.0 / delta_prime)
     # Written as a difference quotient to avoid cancellation when epsilon << ln(1/delta').
     return math.sqrt(2.0 / budget) * epsilon / (math.sqrt(log_term + epsilon) + math.sqrt(log_term))

@@ -132,6 +132,10 @@ def dpsgd_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta
     from opacus.accountants import PRVAccountant  # heavy imports, only when used
 
     check_choice("accountant", accountant, ("rdp", "prv"))
+    noise_multiplier = _check("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
+    sample_rate = _check("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
+    steps = check_int("steps", steps, low=1)
+    delta = _check("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
     if accountant == "rdp":
         # Integer orders first; then only the fractional ones (milliseconds each, most of the
         # cost) next to the best integer order: epsilon is unimodal in the order, so no other

@@ -95,7 +95,7 @@ class SweepSpec:
 
     data: DataSpec = field(default_factory=DataSpec)
     methods: tuple[str, ...] = METHOD_NAMES
-    epsilons: tuple[float, ...] = (0.1, 1.0, 10.0)
+    epsilons: tuple[float, ...] = knobs.EPSILONS
     delta: float = knobs.default("delta")
     budget: int = knobs.default("budget")
     lam: float | str = knobs.default("lam")
@@ -184,7 +184,7 @@ class SweepSpec:
     @classmethod
     def from_json(cls, text: str) -> "SweepSpec":
         """Inverse of :meth:`to_json`; validates like the constructor."""
-        raw = json.loads(text)
+        raw = strict_json(text, "a sweep spec")
         if not isinstance(raw, dict):
             raise ValueError("a sweep spec must be a JSON object")
         data = raw.pop("data", {})
@@ -200,6 +200,25 @@ class SweepSpec:
             if isinstance(raw.get(key), list):
                 raw[key] = tuple(raw[key])
         return cls(data=DataSpec(**data), **raw)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 overflows to inf: infinity is written "inf" on purpose only
+        raise ValueError(f"a number in the JSON overflows a float: {text[:40]}")
+    return value
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"the JSON holds {name}, which is not a number JSON allows (write infinity as \"inf\")")
+
+
+def strict_json(text: str | bytes, what: str) -> Any:
+    """``json.loads`` that refuses NaN, Infinity, numbers overflowing a float and deep nesting, by name."""
+    try:
+        return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError(f"{what} is nested too deeply to be read") from None
 
 
 def _sequence(name: str, value: Any, what: str) -> tuple:

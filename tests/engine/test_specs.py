@@ -53,3 +53,20 @@ def test_repeated_methods_epsilons_and_values_count_once():
     assert spec.epsilons == (1.0, 0.5) and spec.values == (5, 10)
     assert spec.key == SweepSpec(methods=("dpsgd", "model_sensitivity"), epsilons=(1.0, 0.5), vary="budget",
                                  values=(5, 10)).key
+
+
+@pytest.mark.parametrize("text, words", [
+    ('{"epsilons": [1e999]}', "overflows"),
+    ('{"epsilons": [Infinity]}', "Infinity"),
+    ('{"epsilons": [NaN]}', "NaN"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+])
+def test_from_json_refuses_overflow_constants_and_deep_nesting_by_name(text, words):
+    from privcore.engine.specs import SweepSpec
+    with pytest.raises(ValueError, match=words):
+        SweepSpec.from_json(text)
+
+
+def test_from_json_still_reads_infinity_written_as_inf():
+    from privcore.engine.specs import SweepSpec
+    assert SweepSpec.from_json('{"epsilons": [1.0, "inf"]}').epsilons[-1] == float("inf")
