@@ -130,7 +130,8 @@ def test_noisy_max_noise_is_laplace_of_twice_the_sensitivity_over_epsilon(monkey
     _, n_val = tuning._split(ds, spec.seed)
     k = len(LAM_AUTO_GRID)
     e = torch.empty(2, k, dtype=torch.float64).exponential_(
-        generator=make_generator(spec.seed, "lam_auto_noisy_max", "model_sensitivity", repr(float(eps)))).numpy()
+        generator=make_generator(tuning.selection_seed(spec.seed), "lam_auto_noisy_max", "model_sensitivity",
+                                 repr(float(eps)))).numpy()
     v = e[0] - e[1]
     j = next(i for i in range(k) if i not in (int(np.argmax(v)), int(np.argmin(v))))
     s_true = 2.0 / (n_val * eps * tuning.SELECTION_FRACTION)
@@ -150,3 +151,74 @@ def test_noisy_max_noise_is_laplace_of_twice_the_sensitivity_over_epsilon(monkey
     # The check can fail: the same scores under half the scale (Laplace(1 / (|V| eps_s)), the monotone
     # version) pick argmin v instead.
     assert int(np.argmax(-0.5 * s_true * v + (np.arange(k) == j) * 1e-9 * s_true)) != j
+
+
+def _draws(monkeypatch, spec: SweepSpec) -> tuple[list[tuple], list[tuple], list[float]]:
+    """(selection's, release's) generators as (context seed, labels), and the lambdas chosen, of one sweep."""
+    from privcore.context import TrainContext
+    from privcore.engine import runner
+
+    inside, selection, release, chosen = [False], [], [], []
+    generator, choose = TrainContext.generator, runner.choose_lams
+
+    def spy_generator(self, *labels):  # noqa: ANN001, ANN202
+        (selection if inside[0] else release).append((self.seed, labels, self.problem.lam))
+        return generator(self, *labels)
+
+    def spy_choose(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        inside[0] = True
+        try:
+            out = choose(*args, **kw)
+        finally:
+            inside[0] = False
+        chosen.extend(out)
+        return out
+
+    runner._CONTEXTS.clear()  # nothing cached: every run makes all of its own draws
+    tuning._SUB_CONTEXT.clear()
+    with monkeypatch.context() as mp:  # undone on return: a second call spies on the originals
+        mp.setattr(TrainContext, "generator", spy_generator)
+        mp.setattr(runner, "choose_lams", spy_choose)
+        run_sweep(spec, use_cache=False)
+    return selection, release, chosen
+
+
+def test_the_selection_and_the_release_draw_independent_noise(monkeypatch):
+    """Issue 29 item 2: composition (the k candidate releases + the release) needs independent
+    randomness. Every generator of the candidates differs from every generator of the final release
+    and from every other candidate's (the old code drew all of them from the experiment seed with
+    the release's labels: each candidate's unit noise was repetition 0's); the unit noise under the
+    same labels is uncorrelated; and the release's settings (its repetitions) do not change the
+    selection's draws or its choice. Run for a noise-adding and a vote-sampling method."""
+    import dataclasses
+
+    import torch
+
+    from privcore.device import derive_seed, make_generator
+
+    for method in ("model_sensitivity", "subsample_aggregate"):
+        spec = dataclasses.replace(_spec(method, 2.0, 1e-5), repeats=1)
+        selection, release, chosen = _draws(monkeypatch, spec)
+        assert selection and release
+        sel_seeds = {(lam, derive_seed(seed, *labels)) for seed, labels, lam in selection}
+        rel_seeds = {derive_seed(seed, *labels) for seed, labels, _ in release}
+        assert not {d for _, d in sel_seeds} & rel_seeds, method
+        # no two candidates (lambdas) share a generator
+        by_seed = {}
+        for lam, d in sel_seeds:
+            by_seed.setdefault(d, set()).add(lam)
+        assert all(len(lams) == 1 for lams in by_seed.values()), method
+        assert len({lam for lam, _ in sel_seeds}) == len(LAM_AUTO_GRID)
+        # The same labels (method, kind, repetition 0) in a candidate and in the release: not the same draw.
+        shared = {labels for _, labels, _ in selection} & {labels for _, labels, _ in release}
+        assert shared, method  # the check below compares like with like
+        for labels in shared:
+            a = torch.randn(4000, generator=make_generator(next(s for s, lb, _ in selection if lb == labels), *labels),
+                            dtype=torch.float64)
+            b = torch.randn(4000, generator=make_generator(next(s for s, lb, _ in release if lb == labels), *labels),
+                            dtype=torch.float64)
+            assert abs(float(torch.corrcoef(torch.stack([a, b]))[0, 1])) < 0.1, labels  # ~N(0, 1/63) if independent
+        # A different release (three repetitions): the selection draws and chooses exactly as before.
+        selection3, release3, chosen3 = _draws(monkeypatch, dataclasses.replace(spec, repeats=3))
+        assert selection3 == selection and chosen3 == chosen, method
+        assert len(release3) > len(release)

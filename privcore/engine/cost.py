@@ -362,7 +362,8 @@ def plan_state(spec: SweepSpec, cache: Any = None) -> tuple[dict[tuple[int, str]
         device = str(runner.resolve_device(vspec.device))
         # the live context, and lambda = auto's fitting part (its candidates' solves and teachers)
         contexts = ((runner._CONTEXTS.get((ds.fingerprint, vspec.seed, device)), "ctx", ()),
-                    (tuning._SUB_CONTEXT.get((ds.fingerprint + ":auto-lam", vspec.seed, device)), "auto", ("auto",)))
+                    (tuning._SUB_CONTEXT.get((ds.fingerprint + ":auto-lam", tuning.selection_seed(vspec.seed), device)), "auto",
+                     ("auto",)))
         for live, kind, prefix in contexts:
             if live is None:
                 continue

@@ -16,8 +16,18 @@ selection with an explicit budget split (sequential composition, replace-one nei
   max with Laplace(2 / (|V| eps_s)) noise on each score is eps_s-DP for non-monotone scores of
   that sensitivity (Dwork and Roth 2014, Section 3.3).
 
-So the choice is (eps_s, delta_s)-DP and the whole row (eps, delta)-DP. The choice is drawn once
-per (seed, epsilon, method); the repetitions of the release share it.
+So the choice is (eps_s, delta_s)-DP and the whole row (eps, delta)-DP: the selection and the
+release compose sequentially (basic composition), eps_s + eps_r = eps and delta_s + delta_r = delta.
+The choice is drawn once per (seed, epsilon, method); the repetitions of the release share it.
+
+Composition needs independent randomness. Every draw of the selection (the k candidate releases,
+their teachers' partitions, and the noisy max) comes from generators derived from
+:func:`selection_seed`, a seed of its own derived from the experiment seed with a label no release
+uses, never from the release's (seed, labels): with the experiment seed itself the candidates' unit
+noise would be repetition 0's of the final release. Each candidate derives its own seed from it
+(candidate j: label ("candidate", j)), so the k candidates' draws are independent of each other too.
+With secure noise (``noise_seed`` given) the selection's seed is a fresh secret one from the
+operating system's entropy instead.
 """
 
 from __future__ import annotations
@@ -31,13 +41,14 @@ import numpy as np
 import torch
 
 from ..data import Dataset
-from ..device import make_generator
+from ..device import derive_seed, make_generator
 from ..methods import REGISTRY
 from ..types import PrivacyBudget, Problem
 from ..context import TrainContext
 from .specs import LAM_AUTO_GRID, SweepSpec
 
-__all__ = ["SELECTION_FRACTION", "LAM_AUTO_NOTE", "release_budget", "selection_budget", "choose_lams"]
+__all__ = ["SELECTION_FRACTION", "LAM_AUTO_NOTE", "release_budget", "selection_budget", "selection_seed",
+           "choose_lams"]
 
 #: Share of (epsilon, delta) spent on choosing lambda when ``lam = "auto"``.
 SELECTION_FRACTION = 0.1
@@ -53,8 +64,17 @@ _SUB_CONTEXT: dict[tuple[str, int, str], TrainContext] = {}
 _SUB_LOCK = threading.Lock()
 
 
-def _sub_context(sub: Dataset, problem: Problem, seed: int, device) -> TrainContext:  # noqa: ANN001
+def selection_seed(seed: int) -> int:
+    """The seed every draw of the private lambda selection derives from: a function of the public
+    experiment seed under a label of its own, so no generator of the selection has the (seed,
+    labels) of any release's (whose contexts use ``seed`` itself)."""
+    return derive_seed(seed, "lam_auto_selection")
+
+
+def _sub_context(sub: Dataset, problem: Problem, seed: int, device, keep: bool = True) -> TrainContext:  # noqa: ANN001
     device = torch.device(device)
+    if not keep:  # a secret seed (secure noise): kept nowhere, not even in this process's memo
+        return TrainContext.from_dataset(sub, problem, seed, device)
     key = (sub.fingerprint, int(seed), str(device))
     with _SUB_LOCK:
         known = _SUB_CONTEXT.get(key)
@@ -89,24 +109,36 @@ def _split(ds: Dataset, seed: int) -> tuple[Dataset, int]:
 
 def choose_lams(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBudget], device,
                 make_problem: Callable[[Dataset, float], Problem],
-                poll: Callable[[float | None], None] | None = None) -> list[float]:
-    """Per budget, the lambda picked by the private selection described in the module docstring."""
+                poll: Callable[[float | None], None] | None = None, noise_seed: int | None = None) -> list[float]:
+    """Per budget, the lambda picked by the private selection described in the module docstring.
+
+    Its randomness derives from ``noise_seed`` (secure noise: a secret seed) or, by default, from
+    :func:`selection_seed` of the spec's seed; the split into fitting and validation parts is public
+    (the spec's seed alone)."""
     m = REGISTRY[method]
+    keep = noise_seed is None
+    noise_seed = selection_seed(spec.seed) if noise_seed is None else noise_seed
     sub, n_val = _split(ds, spec.seed)
     k = len(LAM_AUTO_GRID)
     scores = np.zeros((len(budgets), k))
+    base = None
     for j, lam in enumerate(LAM_AUTO_GRID):
         problem = make_problem(sub, lam)
         if m.family == "prediction":  # it answers every validation query
             problem = dataclasses.replace(problem, budget=n_val)
-        ctx = _sub_context(sub, problem, spec.seed, device)
+        base = _sub_context(sub, problem, noise_seed, device, keep) if base is None else base.with_problem(problem)
+        # Each candidate its own seed too: k releases of one draw Z (theta_j + s_j Z) would not compose
+        # (two of them give theta_1 / s_1 - theta_2 / s_2 without noise). The candidates share the
+        # fitting part's data-only work (its eigenbasis) and its solves, which are keyed by lambda:
+        # each candidate's lambda is its own, so none reads another's.
+        ctx = dataclasses.replace(base, seed=derive_seed(noise_seed, "candidate", j))
         ctx.poll = poll
         scales = [m.calibrate(selection_budget(b, k), problem, spec.accounting) for b in budgets]
         scores[:, j] = m.evaluate(ctx, scales, 1)[:, 0].cpu().numpy()
     chosen = []
     for i, b in enumerate(budgets):
         eps_s = b.epsilon * SELECTION_FRACTION
-        gen = make_generator(spec.seed, "lam_auto_noisy_max", method, repr(float(b.epsilon)))
+        gen = make_generator(noise_seed, "lam_auto_noisy_max", method, repr(float(b.epsilon)))
         # Laplace(scale) as the difference of two exponentials, drawn from the explicit generator.
         e = torch.empty(2, k, dtype=torch.float64).exponential_(generator=gen).numpy()
         scale = 2.0 / (n_val * eps_s) if math.isfinite(eps_s) else 0.0
