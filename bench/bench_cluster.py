@@ -1,4 +1,4 @@
-"""The in-process executor against a local Dask cluster of 1 and 2 workers, in one run (issue 13).
+"""The in-process executor against a local Dask cluster of 1 and 2 workers, in one run.
 
 Two sweeps on mnist-5k, each from an empty result cache, per executor:
 

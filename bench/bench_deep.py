@@ -1,4 +1,4 @@
-"""Deep models (issue 12): DP-SGD throughput against Opacus, teachers vmapped against a loop, the
+"""Deep models: DP-SGD throughput against Opacus, teachers vmapped against a loop, the
 small preset end to end.
 
     OMP_NUM_THREADS=1 python bench/bench_deep.py                    # CPU, small CNN + ResNet-20

@@ -3,8 +3,8 @@
     OMP_NUM_THREADS=1 python bench/bench_dpsgd_cost.py [--runs 2] [--quick]
 
 bench_cost.py fits every kind of piece at once and rescales the fit to a median ratio of 1 over all
-methods' runs, so DP-SGD's two constants come out wherever the other methods' errors put them (the
-2026-11-23 refit predicted DP-SGD alone 0.57-0.81x of its time, worst at 50 epochs). Here DP-SGD runs
+methods' runs, so DP-SGD's two constants come out wherever the other methods' errors put them (a joint
+fit predicted DP-SGD alone well short of its time, worst at 50 epochs). Here DP-SGD runs
 alone on mnist-5k (Explore's defaults otherwise, 20 repetitions, no result cache, the calibration memo
 off, the accountant imported by a warm-up run) over a grid of epochs (5, 20, 50), expected batch sizes
 (64, 256, 1024: the per-step overhead against the per-example work) and numbers of epsilons (1, 5).
@@ -89,8 +89,8 @@ def main() -> None:
     print(f"\nEPSILON_SHARE = {share:.2f}; " + ", ".join(f"{k} {c:.4f}" for k, c in zip(kinds, coef))
           + " (defaults now: " + ", ".join(f"{k} {cost.DEFAULT_COEFFS.get(k, 0.0)}" for k in kinds)
           + f", share {default_share}); worst factor {worst:.2f}")
-    # The joint fit's constants before they were measured here (bench_cost.py, 2026-11-23 morning: sgd 0.4262,
-    # sgd_steps 0.1286, no batch term, each further epsilon 0.2 of a repetition), on the same runs.
+    # A joint fit's constants (bench_cost.py: sgd 0.4262, sgd_steps 0.1286, no batch term, each further
+    # epsilon 0.2 of a repetition), on the same runs, for comparison.
     dpsgd_mod.EPSILON_SHARE = 0.2
     before = []
     for epochs, batch, e, sec, problem in rows:

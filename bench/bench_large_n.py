@@ -1,4 +1,4 @@
-"""N = 1,000,000 on the CPU (issue 16): time, CPU time and peak memory of the 4-method sweep.
+"""N = 1,000,000 on the CPU: time, CPU time and peak memory of the 4-method sweep.
 
     python bench/bench_large_n.py [--n 250000 500000 1000000] [--device cpu]
 

@@ -1,4 +1,4 @@
-"""Where loss perturbation's certified solves spend their CPU at large N (issue 16).
+"""Where loss perturbation's certified solves spend their CPU at large N.
 
     python bench/bench_lp_certify.py [--n 250000] [--seed 11]
 

@@ -1,4 +1,4 @@
-"""Cold, in-process seconds per method for one Explore setting (issue 14.2 / 16.2; prints figures).
+"""Cold, in-process seconds per method for one Explore setting (prints figures).
 
     OMP_NUM_THREADS=1 python bench/bench_method_times.py [point|curve] [--lam 1e-6] [--epochs 50] [--methods a,b]
         (PYTHONPATH=PATH times the checkout at PATH with this script: see bench/bench_before_after.py)

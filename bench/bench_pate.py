@@ -1,4 +1,4 @@
-"""Figure-1-style sweep time with the three methods beyond the paper (issue 10) added.
+"""Figure-1-style sweep time with the three methods beyond the paper added.
 
 5 or 8 methods x 10 epsilons x delta in {0, 1e-5} x 20 repetitions on mnist-5k, results not
 cached; the single-setting refresh (all 8 methods, one epsilon, delta = 1e-5, 20 repetitions,

@@ -1,4 +1,4 @@
-"""Where the cold single-setting path spends its time, per method, against its GEMM floor (issue 16).
+"""Where the cold single-setting path spends its time, per method, against its GEMM floor.
 
     python bench/bench_profile.py [--methods a,b] [--repeats 20] [--epsilon 1] [--delta 1e-5] [--runs 1]
 

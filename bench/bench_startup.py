@@ -1,4 +1,4 @@
-"""Start-up of the light CLI (issue 16): median wall time of fresh interpreters vs a bare one.
+"""Start-up of the light CLI: median wall time of fresh interpreters vs a bare one.
 
     python bench/bench_startup.py [--runs 7] [--repo PATH] [--against PATH] [--no-inprocess]
 

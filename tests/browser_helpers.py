@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 
 def screenshot_dir() -> Path:
-    """Where the browser tests save their screenshots: ``docs/screenshots`` (the README's) only when
+    """Where the browser tests save their screenshots: ``docs/screenshots`` (the docs') only when
     ``PRIVCORE_UPDATE_SCREENSHOTS=1``, else a temporary folder, so a test run leaves the tree clean."""
     if os.environ.get("PRIVCORE_UPDATE_SCREENSHOTS") == "1":
         folder = ROOT / "docs" / "screenshots"

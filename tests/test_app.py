@@ -123,7 +123,7 @@ def _omp_spin_count(tmp_path, extra_env: dict[str, str]) -> str:
 
 
 def test_the_server_process_makes_torchs_openmp_threads_wait_passively(tmp_path):
-    """Spinning OpenMP threads stalled the warm-up when a browser took a core (ui/warmup.py, README)."""
+    """Spinning OpenMP threads stalled the warm-up when a browser took a core (bench/bench_first_visit.py --busy)."""
     assert _omp_spin_count(tmp_path, {}) == "0"
 
 

@@ -4,8 +4,8 @@ Starts ``streamlit run app.py`` on a free loopback port with a fresh result cach
 page with small settings (digits data, 3 repetitions, 1 DP-SGD epoch, ε from 1 to 10, all through URL
 query parameters), moves the ε control with the keyboard, checks that the chart and the
 recommendation change, downloads the chart's CSV through its export button and checks its contents,
-and saves screenshots of Explore, Learn and Reproduce (to docs/screenshots/, used by the README, when
-PRIVCORE_UPDATE_SCREENSHOTS=1).
+and saves screenshots of Explore, Learn and Reproduce (to docs/screenshots/, used by the README and
+docs/dashboard.md, when PRIVCORE_UPDATE_SCREENSHOTS=1).
 
 Skipped, with the reason, when Chromium or the playwright package is missing. About a minute on CPU.
 """

@@ -1,7 +1,7 @@
 """Browser walk of issue 14's output points: own data with declared standardisation, export metadata,
 copy as code, an 800 px layout and a rejected URL value (Streamlit server + Chromium via Playwright).
 
-Saves own_data.png (docs/screenshots/, used by the README, when PRIVCORE_UPDATE_SCREENSHOTS=1). Skipped, with the reason, when Chromium or the
+Saves own_data.png (docs/screenshots/, used by docs/dashboard.md, when PRIVCORE_UPDATE_SCREENSHOTS=1). Skipped, with the reason, when Chromium or the
 playwright package is missing. About a minute on CPU.
 """
 
@@ -64,7 +64,7 @@ def test_own_data_exports_code_and_narrow_layout_in_chromium(tmp_path):
         sidebar.get_by_text("Preview: 180 rows, 2 features, 3 classes").click()
         assert sidebar.get_by_test_id("stDataFrame").count() == 1
         page.wait_for_timeout(500)
-        page.screenshot(path=str(screenshot_dir() / "own_data.png"))  # the README's, when updating them
+        page.screenshot(path=str(screenshot_dir() / "own_data.png"))  # docs/dashboard.md's, when updating them
 
         # ---- The calibrations, typeset by KaTeX without errors.
         page.get_by_text("How each method's noise was calibrated").click()
