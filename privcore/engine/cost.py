@@ -39,25 +39,24 @@ from .specs import LAM_AUTO_GRID, SweepSpec
 __all__ = ["DEFAULT_COEFFS", "MEASURED_KINDS", "THRESHOLD_SECONDS", "threshold_seconds", "DataSizes", "Estimate", "estimate", "coefficients",
            "coefficients_path", "save_coefficients", "slowdown", "fit_slowdown", "DEFAULT_FIT_SLOWDOWN", "data_sizes", "plan_state", "estimate_spec", "eta"]
 
-#: Seconds per unit of work of each kind of piece: bench/bench_cost.py on the 2-core development machine
-#: (OMP_NUM_THREADS=1, quiet: load average 0.9-1.0, 47 runs, refitted after the speed-ups of
-#: 2026-11-23, rescaled to a median ratio of 1.00, worst 2.36; "augment" is a guess, not fitted; "answers",
-#: which this design cannot identify (fitted 0), keeps the earlier fit: the B answers of a teacher vote).
+#: Seconds per unit of work of each kind of piece, fitted by ``bench/bench_cost.py --write`` on the 2-core
+#: development machine when idle (OMP_NUM_THREADS=1), rescaled to a median predicted/measured ratio of 1.
+#: "augment" is a guess, not fitted; "answers" (the B answers of a teacher vote), which that fit's runs
+#: cannot identify, keeps an earlier fit's value.
 DEFAULT_COEFFS: dict[str, float] = {
     "fixed": 0.0, "data": 0.0, "eig": 0.2531, "solve": 0.16, "perturbed": 1.037, "teachers": 0.2069,
     "sgd": 0.5402, "sgd_batch": 0.2713, "sgd_steps": 0.2689, "student": 0.185, "answers": 0.018, "augment": 1.0,
-    # "solve": measured directly by bench/bench_solve_cost.py (warm non-private solves, CPU seconds: median
-    # 0.153 / 0.156 / 0.195 s per unit in three runs; the joint fit's 0.34 carried the first solve's warm-up,
-    # now FIRST_SOLVE_S).
-    # "sgd", "sgd_batch", "sgd_steps": measured directly by bench/bench_dpsgd_cost.py (DP-SGD alone over
-    # epochs x batch x epsilons, quiet, worst factor 1.18), not by the joint fit, which put them 0.6-0.8x low.
+    # "solve": measured alone by bench/bench_solve_cost.py (warm non-private solves; a joint fit would carry
+    # the process's first solve, priced apart as FIRST_SOLVE_S).
+    # "sgd", "sgd_batch", "sgd_steps": measured alone by bench/bench_dpsgd_cost.py (DP-SGD over epochs x batch
+    # x epsilons): the joint fit, rescaled over every method's runs, puts DP-SGD's constants too low.
     # Also measured directly, not fitted (bench_cost's runs are warm and single-point): seconds per DP-SGD
-    # PLD calibration (0.03-0.06 s per epsilon on the Explore curve's 7, quiet), per Confident-GNMax
-    # data-dependent epsilon, and per second of a one-time import
+    # PLD calibration per epsilon, per Confident-GNMax data-dependent epsilon, and per second of a one-time
+    # import
     "calibrate": 0.05, "pate_dd": 0.085, "import": 1.0,
 }
-#: CPU seconds the first solve of a process takes beyond the same solve once warm (mnist-5k, lambda = 1e-3:
-#: 0.10 / 0.14 / 0.16 s in three runs of bench/bench_solve_cost.py), priced as a one-time "import".
+#: CPU seconds the first solve of a process takes beyond the same solve once warm (mnist-5k, lambda = 1e-3;
+#: bench/bench_solve_cost.py measures it), priced as a one-time "import".
 FIRST_SOLVE_S = 0.15
 #: Pieces only a release pays, not lambda = auto's candidates (scored by ``evaluate``, without
 #: :meth:`~privcore.methods.base.Method.extra_results`): Confident-GNMax's data-dependent epsilon.
@@ -207,8 +206,8 @@ def slowdown() -> float:
     every piece alike): runnable jobs per core, at least 1. ``PRIVCORE_SLOWDOWN`` (a number >= 1)
     fixes it instead, e.g. in a container whose load average counts the host's jobs.
 
-    The 1-minute load average lags: a minute after other jobs stopped it still reads high (and the
-    quiet machine's first prediction ran 1.5x long). So it is blended with the runnable threads of
+    The 1-minute load average lags: a minute after other jobs stopped it still reads high, and an idle
+    machine's first prediction would run long. So it is blended with the runnable threads of
     this moment (:func:`_runnable_now`), the geometric mean of the two factors: the recent past and
     the present weigh alike, and neither a lagging average nor a momentary burst moves the
     prediction by more than the square root of its own factor."""
@@ -392,10 +391,9 @@ def eta(predicted: float, fraction: float, elapsed: float) -> float:
     far (trusted more as the run advances: as much as the share done).
 
     The trust grows with the share itself, no faster: the speed observed on the first jobs says
-    less about the last ones than it seems (on cold runs single jobs were predicted 0.5-2x off,
-    and a pace measured on an under-predicted solve made the ETA run 2x long late in the run).
-    On the cold-update benchmark's traces this halved the checkpoints outside a factor 1.5
-    against a trust of twice the share, both on a quiet and on a loaded machine."""
+    less about the last ones than it seems (single jobs can be mispredicted, and a pace taken from an
+    under-predicted solve would make the ETA run long late in the run). ``bench/bench_cold_updates.py
+    --trace`` compares this trust with faster ones on the same traces."""
     fraction = min(max(float(fraction), 0.0), 1.0)
     if fraction >= 1.0:
         return 0.0

@@ -171,14 +171,11 @@ class LossPerturbation(Method):
     def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
         """The non-private solve (its warm start, shared) and one perturbed solve per release, batched.
 
-        Measured on cold mnist-5k runs (bench/bench_cold_updates.py --cpu --trace, per job): a batch
-        costs about 0.08 s per release plus 3.4 releases' worth, linear in the batch (120 releases
-        of a curve took 5.3x the 20 of one point, not the 4.1x an offset of 12 gave; cold, 20
-        releases took 1.35-1.45x what the warm fit of ``perturbed`` says); and the perturbed
-        problems' regulariser lam + rho/N keeps them better conditioned than the non-private solve
-        as lam shrinks: at lam = 1e-6 3.2x the lam = 1e-3 time for one epsilon and 3.7x for seven
-        (bench/bench_cost_pieces.py --only lp_lambda; earlier 2.8-4.1x), about the solver's iteration
-        ratio to the power 0.6 (3.2), not the full 7x."""
+        A batch costs an offset of up to 3.4 releases' worth plus one unit per release, linear in the batch
+        (bench/bench_cold_updates.py --cpu --trace times the jobs of cold runs); and the perturbed
+        problems' regulariser lam + rho/N keeps them better conditioned than the non-private solve as
+        lam shrinks, so their time grows with the solver's iteration ratio to the power 0.6, not 1
+        (bench/bench_cost_pieces.py --only lp_lambda)."""
         batch = points * repeats
         offset = min(3.4, 0.17 * batch)  # a single release (lambda = auto's candidates) costs far less than 4.4 releases' worth
         return [CostPart("fixed", 1.0), nonprivate_part(problem),
