@@ -36,7 +36,7 @@ RUNTIME_OUTPUTS = ("bench/out/",)
 
 PATH_RE = re.compile(r"(?<![\w$./-])((?:%s)/[\w.{},*/-]*[\w*}](?:::\w+)?)" % "|".join(re.escape(d) for d in TOP_DIRS))
 TOP_FILE_RE = re.compile(r"(?<![\w./-])(%s)(?![\w-])" % TOP_FILES)
-LINK_RE = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
+LINK_RE = re.compile(r"\]\(([^)\s#]*)(?:#([^)\s]*))?\)")
 MODULE_RE = re.compile(r"(?<![\w./-])((?:privcore|ui|app_pages)(?:\.[A-Za-z_]\w*)+)")
 TICK_RE = re.compile(r"`([^`\n]+)`")
 IDENT_RE = re.compile(r"^([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?(?:\(.*\))?$")
@@ -79,6 +79,15 @@ def _expand_braces(path: str) -> list[str]:
     if not m:
         return [path]
     return [q for alt in m.group(1).split(",") for q in _expand_braces(path[:m.start()] + alt + path[m.end():])]
+
+
+def _anchors(md: Path) -> set[str]:
+    """GitHub's anchors of a Markdown file's headings: lower case, punctuation dropped, spaces as hyphens."""
+    found = set()
+    for heading in re.findall(r"^#+\s+(.+?)\s*$", md.read_text(encoding="utf-8"), re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower().replace("`", "")).replace(" ", "-")
+        found.add(slug)
+    return found
 
 
 def _path_problem(ref: str) -> str | None:
@@ -253,11 +262,14 @@ def check(text: str, where: Path) -> list[str]:
             if not (ROOT / m.group(1)).exists():
                 found.append(f"no such file {m.group(1)}")
         for m in LINK_RE.finditer(line):
-            target = m.group(1)
+            target, anchor = m.group(1), m.group(2)
             if re.match(r"^[a-z]+:", target):
                 continue
-            if not (where.parent / target).exists():
+            linked = (where.parent / target) if target else where
+            if not linked.exists():
                 found.append(f"broken link {target}")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+                found.append(f"no heading #{anchor} in {target or where.name}")
         for m in MODULE_RE.finditer(line):
             found.append(_module_problem(m.group(1)))
         for m in TICK_RE.finditer(line):
@@ -295,6 +307,7 @@ def test_the_check_finds_stale_names():
         "a module": "privcore.audit_canaries.audit_method",
         "a class member": "`TrainContext.no_such_member`",
         "a broken link": "[spec](nowhere.md)",
+        "a link to a heading that is not there": "[spec](../docs/spec.md#no-such-heading)",
         "a wrong count": "the five methods",
         "a brace form": "docs/figures/fig1{a,z}_eps_delta0.csv",
         "a flag the CLI does not have": "```bash\nprivcore sweep --teachers 16 --no-such-flag 3\n```",
