@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cal = sub.add_parser("calibrate", help="noise scale of one method (instant, no data)")
     cal.add_argument("--method", required=True, choices=METHOD_NAMES)
-    knobs.add_argument(cal, "epsilon", required=True, type=_number(_epsilon))
+    knobs.add_argument(cal, "epsilon", default=None, required=True, type=_number(_epsilon))
     for name in ("delta", "n"):
         knobs.add_argument(cal, name)
     knobs.add_argument(cal, "lam", allow_auto=False)

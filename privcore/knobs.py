@@ -9,7 +9,15 @@ Everything else is derived from :data:`KNOBS`:
   ``default``, ``choices``);
 * the dashboard's URL state fields (``url``; ``url_low``/``url_high`` clamp what a pasted link may
   ask for, which is stricter than what the library accepts) and its controls (``label``, ``grid``,
-  ``help``, ``ui_default``: the first view is chosen to teach, e.g. delta = 1e-5 and B = 10).
+  ``help``).
+
+One set of defaults: a knob's ``default`` is the library's, the CLI's and the dashboard's first
+view alike (chosen to teach: delta = 1e-5, B = 10, epsilon = 3), so ``privcore sweep`` with no flags
+computes the dashboard's default curve (:data:`EPSILONS`) with the same spec, cache key and
+numbers (tests/test_defaults.py). The data-set sizes N, D and C are the one exception: unset (None)
+they mean the data set's own, in the dashboard and ``sweep``; their ``default`` is the default data
+set's (mnist-5k: N = 4,000, D = 784, C = 10), what :class:`privcore.types.Problem` and ``calibrate``
+use without a data set.
 
 privcore never imports Streamlit; this module imports nothing heavy (choices that live elsewhere,
 the data sets and the methods, are named by ``choices_from`` and read on first use).
@@ -20,12 +28,12 @@ from __future__ import annotations
 import importlib
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .validation import check_choice, check_int, check_real
 
 __all__ = ["Knob", "KNOBS", "knob", "check", "default", "fixed_lam", "add_argument", "LAM_AUTO_STANDIN",
-           "ACCOUNTING_MODES", "DEVICE_CHOICES", "KINDS"]
+           "ACCOUNTING_MODES", "DEVICE_CHOICES", "KINDS", "EPSILON_RANGE", "EPSILONS", "curve_epsilons"]
 
 ACCOUNTING_MODES: tuple[str, ...] = ("paper", "corrected", "tight")
 DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda")
@@ -41,7 +49,8 @@ _SAME = object()
 
 @dataclass(frozen=True)
 class Knob:
-    """One knob. ``default`` is the library's and the CLI's; ``ui_default`` the dashboard's first view."""
+    """One knob. ``default`` is everyone's: the library's, the CLI's and the dashboard's first view;
+    ``per_dataset``: the dashboard and ``sweep`` leave it unset (the data set's own), see the module."""
 
     name: str
     kind: str
@@ -56,7 +65,7 @@ class Knob:
     log: bool = False
     flag: str | None = None
     url: str | None = None
-    ui_default: Any = _SAME
+    per_dataset: bool = False
     url_low: float | None = None
     url_high: float | None = None
     url_zero: bool = False
@@ -85,8 +94,8 @@ class Knob:
 
     @property
     def first_view(self) -> Any:
-        """The dashboard's default: ``ui_default``, else ``default``."""
-        return self.default if self.ui_default is _SAME else self.ui_default
+        """The dashboard's default: ``default``, or None (the data set's own) for a ``per_dataset`` knob."""
+        return None if self.per_dataset else self.default
 
     def check(self, value: Any, *, allow_auto: bool = True) -> Any:
         """``value`` validated and normalised (float for float knobs), or an error naming the knob,
@@ -110,32 +119,32 @@ class Knob:
 _K = Knob
 #: Every knob, in the order the CLI's help lists them.
 KNOBS: dict[str, Knob] = {k.name: k for k in (
-    _K("epsilon", "float", None, "total privacy loss over everything released (all B predictions)",
-       low=0.0, low_open=True, log=True, url="eps", ui_default=3.0, url_low=1e-3, url_high=1e4,
+    _K("epsilon", "float", 3.0, "total privacy loss over everything released (all B predictions)",
+       low=0.0, low_open=True, log=True, url="eps", url_low=1e-3, url_high=1e4,
        label="Privacy loss ε", ui_help="Total privacy loss over everything released (all B predictions for the prediction "
                "methods). Smaller = more private = more noise.",
        grid=(0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 30.0, 50.0, 100.0, 200.0,
              300.0, 500.0, 1000.0)),
-    _K("delta", "float", 0.0, "probability mass allowed to exceed e^epsilon; 0 = pure DP",
-       low=0.0, high=1.0, high_open=True, log=True, url="delta", ui_default=1e-5, url_low=1e-12, url_high=0.1,
+    _K("delta", "float", 1e-5, "probability mass allowed to exceed e^epsilon; 0 = pure DP",
+       low=0.0, high=1.0, high_open=True, log=True, url="delta", url_low=1e-12, url_high=0.1,
        url_zero=True, label="δ (0 = pure ε-DP)",
        ui_help="Probability mass allowed to exceed e^ε. δ = 0 rules out DP-SGD; keep δ ≪ 1/N.",
        grid=(0.0, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)),
-    _K("budget", "int", 100, "inference budget B: predictions released under (epsilon, delta)",
-       low=1, log=True, url="budget", ui_default=10, url_low=1, url_high=1_000_000,
+    _K("budget", "int", 10, "inference budget B: predictions released under (epsilon, delta)",
+       low=1, log=True, url="budget", url_low=1, url_high=1_000_000,
        label="Inference budget B (private predictions)",
        ui_help="How many predictions the prediction methods may release under (ε, δ). The training "
                "methods (model/loss perturbation, DP-SGD) do not depend on B.",
        grid=(1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000)),
-    _K("n", "int", 4000, "training-set size N", low=1, log=True, url="n", ui_default=None, url_low=10,
+    _K("n", "int", 4000, "training-set size N", low=1, log=True, url="n", per_dataset=True, url_low=10,
        url_high=10_000_000, label="Training examples N",
        ui_help="A stratified subsample of the training split (the test set is unchanged).",
        grid=(100, 200, 300, 500, 1000, 1500, 2000, 3000, 4000, 6000, 8000, 10000, 20000, 40000, 60000)),
-    _K("dim", "int", 784, "input dimension D", low=1, log=True, url="dim", ui_default=None, url_low=1,
+    _K("dim", "int", 784, "input dimension D", low=1, log=True, url="dim", per_dataset=True, url_low=1,
        url_high=100_000, label="Input dimension D (PCA)",
        ui_help="Project the inputs on their first D principal components, fitted on the training split: a "
                "data-dependent step that the privacy guarantee does not cover.", grid=(5, 10, 20, 30, 50, 100, 200, 300, 500)),
-    _K("classes", "int", 10, "number of classes C", low=2, url="classes", ui_default=None, url_low=2, url_high=10,
+    _K("classes", "int", 10, "number of classes C", low=2, url="classes", per_dataset=True, url_low=2, url_high=10,
        label="Classes C", ui_help="Keep only the first C classes (labels 0..C-1)."),
     _K("lam", "float_or_auto", 1e-3, "L2 weight lambda of the average-form objective, same for every method",
        low=1e-12, log=True, url="lam", url_low=1e-8, url_high=10.0, label="L2 weight λ (average form)",
@@ -192,6 +201,34 @@ def default(name: str) -> Any:
     return KNOBS[name].default
 
 
+#: The epsilon range of the dashboard's default curve and so of a sweep's default epsilons.
+EPSILON_RANGE: tuple[float, float] = (0.1, 100.0)
+
+
+def curve_epsilons(eps_min: float, eps_max: float, current: float | None = None,
+                   per_decade: int = 2) -> tuple[float, ...]:
+    """Log-spaced epsilons 1-3-10 (per_decade=2) between the bounds, plus ``current`` (the range
+    grows to include it: eps = 0.01 or 1000 extends the curve)."""
+    steps = {1: (1.0,), 2: (1.0, 3.0), 3: (1.0, 2.0, 5.0)}.get(per_decade, (1.0, 3.0))
+    out = set()
+    lo, hi = min(eps_min, eps_max), max(eps_min, eps_max)
+    if current is not None and current > 0 and math.isfinite(current):  # the curve always covers the current epsilon
+        lo, hi = min(lo, float(current)), max(hi, float(current))
+    for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
+        for s in steps:
+            v = round(s * 10.0 ** k, 10)
+            if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9):
+                out.add(v)
+    out.update((lo, hi))
+    if current is not None and lo <= current <= hi:
+        out.add(float(current))
+    return tuple(sorted(out))
+
+
+#: A sweep's default epsilons: the dashboard's default curve (0.1, 0.3, 1, 3, 10, 30, 100).
+EPSILONS: tuple[float, ...] = curve_epsilons(*EPSILON_RANGE, current=KNOBS["epsilon"].default)
+
+
 def check(name: str, value: Any, *, allow_auto: bool = True) -> Any:
     """``value`` validated against knob ``name`` (see :meth:`Knob.check`)."""
     return KNOBS[name].check(value, allow_auto=allow_auto)
@@ -238,7 +275,7 @@ def _cli_lam(text: str) -> float | str:
         raise argparse.ArgumentTypeError(f"must be a number or 'auto', got {text!r}") from None
 
 
-def cli_type(name: str, *, allow_auto: bool = True, allow_inf: bool = False):  # noqa: ANN201
+def cli_type(name: str, *, allow_auto: bool = True, allow_inf: bool = False) -> Callable[[str], Any]:
     """The argparse ``type`` of a knob's flag (int, float, float or 'auto')."""
     k = KNOBS[name]
     if k.kind == "int":

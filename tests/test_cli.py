@@ -146,7 +146,7 @@ def test_a_method_that_cannot_run_fails_alone(capsys):
 def test_a_sweep_where_no_requested_method_runs_exits_2(capsys):
     """A bad-input hunt: `--methods dpsgd` at delta 0 printed the non-private row alone and exited 0."""
     code, out, err = _run(["sweep", "--dataset", "synthetic", "--n", "100", "--repeats", "2", "--epsilons", "1",
-                           "--methods", "dpsgd", "--quiet"], capsys)
+                           "--delta", "0", "--methods", "dpsgd", "--quiet"], capsys)
     assert code == 2 and "none of the requested methods can run" in err and "DP-SGD" in err
     assert out.strip() == ""
 

@@ -13,7 +13,7 @@ from privcore.engine.specs import DataSpec, SweepSpec
 from privcore.methods import METHOD_NAMES, REGISTRY
 
 MNIST = cost.DataSizes(4000, 784, 10)
-BASE = SweepSpec(epsilons=(3.0,), delta=1e-5, repeats=20, device="cpu")
+BASE = SweepSpec(epsilons=(3.0,), delta=1e-5, budget=100, repeats=20, device="cpu")  # B = 100: the pate_dd constant's point
 
 
 def secs(spec: SweepSpec, **kw) -> float:

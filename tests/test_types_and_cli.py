@@ -212,7 +212,7 @@ BAD_CLI = [
     (["--method", "dpsgd", "--epsilon", "1", "--delta", "1e-5", "--clip", "0"], ["clip", "0"]),
     (["--method", "laplace", "--epsilon", "1"], ["method", "laplace"]),
     (["--method", "model_sensitivity", "--epsilon", "1", "--accounting", "optimal"], ["accounting", "optimal"]),
-    (["--method", "dpsgd", "--epsilon", "1"], ["delta > 0", "model_sensitivity", "loss_perturbation",
+    (["--method", "dpsgd", "--epsilon", "1", "--delta", "0"], ["delta > 0", "model_sensitivity", "loss_perturbation",
                                                "prediction_sensitivity", "subsample_aggregate"]),
     (["--epsilon", "1"], ["method"]),
 ]
@@ -242,7 +242,9 @@ def run_cli(args: list[str]) -> subprocess.CompletedProcess:
 
 
 EPS, N, LAM, B, C = 0.8, 6000, 0.01, 37, 7
-COMMON = ["--epsilon", str(EPS), "--n", str(N), "--lam", str(LAM), "--budget", str(B), "--classes", str(C), "--json"]
+# pure DP (delta = 0, the default being 1e-5) unless an entry says otherwise after COMMON
+COMMON = ["--epsilon", str(EPS), "--delta", "0", "--n", str(N), "--lam", str(LAM), "--budget", str(B), "--classes", str(C),
+          "--json"]
 GOOD_CLI = {
     "ms": ["--method", "model_sensitivity", *COMMON],
     "ps": ["--method", "prediction_sensitivity", *COMMON],
@@ -250,7 +252,7 @@ GOOD_CLI = {
     "sa_paper": ["--method", "subsample_aggregate", "--accounting", "paper", *COMMON],
     "lp_corrected": ["--method", "loss_perturbation", *COMMON],
     "lp_paper": ["--method", "loss_perturbation", "--accounting", "paper", *COMMON],
-    "lp_paper_gauss": ["--method", "loss_perturbation", "--accounting", "paper", "--delta", "1e-6", *COMMON],
+    "lp_paper_gauss": ["--method", "loss_perturbation", "--accounting", "paper", *COMMON, "--delta", "1e-6"],
 }
 
 # Each real process costs ~1.5-2 s (importing torch), so a representative subset runs as
@@ -371,7 +373,7 @@ def test_cli_json_in_process_dpsgd_and_inf(capsys):
 
 
 def test_cli_text_output(capsys):
-    assert main(["calibrate", "--method", "model_sensitivity", "--epsilon", "1"]) == 0
+    assert main(["calibrate", "--method", "model_sensitivity", "--epsilon", "1", "--delta", "0"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^\s*method: model_sensitivity$", out, re.M)
     assert re.search(r"^\s*beta: ", out, re.M)

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from privcore.knobs import knob
+from privcore.knobs import curve_epsilons, knob
 from privcore.methods import get_method
 
 from .figures import format_number
+
+if TYPE_CHECKING:  # imported where used: a page that only reads the setting loads no engine
+    from privcore.engine.specs import DataSpec, SweepSpec
+    from privcore.types import Problem
 
 __all__ = [
     "DataInfo", "build_data_info", "SidebarSettings", "Setting", "setting_from_values", "method_knobs",
@@ -87,7 +91,7 @@ class SidebarSettings:
     label_column: str | None = None
 
     def data_spec(self, *, n: int | None = None, dim: int | None = None, classes: int | None = None,
-                  augment: bool = False):  # noqa: ANN201 - privcore DataSpec
+                  augment: bool = False) -> DataSpec:
         """A :class:`privcore.engine.specs.DataSpec` for this data set with optional transforms."""
         from privcore.engine.specs import DataSpec
 
@@ -243,7 +247,7 @@ def augmentation_caveat(n_real: int, n: int, eps: float) -> str:
 
 def make_spec(side: SidebarSettings, s: Setting, *, epsilons: Sequence[float], vary: str | None = None,
               values: Sequence[Any] = (), methods: Sequence[str] | None = None, baseline: bool = True,
-              seed: int = 0):  # noqa: ANN201 - SweepSpec
+              seed: int = 0) -> SweepSpec:
     """The :class:`SweepSpec` of a setting. Raises ``ValueError``/``TypeError`` like privcore does."""
     from privcore.engine.specs import SweepSpec
 
@@ -263,7 +267,7 @@ def make_spec(side: SidebarSettings, s: Setting, *, epsilons: Sequence[float], v
         values=tuple(values), baseline=baseline)
 
 
-def explore_specs(info: DataInfo, values: dict[str, Any] | None = None) -> list:  # noqa: ANN201 - [SweepSpec]
+def explore_specs(info: DataInfo, values: dict[str, Any] | None = None) -> list[SweepSpec]:
     """What the Explore page computes first for these control values (default: every default):
     the current setting, then the accuracy-vs-ε curve."""
     from .state import DEFAULTS
@@ -275,7 +279,7 @@ def explore_specs(info: DataInfo, values: dict[str, Any] | None = None) -> list:
             make_spec(side, s, epsilons=curve_epsilons(float(v["eps_min"]), float(v["eps_max"]), current=s.eps))]
 
 
-def quick_subset(spec):  # noqa: ANN001, ANN201 - SweepSpec -> SweepSpec | None
+def quick_subset(spec: SweepSpec) -> SweepSpec | None:
     """The methods of ``spec`` that train nothing per release, as a spec of their own (a curve draws
     them first while loss perturbation and DP-SGD compute); None when all or none are of that kind."""
     from dataclasses import replace
@@ -288,7 +292,7 @@ def quick_subset(spec):  # noqa: ANN001, ANN201 - SweepSpec -> SweepSpec | None
     return replace(spec, methods=quick)
 
 
-def explore_plan(info: DataInfo, values: dict[str, Any] | None = None) -> list:  # noqa: ANN201 - [SweepSpec]
+def explore_plan(info: DataInfo, values: dict[str, Any] | None = None) -> list[SweepSpec]:
     """The specs the Explore page runs on a first visit, in its order: the current setting, the
     curve's quick methods (:func:`quick_subset`), then the whole curve (its quick points cached)."""
     point, curve = explore_specs(info, values)
@@ -296,7 +300,7 @@ def explore_plan(info: DataInfo, values: dict[str, Any] | None = None) -> list: 
     return [point, curve] if quick is None else [point, quick, curve]
 
 
-def setting_problem(info: DataInfo, s: Setting, *, n: int | None = None, fit_n: bool = False):  # noqa: ANN201
+def setting_problem(info: DataInfo, s: Setting, *, n: int | None = None, fit_n: bool = False) -> Problem:
     """privcore's :class:`~privcore.types.Problem` at this setting on this data set (lambda = auto
     stands in as :data:`privcore.knobs.LAM_AUTO_STANDIN`). ``fit_n`` caps T and the batch at N.
     Raises privcore's ``ValueError``/``TypeError``."""
@@ -310,25 +314,6 @@ def setting_problem(info: DataInfo, s: Setting, *, n: int | None = None, fit_n: 
     return Problem(n=n, dim=int(s.dim or info.dim), classes=int(s.classes or info.classes), lam=fixed_lam(s.lam),
                    budget=int(s.budget), teachers=teachers, batch_size=batch, epochs=int(s.epochs), clip=float(s.clip),
                    learning_rate=float(s.learning_rate))
-
-
-def curve_epsilons(eps_min: float, eps_max: float, current: float | None = None, per_decade: int = 2) -> tuple[float, ...]:
-    """Log-spaced epsilons 1-3-10 (per_decade=2) between the bounds, plus ``current`` (the range
-    grows to include it: eps = 0.01 or 1000 extends the curve)."""
-    steps = {1: (1.0,), 2: (1.0, 3.0), 3: (1.0, 2.0, 5.0)}.get(per_decade, (1.0, 3.0))
-    out = set()
-    lo, hi = min(eps_min, eps_max), max(eps_min, eps_max)
-    if current is not None and current > 0 and math.isfinite(current):  # the curve always covers the current ε
-        lo, hi = min(lo, float(current)), max(hi, float(current))
-    for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
-        for s in steps:
-            v = round(s * 10.0 ** k, 10)
-            if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9):
-                out.add(v)
-    out.update((lo, hi))
-    if current is not None and lo <= current <= hi:
-        out.add(float(current))
-    return tuple(sorted(out))
 
 
 # ---------------------------------------------------------------- option grids

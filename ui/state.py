@@ -149,7 +149,7 @@ def _column_name(value: str) -> str:
 
 
 def _fields() -> dict[str, Field]:
-    from privcore.knobs import KNOBS
+    from privcore.knobs import EPSILON_RANGE, KNOBS
 
     knob_fields = [_from_knob(k) for k in KNOBS.values() if k.url]
     page_fields = [  # controls of one page only (not knobs of privcore)
@@ -157,8 +157,8 @@ def _fields() -> dict[str, Field]:
         Field("prep", "none", "str", validator=_preprocess_text),  # a user file's declared feature map
         Field("label_col", None, "str", validator=_column_name),  # a user CSV's label column
         Field("tab", "epsilon", "str", choices=("epsilon", "budget", "delta", "n")),  # Explore
-        Field("eps_max", 100.0, "float", 0.01, 1e4),
-        Field("eps_min", 0.1, "float", 1e-3, 1e3),
+        Field("eps_max", EPSILON_RANGE[1], "float", 0.01, 1e4),  # the default curve's range: a sweep's
+        Field("eps_min", EPSILON_RANGE[0], "float", 1e-3, 1e3),  # default epsilons (privcore.knobs.EPSILONS)
         Field("band", "sd", "str", choices=("sd", "ci95")),  # Explore: band around each curve
         Field("answered_only", False, "bool"),  # Explore: score abstaining methods on answered queries
         Field("target", 0.8, "float", 0.0, 1.0),  # Explore: the target accuracy of the inverse view

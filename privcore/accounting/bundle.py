@@ -78,7 +78,7 @@ def covers(dataset: str) -> bool:
     from ..knobs import KNOBS
 
     q = int(KNOBS["batch_size"].default) / TRAIN_SIZES[dataset]
-    probe = next((a for a in settings() if a[2] == q and a[0] == KNOBS["epsilon"].ui_default), None)
+    probe = next((a for a in settings() if a[2] == q and a[0] == KNOBS["epsilon"].default), None)
     return probe is not None and memo.bundled_value("dpsgd_noise_multiplier", probe) is not None
 
 

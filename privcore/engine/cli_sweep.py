@@ -15,8 +15,6 @@ from .specs import VARY_AXES, DataSpec, SweepSpec
 
 __all__ = ["add_sweep_parser", "run_sweep_command", "format_rows"]
 
-_SPEC_EPSILONS = SweepSpec.__dataclass_fields__["epsilons"].default
-
 _CLI_COLUMNS = ("method", "epsilon", "delta", "budget", "n", "dim", "classes", "lam", "teachers", "accounting",
                 "vary", "value", "accuracy_mean", "accuracy_std", "repeats", "seconds", "device", "cached",
                 "noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "solver_grad_norm",
@@ -69,7 +67,8 @@ def add_sweep_parser(sub, add_problem_args, number, epsilon) -> None:  # noqa: A
                     "none, bounds:LOW:HIGH (or LOW:HIGH per feature, comma-separated) or norm:R, optionally "
                     "+intercept (e.g. bounds:-10:10+intercept)")
     sw.add_argument("--methods", type=_methods, default=METHOD_NAMES, help="all or a comma-separated list")
-    sw.add_argument("--epsilons", type=_csv_list(epsilon, "numbers"), default=_SPEC_EPSILONS)
+    sw.add_argument("--epsilons", type=_csv_list(epsilon, "numbers"), default=knobs.EPSILONS,
+                    help="comma-separated (default: the dashboard's curve, %(default)s)")
     knobs.add_argument(sw, "delta")
     knobs.add_argument(sw, "n", default=None, help="default: the whole training split; more augments")
     knobs.add_argument(sw, "lam", help="or 'auto'")
@@ -99,8 +98,11 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     """Build the spec (validation errors propagate as ValueError/TypeError -> exit 2) and run it."""
     from ..data import DataFileError, DataUnavailableError
 
+    # Augmentation only where N is asked for (it can exceed the data only then): without --n the spec
+    # is the dashboard's, which augments nothing at its default N (tests/test_defaults.py).
     data = DataSpec(name=args.dataset, data_file=args.data_file, n=args.n, dim=args.dim, classes=args.classes,
-                    preprocess=args.preprocess, label_column=args.label_column)
+                    augment=args.n is not None or args.vary == "n", preprocess=args.preprocess,
+                    label_column=args.label_column)
     if data.name == "file":  # a bad or hostile file is refused from its headers, before torch is imported
         from ..data.userfile import load_user_file
 

@@ -11,6 +11,7 @@ import math
 import sys
 from typing import Any, Callable
 
+from .. import knobs
 from ..csvtext import csv_text
 from ..data import DATASET_NAMES
 from ..knobs import DEVICE_CHOICES
@@ -42,11 +43,11 @@ def add_leakage_parser(sub, add_problem_args: Callable, number: Callable, epsilo
     p.add_argument("--method", type=_targets, default=TARGETS,
                    help=f"all (default) or a comma list of {', '.join(TARGETS)}; {NON_PRIVATE} is the reference")
     p.add_argument("--epsilon", required=True, type=number(epsilon))
-    p.add_argument("--delta", type=number(float), default=1e-5)
-    p.add_argument("--dataset", choices=DATASET_NAMES, default="mnist-5k")
+    p.add_argument("--delta", type=number(float), default=knobs.default("delta"))
+    p.add_argument("--dataset", choices=DATASET_NAMES, default=knobs.default("dataset"))
     p.add_argument("--data-file", default=None, help="CSV or NPZ for --dataset file")
     p.add_argument("--n", type=number(int), default=None, help="population size N (releases train on half)")
-    p.add_argument("--lam", type=number(float), default=1e-3, help="L2 weight lambda, average form")
+    p.add_argument("--lam", type=number(float), default=knobs.default("lam"), help="L2 weight lambda, average form")
     add_problem_args(p)
     p.add_argument("--attack", choices=ATTACKS + ("all",), default="all", help="which attack's columns to print")
     p.add_argument("--references", type=number(int), default=16, help="LiRA reference models K (default 16)")

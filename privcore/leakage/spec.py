@@ -56,24 +56,24 @@ class LeakageSpec:
 
     method: str = METHOD_NAMES[0]
     data: DataSpec = field(default_factory=lambda: DataSpec(augment=False))
-    epsilon: float = 1.0
-    delta: float = 1e-5
-    budget: int = 100
-    lam: float = 1e-3
-    teachers: int = 16
-    batch_size: int = 256
-    epochs: int = 5
-    clip: float = 0.5
-    learning_rate: float = 10.0
-    accounting: str = "corrected"
-    seed: int = 0
+    epsilon: float = knobs.default("epsilon")
+    delta: float = knobs.default("delta")
+    budget: int = knobs.default("budget")
+    lam: float = knobs.default("lam")
+    teachers: int = knobs.default("teachers")
+    batch_size: int = knobs.default("batch_size")
+    epochs: int = knobs.default("epochs")
+    clip: float = knobs.default("clip")
+    learning_rate: float = knobs.default("learning_rate")
+    accounting: str = knobs.default("accounting")
+    seed: int = knobs.default("seed")
     worlds: int = 2
     repeats: int = 4
     references: int = 16
     canaries: int = 32
     audit_trials: int = 128
     alpha: float = 0.05
-    device: str = "auto"
+    device: str = knobs.default("device")
 
     def __post_init__(self) -> None:
         check_choice("method", self.method, TARGETS)
