@@ -7,6 +7,7 @@ figures from :mod:`ui.teaching`, export buttons under every chart.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any, Callable, Sequence
 
 import streamlit as st
 
@@ -34,7 +35,8 @@ section = st.segmented_control("Section", SECTIONS, default=SECTIONS[0], key="le
                                label_visibility="collapsed") or SECTIONS[0]
 
 
-def _grid_select(label: str, options, default, key: str, help: str | None = None, fmt=format_number):  # noqa: ANN001
+def _grid_select(label: str, options: Sequence[Any], default: Any, key: str, help: str | None = None,  # noqa: A002 - Streamlit's name
+                 fmt: Callable[[Any], str] = format_number) -> Any:
     return st.select_slider(label, options=list(options), value=default, key=key, help=help, format_func=fmt)
 
 

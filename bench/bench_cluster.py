@@ -30,12 +30,12 @@ from collections import defaultdict
 from pathlib import Path
 
 
-from privcore.engine import runner  # noqa: E402
-from privcore.engine.cache import ResultCache  # noqa: E402
-from privcore.engine.executor import DaskExecutor, LocalExecutor  # noqa: E402
-from privcore.engine.runner import run_sweep  # noqa: E402
-from privcore.engine.specs import SweepSpec  # noqa: E402
-from privcore.methods import REGISTRY  # noqa: E402
+from privcore.engine import runner
+from privcore.engine.cache import ResultCache
+from privcore.engine.executor import DaskExecutor, LocalExecutor
+from privcore.engine.runner import run_sweep
+from privcore.engine.specs import SweepSpec
+from privcore.methods import REGISTRY
 
 EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 FIVE = tuple(m for m in REGISTRY if REGISTRY[m].from_paper)
@@ -52,15 +52,15 @@ def specs(repeats: int, ns: tuple[int, ...]) -> dict[str, SweepSpec]:
 class Timed:
     """Wraps an executor: records each unit's compute seconds and where it ran."""
 
-    def __init__(self, inner) -> None:  # noqa: ANN001
+    def __init__(self, inner) -> None:
         self.inner = inner
         self.busy: dict[str, float] = defaultdict(float)
         self.units = 0
 
-    def __getattr__(self, name):  # noqa: ANN001, ANN204
+    def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    def run(self, units, work, poll, note):  # noqa: ANN001, ANN201
+    def run(self, units, work, poll, note):
         for outcome in self.inner.run(units, work, poll, note):
             self.busy[outcome.where] += outcome.seconds
             self.units += 1
@@ -71,7 +71,7 @@ def load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def one(name: str, spec: SweepSpec, executor) -> dict:  # noqa: ANN001
+def one(name: str, spec: SweepSpec, executor) -> dict:
     runner._CONTEXTS.clear()  # no solve from an earlier run of this process
     timed = Timed(executor)
     before = load()

@@ -28,7 +28,7 @@ import numpy as np
 warnings.filterwarnings("ignore")
 
 
-def design(quick: bool):  # noqa: ANN201 - [(label, SweepSpec)]
+def design(quick: bool):
     from privcore.engine.specs import DataSpec, SweepSpec
     from privcore.methods import METHOD_NAMES, REGISTRY
 

@@ -36,17 +36,17 @@ import warnings
 import time
 
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from torch.nn import functional as F  # noqa: E402
+import numpy as np
+import torch
+from torch.nn import functional as F
 
-from privcore.deep.dpsgd import SGDConfig, add_noise, clip_and_sum, per_sample_grads, scale  # noqa: E402
-from privcore.deep.ghost import ghost_clip_and_sum  # noqa: E402
-from privcore.deep.images import ImageData  # noqa: E402
-from privcore.deep.loop import momentum_step  # noqa: E402
-from privcore.deep.models import build_model  # noqa: E402
-from privcore.deep.teachers import train_teachers  # noqa: E402
-from privcore.device import resolve_device  # noqa: E402
+from privcore.deep.dpsgd import SGDConfig, add_noise, clip_and_sum, per_sample_grads, scale
+from privcore.deep.ghost import ghost_clip_and_sum
+from privcore.deep.images import ImageData
+from privcore.deep.loop import momentum_step
+from privcore.deep.models import build_model
+from privcore.deep.teachers import train_teachers
+from privcore.device import resolve_device
 
 warnings.filterwarnings("ignore", message="Full backward hook is firing")
 
@@ -103,8 +103,10 @@ def dpsgd_throughput(model_name: str, channels: int, size: int, batch: int, roun
                     summed, _ = ghost_clip_and_sum(ours_model, g_params, {}, x, y, clip, amp)
                     momentum_step(g_params, scale(add_noise(summed, sigma * clip, g_gen), batch), g_buf, lr, 0.9)
                 finally:
-                    ghost_module.GHOST_FACTOR.clear(); ghost_module.GHOST_FACTOR.update(saved[0])
-                    ghost_module.PER_EXAMPLE_ROUTE.clear(); ghost_module.PER_EXAMPLE_ROUTE.update(saved[1])
+                    ghost_module.GHOST_FACTOR.clear()
+                    ghost_module.GHOST_FACTOR.update(saved[0])
+                    ghost_module.PER_EXAMPLE_ROUTE.clear()
+                    ghost_module.PER_EXAMPLE_ROUTE.update(saved[1])
                     ghost_module.exact_fp32 = saved[2]
             return step
 

@@ -189,10 +189,10 @@ def main() -> None:
 
     iters = solver_iterations(args.device)
     lams = list(next(iter(iters.values())))
-    print("\n| L-BFGS iterations for theta*(lam), by initial scaling | " + " | ".join(f"{l:g}" for l in lams) + " |")
+    print("\n| L-BFGS iterations for theta*(lam), by initial scaling | " + " | ".join(f"{lam:g}" for lam in lams) + " |")
     print("|---|" + "---|" * len(lams))
     for scaling, row in iters.items():
-        print(f"| {scaling} | " + " | ".join(str(row[l]) for l in lams) + " |")
+        print(f"| {scaling} | " + " | ".join(str(row[lam]) for lam in lams) + " |")
 
     reps = by_repeats(args.device)
     print("\n| repetitions R | 1 | 5 | 20 | 100 |\n|---|---|---|---|---|")
@@ -210,7 +210,7 @@ def main() -> None:
     (out / "engine.json").write_text(json.dumps({
         "info": info, "figure1_batched_s": t_batched, "figure1_looped_s": t_loop, "looped_timed_runs": timed,
         "looped_total_runs": total, "refresh_cold_s": cold, "refresh_move_eps_s": times, "refresh_by_method_s": per_method,
-        "solver_iterations": {k: {str(l): v for l, v in row.items()} for k, row in iters.items()}, "by_repeats_s": reps, "by_n": scaling,
+        "solver_iterations": {k: {str(lam): v for lam, v in row.items()} for k, row in iters.items()}, "by_repeats_s": reps, "by_n": scaling,
         "max_rss_mb": max_rss_mb()}, indent=1))
 
 

@@ -52,7 +52,7 @@ _TRACED = ("import logging, sys; logging.basicConfig(level=logging.WARNING, form
            "from streamlit.web.cli import main; sys.argv[0] = 'streamlit'; main()")
 
 
-def _print_trace(stream) -> None:  # noqa: ANN001 - a text pipe
+def _print_trace(stream) -> None:
     for line in stream:
         if "warm-up" in line:
             print(f"  [{time.perf_counter() - LAUNCHED:6.2f} s after launch] {line.strip()}", flush=True)
@@ -78,7 +78,7 @@ def _serve(app: Path, port: int, env: dict, trace: bool = False) -> subprocess.P
             time.sleep(0.2)
 
 
-def _browser(pw):  # noqa: ANN001, ANN202 - playwright objects
+def _browser(pw):
     return pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
 
 
@@ -97,7 +97,7 @@ const __watch = setInterval(() => {
 """
 
 
-def _open_to_heading(browser, url: str, timeout_ms: int):  # noqa: ANN001, ANN202
+def _open_to_heading(browser, url: str, timeout_ms: int):
     """A new tab on ``url``: (the page, when the request was made, seconds until the heading shows)."""
     page = browser.new_page(viewport={"width": 1400, "height": 1900})
     page.add_init_script(CONTROLS_WATCH)

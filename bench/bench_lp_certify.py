@@ -39,8 +39,8 @@ def main() -> None:
     seconds: dict[str, float] = {}
     counts = {"float64 passes": 0, "Hessian products": 0, "Newton steps": 0}
 
-    def timed(name, fn, count=None):  # noqa: ANN001, ANN202
-        def wrapper(*a, **k):  # noqa: ANN002, ANN003, ANN202
+    def timed(name, fn, count=None):
+        def wrapper(*a, **k):
             s = cpu()
             if count:
                 counts[count] += 1

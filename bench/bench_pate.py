@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 
-from privcore.engine.runner import run_sweep  # noqa: E402
-from privcore.engine.specs import SweepSpec  # noqa: E402
-from privcore.methods import REGISTRY  # noqa: E402
+from privcore.engine.runner import run_sweep
+from privcore.engine.specs import SweepSpec
+from privcore.methods import REGISTRY
 
 EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 FIVE = tuple(m for m in REGISTRY if REGISTRY[m].from_paper)

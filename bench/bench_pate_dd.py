@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 
-from privcore.accounting.pate_dd import confident_gnmax_data_dependent  # noqa: E402
+from privcore.accounting.pate_dd import confident_gnmax_data_dependent
 
 CASES = [  # teachers, classes, sigma_2, queries, Dirichlet concentration
     (250, 10, 40.0, 10_000, 0.3),

@@ -215,7 +215,7 @@ def main() -> None:
                            "epsilon": args.epsilon, "delta": args.delta, "budget": args.budget, "seed": args.seed})
                 for _ in range(args.runs)]
 
-        def med(get):  # noqa: ANN001, ANN202
+        def med(get):
             return statistics.median(get(r) for r in runs)
 
         phase = {p: med(lambda r, p=p: r["buckets"].get(p, 0.0) + r["np_buckets"].get(p, 0.0)) for p in PHASES}

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _timed(fn) -> float:  # noqa: ANN001
+def _timed(fn) -> float:
     t0 = time.perf_counter()
     try:
         fn()

@@ -37,8 +37,8 @@ def main() -> None:
 
     spent = {"eig": 0.0, "solve": 0.0}
 
-    def timed(name, fn):  # noqa: ANN001, ANN202
-        def wrapper(*a, **k):  # noqa: ANN002, ANN003, ANN202
+    def timed(name, fn):
+        def wrapper(*a, **k):
             s = clock()
             try:
                 return fn(*a, **k)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 
 
-import torch  # noqa: E402
+import torch
 
-from privcore.deep.dpsgd import clip_and_sum, per_sample_grads  # noqa: E402
-from privcore.deep.ghost import ghost_clip_and_sum  # noqa: E402
-from privcore.deep.models import build_model  # noqa: E402
-from privcore.precision import exact_fp32  # noqa: E402
+from privcore.deep.dpsgd import clip_and_sum, per_sample_grads
+from privcore.deep.ghost import ghost_clip_and_sum
+from privcore.deep.models import build_model
+from privcore.precision import exact_fp32
 
 
 def _gen(seed: int, device: str) -> torch.Generator:

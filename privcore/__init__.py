@@ -15,7 +15,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str):  # resolve_device needs torch: imported on first use, not at start-up
+def __getattr__(name: str) -> object:  # resolve_device needs torch: imported on first use, not at start-up
     if name == "resolve_device":
         from .device import resolve_device
 

@@ -16,7 +16,7 @@ from .validation import check_choice
 
 __all__ = ["resolve_device", "make_generator", "derive_seed", "DEVICE_CHOICES"]
 
-from .knobs import DEVICE_CHOICES  # noqa: E402 - declared with the other knobs
+from .knobs import DEVICE_CHOICES
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:

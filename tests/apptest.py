@@ -10,12 +10,12 @@ APP = str(ROOT / "app.py")
 PAGES = ROOT / "app_pages"
 
 
-def texts(elements) -> list[str]:  # noqa: ANN001
+def texts(elements) -> list[str]:
     """Element values as shown: messages quoting user text are Markdown-escaped (ui/text.py)."""
     return [re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(e.value)) for e in elements]
 
 
-def run(path: str, base: dict[str, str], **params):  # noqa: ANN201 - AppTest
+def run(path: str, base: dict[str, str], **params):
     """An AppTest of ``path`` (app.py or one page) with URL parameters ``base`` updated by ``params``."""
     from streamlit.testing.v1 import AppTest
 
@@ -24,7 +24,7 @@ def run(path: str, base: dict[str, str], **params):  # noqa: ANN201 - AppTest
     return at
 
 
-def open_more_settings(at):  # noqa: ANN001, ANN201 - AppTest
+def open_more_settings(at):
     """Open the "More settings" expander before the next run (its sliders are drawn only while open)."""
     from ui.controls import MORE_KEY
 

@@ -43,7 +43,7 @@ def screenshot_dir() -> Path:
     return folder
 
 
-def needs_browser(test):  # noqa: ANN001, ANN201 - a pytest test function
+def needs_browser(test):
     """Skip ``test``, with the reason, when Chromium or the playwright package is missing."""
     test = pytest.mark.skipif(sync_playwright is None, reason="the playwright Python package is not installed")(test)
     return pytest.mark.skipif(CHROMIUM is None, reason="Chromium not found (/usr/bin/chromium or `chromium` on "
@@ -111,13 +111,13 @@ def chromium() -> Iterator:
             browser.close()
 
 
-def idle(page, timeout_ms: int = 180_000, *, before_ms: int = 600, after_ms: int = 700) -> None:  # noqa: ANN001
+def idle(page, timeout_ms: int = 180_000, *, before_ms: int = 600, after_ms: int = 700) -> None:
     """Wait until the script run triggered by the last action has finished."""
     page.wait_for_timeout(before_ms)
     page.wait_for_selector(IDLE, timeout=timeout_ms)
     page.wait_for_timeout(after_ms)
 
 
-def no_exception(page, where: str) -> None:  # noqa: ANN001
+def no_exception(page, where: str) -> None:
     exc = page.locator('[data-testid="stException"]')
     assert exc.count() == 0, f"{where}: {exc.first.inner_text()[:2000]}"

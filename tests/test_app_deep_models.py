@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest import APP, PAGES, run, texts  # noqa: E402
+from apptest import APP, PAGES, run, texts
 
 pytestmark = pytest.mark.usefixtures("app_env")
 PAGE = str(PAGES / "deep_models.py")  # the page alone: it reads nothing from the shared sidebar

@@ -6,18 +6,18 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest import APP, open_more_settings, run, texts  # noqa: E402
+from apptest import APP, open_more_settings, run, texts
 
 FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0", "eps_max": "10.0"}
 
 pytestmark = pytest.mark.usefixtures("app_env")  # one fresh result cache per module, no warm-ups (conftest.py)
 
 
-def app(**params):  # noqa: ANN201 - AppTest of app.py (Explore first)
+def app(**params):
     return run(APP, FAST, **params)
 
 
-def recommendation(at) -> str:  # noqa: ANN001 - an AppTest
+def recommendation(at) -> str:
     boxes = [t for t in texts(at.success) + texts(at.info) if "Recommended" in t]
     assert boxes, f"no recommendation box; errors: {texts(at.error)}"
     return boxes[0]
@@ -25,7 +25,7 @@ def recommendation(at) -> str:  # noqa: ANN001 - an AppTest
 
 
 
-def _paths_of(node, text: str, path: tuple = ()) -> list[tuple]:  # noqa: ANN001 - an AppTest node
+def _paths_of(node, text: str, path: tuple = ()) -> list[tuple]:
     """Positions (child indices from the main area) of the elements whose value contains ``text``."""
     children = getattr(node, "children", None)
     if children:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest import PAGES, run, texts  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from apptest import PAGES, run, texts
+from streamlit.testing.v1 import AppTest
 
 PAGE = str(PAGES / "learn.py")
 FAST = {"dataset": '"synthetic"', "repeats": "2"}
@@ -14,7 +14,7 @@ FAST = {"dataset": '"synthetic"', "repeats": "2"}
 pytestmark = pytest.mark.usefixtures("app_env")  # fresh result cache, no warm-ups (conftest.py)
 
 
-def page(path: str = PAGE, **params):  # noqa: ANN201 - AppTest of the page run on its own (it draws the sidebar)
+def page(path: str = PAGE, **params):
     return run(path, FAST, **params)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("streamlit")
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "app_pages" / "measured_leakage.py")
@@ -112,7 +112,7 @@ def test_leakage_estimate_counts_shared_contexts_once_and_skips_nothing_it_needs
     assert estimate_seconds([slow], sizes) > 2 * estimate_seconds([replace_trials(slow, 16)], sizes)
 
 
-def replace_trials(spec, trials):  # noqa: ANN001, ANN201
+def replace_trials(spec, trials):
     from dataclasses import replace
 
     return replace(spec, audit_trials=trials)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest import APP, PAGES, run, texts  # noqa: E402
+from apptest import APP, PAGES, run, texts
 
 PAGE = str(PAGES / "reproduce.py")
 FAST = {"dataset": '"synthetic"', "repeats": "2"}
@@ -13,7 +13,7 @@ FAST = {"dataset": '"synthetic"', "repeats": "2"}
 pytestmark = pytest.mark.usefixtures("app_env")  # fresh result cache, no warm-ups (conftest.py)
 
 
-def page(path: str = PAGE, **params):  # noqa: ANN201 - AppTest of the page run on its own (it draws the sidebar)
+def page(path: str = PAGE, **params):
     return run(path, FAST, **params)
 
 

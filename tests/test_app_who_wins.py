@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest import APP, PAGES, run, texts  # noqa: E402
+from apptest import APP, PAGES, run, texts
 
 FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0", "eps_max": "10.0"}
 
 pytestmark = pytest.mark.usefixtures("app_env")  # one fresh result cache per module, no warm-ups (conftest.py)
 
 
-def app(**params):  # noqa: ANN201 - AppTest of app.py (Explore first)
+def app(**params):
     return run(APP, FAST, **params)
 
 

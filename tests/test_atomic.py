@@ -19,7 +19,7 @@ def test_a_failure_keeps_the_old_file_and_leaves_nothing_behind(tmp_path):
     target = tmp_path / "out.bin"
     target.write_bytes(b"old")
 
-    def half(fh):  # noqa: ANN001
+    def half(fh):
         fh.write(b"partial")
         raise KeyboardInterrupt
 

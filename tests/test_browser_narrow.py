@@ -52,7 +52,7 @@ def test_eps_chips_and_typed_boxes_at_800_px_and_noise_table_fits_1400_px(tmp_pa
         _boxes_show_whole_values(page, "800 px")
 
 
-def _boxes_show_whole_values(page, where: str) -> None:  # noqa: ANN001
+def _boxes_show_whole_values(page, where: str) -> None:
     boxes = {label: (value, scroll, client) for label, value, scroll, client in page.evaluate(BOXES)}
     assert boxes["δ (0 = pure ε-DP) (type a value)"][0] == "1e-5", (where, boxes)
     assert len(boxes) >= 3 and all(s <= c + 1 for _, s, c in boxes.values()), (where, boxes)

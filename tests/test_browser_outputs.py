@@ -17,7 +17,7 @@ FAST = ("dataset=%22file%22&repeats=2&eps_min=1.0&eps_max=10.0&eps=3.0"
 CHART = "() => !!document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot')"
 
 
-def _idle(page, timeout_ms: int = 120_000) -> None:  # noqa: ANN001
+def _idle(page, timeout_ms: int = 120_000) -> None:
     idle(page, timeout_ms, before_ms=400, after_ms=400)
 
 

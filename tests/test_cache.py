@@ -29,7 +29,7 @@ def _rows(directory) -> list[tuple]:
         conn.close()
 
 
-def _set_all(directory, *, mode: int, value) -> None:  # noqa: ANN001
+def _set_all(directory, *, mode: int, value) -> None:
     conn = sqlite3.connect(os.path.join(directory, "cache.db"))
     try:
         conn.execute("UPDATE Cache SET mode = ?, value = ?, filename = NULL", (mode, value))
@@ -44,13 +44,13 @@ class _Marker:
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def __reduce__(self):  # noqa: ANN204
+    def __reduce__(self):
         return (open, (self.path, "w"))
 
 
 def test_values_are_stored_as_json_text_never_pickled(tmp_path, monkeypatch):
     class NoPickle:
-        def __getattr__(self, name):  # noqa: ANN001, ANN204
+        def __getattr__(self, name):
             raise AssertionError(f"pickle.{name} called by the results cache")
 
     monkeypatch.setattr(diskcache.core, "pickle", NoPickle())
@@ -114,7 +114,7 @@ def test_check_result_accepts_a_real_result_and_rejects_non_finite_numbers(tmp_p
     assert check_result({**value, "epsilon_data_dependent": 0.7, "epsilon_dd_published": 1.75}) is None
 
 
-def _populate(directory) -> None:  # noqa: ANN001
+def _populate(directory) -> None:
     run_sweep(_spec(), cache=ResultCache(directory))
 
 
@@ -147,8 +147,8 @@ def test_a_corrupt_database_is_moved_aside_and_rebuilt(tmp_path, damage):
     assert again.computed == 0 and not again.warnings
 
 
-def _readonly_writes(monkeypatch) -> None:  # noqa: ANN001
-    def refuse(self, *args, **kwargs):  # noqa: ANN001, ANN202
+def _readonly_writes(monkeypatch) -> None:
+    def refuse(self, *args, **kwargs):
         raise sqlite3.OperationalError("attempt to write a readonly database")
 
     monkeypatch.setattr(diskcache.Cache, "set", refuse)
@@ -167,7 +167,7 @@ def test_a_read_only_cache_serves_what_it_has_and_computes_the_rest(tmp_path, mo
 def test_a_cache_that_cannot_be_opened_for_writing_is_read_directly(tmp_path, monkeypatch):
     run_sweep(_spec(), cache=ResultCache(tmp_path))
 
-    def refuse(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def refuse(*args, **kwargs):
         raise sqlite3.OperationalError("attempt to write a readonly database")
 
     monkeypatch.setattr(diskcache, "Cache", refuse)

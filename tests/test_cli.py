@@ -24,7 +24,7 @@ def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path / "cache"))
 
 
-def _run(args: list[str], capsys) -> tuple[int, str, str]:  # noqa: ANN001
+def _run(args: list[str], capsys) -> tuple[int, str, str]:
     code = main(args)
     out, err = capsys.readouterr()
     return code, out, err
@@ -89,7 +89,7 @@ def test_an_unreadable_data_file_exits_2(tmp_path, capsys, monkeypatch):
     path = tmp_path / "locked.csv"
     path.write_text("a,label\n" + "".join(f"{i},{i % 2}\n" for i in range(20)))
 
-    def denied(p):  # noqa: ANN001, ANN202
+    def denied(p):
         raise PermissionError(13, "Permission denied", p)
 
     monkeypatch.setattr(userfile, "_open_text", denied)
@@ -155,7 +155,7 @@ def test_an_accountant_limit_is_said_in_words(capsys, monkeypatch):
     """'warning: dpsgd: math range error' said nothing: the warning names epsilon and what to do."""
     import privcore.engine.runner as runner
 
-    def overflow(*a, **k):  # noqa: ANN002, ANN003, ANN202
+    def overflow(*a, **k):
         raise OverflowError("math range error")
 
     monkeypatch.setattr(runner, "_compute", overflow)

@@ -62,7 +62,7 @@ def _stored(cache: ResultCache) -> dict:
     return {k: {f: v for f, v in cache.get(k).items() if f != "seconds"} for k in cache.keys()}
 
 
-def _rows(result) -> list[dict]:  # noqa: ANN001
+def _rows(result) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in ("seconds", "cached")} for r in result.rows]
 
 
@@ -86,10 +86,10 @@ def test_dask_rows_are_bit_for_bit_the_local_ones(threads_client, tmp_path):
 class FailOnce:
     """The unit function, but its first call fails: a killed worker process (``os._exit``) or an error."""
 
-    def __init__(self, work, marker: str, kill: bool) -> None:  # noqa: ANN001
+    def __init__(self, work, marker: str, kill: bool) -> None:
         self.work, self.marker, self.kill = work, marker, kill
 
-    def __call__(self, unit, poll):  # noqa: ANN001, ANN204
+    def __call__(self, unit, poll):
         try:
             fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # first call only, across processes
         except FileExistsError:
@@ -101,11 +101,11 @@ class FailOnce:
 
 
 class FaultyExecutor(DaskExecutor):
-    def __init__(self, marker: Path, kill: bool, **kw) -> None:  # noqa: ANN003
+    def __init__(self, marker: Path, kill: bool, **kw) -> None:
         super().__init__(**kw)
         self.marker, self.kill = str(marker), kill
 
-    def run(self, units, work, poll, note):  # noqa: ANN001, ANN201
+    def run(self, units, work, poll, note):
         return super().run(units, FailOnce(work, self.marker, self.kill), poll, note)
 
 

@@ -13,7 +13,7 @@ from privcore.data.transforms import unit_ball_float32
 from privcore.types import Problem
 
 
-def _ctx(ds, seed: int = 3) -> context.TrainContext:  # noqa: ANN001
+def _ctx(ds, seed: int = 3) -> context.TrainContext:
     return context.TrainContext.from_dataset(ds, Problem(n=ds.n, dim=ds.dim, classes=ds.classes), seed,
                                              torch.device("cpu"))
 
@@ -75,7 +75,7 @@ def test_full_data_solves_in_groups_match_one_batch_within_the_certified_toleran
     calls = []
     real = context.solve_softmax
 
-    def counted(*a, **k):  # noqa: ANN002, ANN003, ANN202
+    def counted(*a, **k):
         calls.append(int(a[2].shape[0]))
         return real(*a, **k)
 

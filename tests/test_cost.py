@@ -26,7 +26,7 @@ def test_every_method_declares_its_cost():
         assert all(p.kind in cost.DEFAULT_COEFFS for p in REGISTRY[name].cost_parts(_problem(), 1, 20)), name
 
 
-def _problem():  # noqa: ANN202
+def _problem():
     from privcore.types import Problem
 
     return Problem(n=4000, dim=784, classes=10, lam=1e-3)
@@ -197,7 +197,7 @@ def test_loss_perturbation_cost_follows_the_measured_batches():
     # 5.3x the 20 of one point (the model said 4.1x), and lambda = 1e-6 took 2.8-4.1x lambda = 1e-3 (it said 7x)
     lp = REGISTRY["loss_perturbation"]
 
-    def perturbed(problem, points):  # noqa: ANN001, ANN202
+    def perturbed(problem, points):
         return sum(p.work for p in lp.cost_parts(problem, points, 20) if p.kind == "perturbed")
 
     one = perturbed(_problem(), 1)

@@ -93,7 +93,7 @@ def test_concurrent_loads_of_one_data_set_build_it_once(monkeypatch: pytest.Monk
     clear_caches(raw_sources=False)
     real, built = loader._build, []
 
-    def slow_build(args):  # noqa: ANN001, ANN202
+    def slow_build(args):
         built.append(args.name)
         time.sleep(0.3)  # both threads are inside load_dataset at once
         return real(args)
@@ -464,7 +464,7 @@ def test_stale_mnist_part_files_are_removed(tmp_path: Path, monkeypatch) -> None
     fresh = folder / ".t10k-labels-idx1-ubyte.gz.def456.part"   # a download in progress elsewhere
     fresh.write_bytes(b"half")
 
-    def offline(url, target, md5):  # noqa: ANN001, ANN202
+    def offline(url, target, md5):
         raise OSError("offline")
 
     monkeypatch.setattr(mnist_download, "_download", offline)

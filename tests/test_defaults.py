@@ -17,14 +17,14 @@ class _Captured(Exception):
     pass
 
 
-def cli_spec(argv: list[str], monkeypatch) -> SweepSpec:  # noqa: ANN001
+def cli_spec(argv: list[str], monkeypatch) -> SweepSpec:
     """The spec ``privcore sweep ARGV`` would run (captured before anything is computed)."""
     from privcore.engine import runner
     from privcore.engine.cli_sweep import run_sweep_command
 
     seen = []
 
-    def capture(spec, **_):  # noqa: ANN001, ANN003, ANN202
+    def capture(spec, **_):
         seen.append(spec)
         raise _Captured
 

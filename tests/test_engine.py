@@ -387,7 +387,7 @@ def test_identical_sweeps_in_two_threads_compute_once(tmp_path):
             waits.append(message)
             release.set()
 
-    def go(i: int, progress) -> None:  # noqa: ANN001
+    def go(i: int, progress) -> None:
         results[i] = run_sweep(spec, cache=ResultCache(tmp_path), progress=progress)
 
     a = threading.Thread(target=go, args=(0, first_progress))

@@ -22,7 +22,7 @@ class Recording(Executor):
     def __init__(self) -> None:
         self.units: list[WorkUnit] = []
 
-    def run(self, units, work, poll, note):  # noqa: ANN001, ANN201
+    def run(self, units, work, poll, note):
         for unit in units:
             self.units.append(unit)
             yield work(unit, poll)

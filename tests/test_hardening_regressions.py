@@ -47,7 +47,7 @@ def _fresh(tmp_path, monkeypatch):
     userfile.clear_cache()
 
 
-def _cli(args: list[str], capsys) -> tuple[int, str, str]:  # noqa: ANN001
+def _cli(args: list[str], capsys) -> tuple[int, str, str]:
     code = main(args)
     out, err = capsys.readouterr()
     return code, out, err
@@ -113,14 +113,14 @@ def test_d1_zip_bomb_is_refused_in_under_a_second_and_500_mb(tmp_path):
 
 # ---------------------------------------------------------------- D2, D3 the results cache
 
-def _sweep_spec(epsilons=(1.0,)):  # noqa: ANN202
+def _sweep_spec(epsilons=(1.0,)):
     from privcore.engine.specs import DataSpec, SweepSpec
 
     return SweepSpec(data=DataSpec(name="synthetic"), methods=("model_sensitivity",), epsilons=epsilons,
                      delta=1e-5, repeats=2, lam=1e-2, device="cpu")
 
 
-def _sweep(directory: Path, epsilons=(1.0,)):  # noqa: ANN001, ANN202
+def _sweep(directory: Path, epsilons=(1.0,)):
     from privcore.engine.cache import ResultCache
     from privcore.engine.runner import run_sweep
 
@@ -131,11 +131,11 @@ class _Marker:
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def __reduce__(self):  # noqa: ANN204 - unpickling creates the marker file: code from the cache ran
+    def __reduce__(self):
         return (open, (self.path, "w"))
 
 
-def _plant(directory: Path, *, mode: int, value) -> None:  # noqa: ANN001
+def _plant(directory: Path, *, mode: int, value) -> None:
     conn = sqlite3.connect(directory / "cache.db")
     try:
         conn.execute("UPDATE Cache SET mode = ?, value = ?, filename = NULL", (mode, value))
@@ -181,7 +181,7 @@ def test_d3_a_stored_value_of_the_wrong_shape_is_recomputed(tmp_path, value):
     assert [r["accuracy_mean"] for r in res.rows] == [r["accuracy_mean"] for r in first.rows]
 
 
-def _refuse_writes(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+def _refuse_writes(*args, **kwargs):
     raise sqlite3.OperationalError("attempt to write a readonly database")
 
 
@@ -252,7 +252,7 @@ class _Upload:
 
 
 @pytest.fixture()
-def widgets(tmp_path, monkeypatch):  # noqa: ANN201 - the upload helpers (ui/uploads.py since the split)
+def widgets(tmp_path, monkeypatch):
     import streamlit as st
 
     from ui import uploads as w
@@ -327,7 +327,7 @@ def test_d8_an_unreadable_data_file_exits_2(tmp_path, capsys, monkeypatch):
     path.write_text("a,label\n" + "".join(f"{i},{i % 2}\n" for i in range(20)))
     real_open = builtins.open
 
-    def denied(file, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202 - like chmod 000 (we may be root)
+    def denied(file, *args, **kwargs):
         if str(file).endswith("locked.csv"):
             raise PermissionError(13, "Permission denied", str(file))
         return real_open(file, *args, **kwargs)
@@ -436,7 +436,7 @@ def test_d15_a_killed_downloads_part_file_is_removed_next_time(tmp_path, monkeyp
     folder = tmp_path / "mnist"
     folder.mkdir()
 
-    def killed(url, target, md5):  # noqa: ANN001, ANN202 - leave the .part behind like SIGKILL would
+    def killed(url, target, md5):
         import tempfile
 
         fd, _ = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
@@ -452,7 +452,7 @@ def test_d15_a_killed_downloads_part_file_is_removed_next_time(tmp_path, monkeyp
     for p in parts:
         os.utime(p, (1, 1))                                         # from an old, dead process
 
-    def offline(url, target, md5):  # noqa: ANN001, ANN202
+    def offline(url, target, md5):
         raise OSError("offline")
 
     monkeypatch.setattr(mnist_download, "_download", offline)

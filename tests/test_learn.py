@@ -8,7 +8,7 @@ import json
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest import PAGES, run, texts  # noqa: E402
+from apptest import PAGES, run, texts
 
 pytestmark = pytest.mark.usefixtures("app_env")
 PAGE = str(PAGES / "learn.py")

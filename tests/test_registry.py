@@ -38,7 +38,7 @@ class ToyMajority(Method):
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "exponential_mechanism", beta=0.0,
                           formula="beta = 0: the answer ignores the data")
 
-    def release(self, ctx, scales, repeats, queries=None):  # noqa: ANN001, ANN201
+    def release(self, ctx, scales, repeats, queries=None):
         m = (ctx.x_test if queries is None else queries).shape[0]
         return torch.zeros(len(scales), repeats, m, dtype=torch.int64, device=ctx.device)
 

@@ -70,14 +70,14 @@ def test_cli_round_trip(exported, tmp_path, capsys):
     assert again.read_text() == out.read_text()  # sorted keys, same records: byte-identical
 
 
-def _tamper(lines: list[str], index: int, change) -> list[str]:  # noqa: ANN001
+def _tamper(lines: list[str], index: int, change) -> list[str]:
     rec = json.loads(lines[index])
     change(rec)
     return lines[:index] + [json.dumps(rec)] + lines[index + 1:]
 
 
-def _set(path: tuple, value):  # noqa: ANN001, ANN202
-    def change(rec):  # noqa: ANN001, ANN202
+def _set(path: tuple, value):
+    def change(rec):
         target = rec
         for p in path[:-1]:
             target = target[p]
@@ -133,7 +133,7 @@ def test_a_failed_write_stores_nothing(exported, tmp_path, monkeypatch):
     target = ResultCache(tmp_path / "t")
     real_set, calls = target._store.set, []
 
-    def failing_set(key, value, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def failing_set(key, value, *a, **k):
         calls.append(key)
         if len(calls) == 3:
             raise sqlite3.OperationalError("disk I/O error")

@@ -12,7 +12,7 @@ from privcore.engine.runner import run_sweep
 from privcore.engine.specs import DataSpec, SweepSpec
 
 
-def _wide_csv(path, rows: int = 60, cols: int = 3000):  # noqa: ANN001, ANN202
+def _wide_csv(path, rows: int = 60, cols: int = 3000):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(rows, cols)).round(3)
     y = np.arange(rows) % 2
@@ -22,7 +22,7 @@ def _wide_csv(path, rows: int = 60, cols: int = 3000):  # noqa: ANN001, ANN202
     return path
 
 
-def _spec(path, dim=None) -> SweepSpec:  # noqa: ANN001
+def _spec(path, dim=None) -> SweepSpec:
     return SweepSpec(data=DataSpec(name="file", data_file=str(path), dim=dim), methods=("model_sensitivity",),
                      epsilons=(1.0,), delta=1e-5, repeats=2, teachers=2, batch_size=8, device="cpu")
 

@@ -98,7 +98,7 @@ def test_methods_sharing_the_fitting_context_choose_as_they_would_alone():
     from privcore.engine.runner import run_sweep
     from privcore.engine.specs import DataSpec, SweepSpec
 
-    def rows(methods):  # noqa: ANN001, ANN202
+    def rows(methods):
         runner._CONTEXTS.clear()
         tuning._SUB_CONTEXT.clear()
         res = run_sweep(SweepSpec(data=DataSpec(name="digits"), methods=methods, epsilons=(1.0, 10.0), lam="auto",
@@ -139,12 +139,12 @@ def test_noisy_max_noise_is_laplace_of_twice_the_sensitivity_over_epsilon(monkey
     scores[j] += 1e-9 * s_true
     m = REGISTRY["model_sensitivity"]
 
-    def fake_evaluate(self, ctx, scales, repeats):  # noqa: ANN001
+    def fake_evaluate(self, ctx, scales, repeats):
         return torch.full((len(scales), repeats), float(scores[LAM_AUTO_GRID.index(ctx.problem.lam)]), dtype=torch.float64)
 
     monkeypatch.setattr(type(m), "evaluate", fake_evaluate)
 
-    def mk(d, lam):  # noqa: ANN001
+    def mk(d, lam):
         return Problem(n=d.n, dim=d.dim, classes=d.classes, lam=lam, budget=10, teachers=8, batch_size=64, epochs=1)
 
     assert tuning.choose_lams("model_sensitivity", ds, spec, [PrivacyBudget(eps)], "cpu", mk) == [LAM_AUTO_GRID[j]]
@@ -161,11 +161,11 @@ def _draws(monkeypatch, spec: SweepSpec) -> tuple[list[tuple], list[tuple], list
     inside, selection, release, chosen = [False], [], [], []
     generator, choose = TrainContext.generator, runner.choose_lams
 
-    def spy_generator(self, *labels):  # noqa: ANN001, ANN202
+    def spy_generator(self, *labels):
         (selection if inside[0] else release).append((self.seed, labels, self.problem.lam))
         return generator(self, *labels)
 
-    def spy_choose(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+    def spy_choose(*args, **kw):
         inside[0] = True
         try:
             out = choose(*args, **kw)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest import PAGES, run, texts  # noqa: E402
+from apptest import PAGES, run, texts
 
 pytestmark = pytest.mark.usefixtures("app_env")
 PAGE = str(PAGES / "deep_models.py")
@@ -29,7 +29,7 @@ def test_cifar_offline_shows_one_error_and_a_matching_label(tmp_path, monkeypatc
 
     tries = []
 
-    def offline(url, target, md5, **kw):  # noqa: ANN001, ANN003, ANN202
+    def offline(url, target, md5, **kw):
         tries.append(url)
         raise OSError("Name or service not known")
 

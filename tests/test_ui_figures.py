@@ -8,8 +8,8 @@ import math
 import pytest
 
 pytest.importorskip("plotly")
-from privcore.methods import REGISTRY  # noqa: E402
-from ui.figures import curve_figure  # noqa: E402
+from privcore.methods import REGISTRY
+from ui.figures import curve_figure
 
 AXIS_PX, ROW_PX = 60, 28  # tick labels + axis title; one legend row (13 px text in a bordered box)
 
@@ -23,7 +23,7 @@ def _rows() -> list[dict]:
     return rows
 
 
-def _entries(fig) -> int:  # noqa: ANN001
+def _entries(fig) -> int:
     return sum(1 for t in fig.data if t.showlegend is not False and t.name)
 
 

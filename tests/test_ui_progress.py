@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
-from apptest import APP, run, texts  # noqa: E402
+from apptest import APP, run, texts
 
 FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0", "eps_max": "10.0"}
 

@@ -49,7 +49,7 @@ def test_uploads_are_content_addressed_and_a_mismatched_file_is_never_used(uploa
 def test_atomic_write_leaves_nothing_when_it_fails(uploads, monkeypatch):
     target = uploads / ("0" * 64 + ".csv")
 
-    def boom(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def boom(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", boom)

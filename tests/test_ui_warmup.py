@@ -57,7 +57,7 @@ def test_a_cancelled_warm_up_computes_nothing(tmp_path, monkeypatch):
 def test_a_failing_warm_up_is_logged_not_raised(monkeypatch, caplog):
     import ui.setting
 
-    def broken(_name):  # noqa: ANN001, ANN202
+    def broken(_name):
         raise RuntimeError("no data here")
 
     monkeypatch.setattr(ui.setting, "build_data_info", broken)

@@ -146,7 +146,7 @@ def test_an_unreadable_file_is_a_data_file_error(tmp_path, monkeypatch):
     path = tmp_path / "locked.csv"
     path.write_text("a,label\n" + "".join(f"{i},{i % 2}\n" for i in range(20)))
 
-    def denied(p):  # noqa: ANN001, ANN202
+    def denied(p):
         raise PermissionError(13, "Permission denied", p)
 
     monkeypatch.setattr(userfile, "_open_text", denied)

@@ -88,7 +88,7 @@ def _ensure_server() -> None:
         try:
             # mathjax=False: no CDN fetch (offline machines); our figures use no LaTeX.
             kaleido.start_sync_server(path=path, mathjax=False, silence_warnings=True)
-        except Exception as err:  # noqa: BLE001 - any start failure means "unavailable"
+        except Exception as err:
             raise ExportUnavailable(f"could not start the Chromium renderer ({path}): {err}") from err
         _server_started = True
 
@@ -112,7 +112,7 @@ def figure_bytes(fig: go.Figure, fmt: str, *, width: int = EXPORT_WIDTH, height:
     opts = dict(format=fmt, width=int(width), height=int(h), scale=scale if scale is not None else (2 if fmt == "png" else 1))
     try:
         data = kaleido.calc_fig_sync(fig_dict, opts=opts)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         raise ExportUnavailable(f"rendering the {fmt.upper()} failed: {err}") from err
     return embed_metadata(data, fmt, meta_json(fig_dict))
 

@@ -40,7 +40,7 @@ import math
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up stays light)
     import torch
@@ -84,7 +84,7 @@ def _improved_epsilon(rho: float, delta: float) -> float:
     return max(0.0, min(best, f(math.log(max(math.sqrt(-log_delta / rho), 1e-5)))))
 
 
-def _golden_min(f, lo: float, hi: float, xtol: float) -> float:
+def _golden_min(f: Callable[[float], float], lo: float, hi: float, xtol: float) -> float:
     """Smallest value of ``f`` met by a golden-section search on [lo, hi] (standard library only,
     so a PATE calibration imports no scipy: issue 16). Every value returned is f at some point,
     so here any result is a valid epsilon bound; unimodality only makes it the best one."""

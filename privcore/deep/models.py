@@ -21,7 +21,7 @@ from torch.nn import functional as F
 
 __all__ = ["MODEL_NAMES", "ResNet20", "SmallCNN", "build_model", "init_parameters", "count_parameters"]
 
-from .spec import MODEL_NAMES  # noqa: E402 - declared with the spec (light: the CLI's --help needs no torch)
+from .spec import MODEL_NAMES
 
 
 def _gn(channels: int, groups: int) -> nn.GroupNorm:

@@ -154,30 +154,30 @@ def _json_disk_class():  # noqa: ANN202 - built lazily so that importing this mo
         and never opens a file. ``get`` never unpickles a key.
         """
 
-        def put(self, key):  # noqa: ANN001, ANN201
+        def put(self, key: object) -> tuple[str, bool]:
             if type(key) is not str:
                 raise TypeError(f"cache keys must be str, got {type(key).__name__}")
             return key, True
 
-        def get(self, key, raw):  # noqa: ANN001, ANN201
+        def get(self, key: object, raw: bool) -> str:
             return key if (raw and isinstance(key, str)) else "<unreadable key>"
 
-        def store(self, value, read, key=None):  # noqa: ANN001, ANN201
+        def store(self, value: object, read: bool, key: object = None) -> tuple[int, int, None, str]:
             if read or type(value) is not str:
                 raise TypeError(f"cache values must be JSON text (str), got {type(value).__name__}")
             if len(value) > MAX_VALUE_CHARS:
                 raise ValueError(f"cache value of {len(value)} characters exceeds {MAX_VALUE_CHARS}")
             return 0, MODE_RAW, None, value
 
-        def fetch(self, mode, filename, value, read):  # noqa: ANN001, ANN201
+        def fetch(self, mode: int, filename: str | None, value: object, read: bool) -> str:
             if read or mode != MODE_RAW or filename is not None or not isinstance(value, str):
                 return ""  # not ours: reported as a bad value by ResultCache.get
             return value
 
-        def filename(self, key=None, value=None):  # noqa: ANN001, ANN201 - never used: values are inline
+        def filename(self, key: object = None, value: object = None) -> tuple[str, str]:  # never used: values are inline
             raise TypeError("JSONOnlyDisk stores values inline only")
 
-        def remove(self, file_path):  # noqa: ANN001, ANN201 - never delete a file a row names
+        def remove(self, file_path: str) -> None:  # never delete a file a row names
             return None
 
     return JSONOnlyDisk

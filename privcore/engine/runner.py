@@ -19,7 +19,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from ..context import TrainContext
 from .rows import RESULT_COLUMNS, ResultRow
 from .specs import SweepSpec
 from .tuning import LAM_AUTO_NOTE, choose_lams, release_budget
+
+if TYPE_CHECKING:  # imported by the modules above at run time
+    import torch
 
 __all__ = ["run_sweep", "running_elsewhere", "read_cached", "all_cached", "execute_unit", "SweepResult", "SweepCancelled", "ProgressFn",
            "RESULT_COLUMNS"]
@@ -473,7 +476,7 @@ def execute_unit(unit: WorkUnit, poll: Callable[[float | None], None] | None = N
 
 
 def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBudget], fixed_lam: float,
-             context: Callable[[Problem], TrainContext], device,
+             context: Callable[[Problem], TrainContext], device: torch.device,
              poll: Callable[[float | None], None] | None = None) -> list[dict[str, Any] | None]:
     """Evaluate the missing points of one method in one batch (per chosen lam when auto)."""
     dev = str(device)
@@ -485,7 +488,7 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
         lams = [fixed_lam] * len(budgets)
     out: list[dict[str, Any] | None] = [None] * len(budgets)
     for lam in sorted(set(lams)):
-        idx = [i for i, l in enumerate(lams) if l == lam]
+        idx = [i for i, chosen in enumerate(lams) if chosen == lam]
         ctx = context(_problem(ds, spec, lam))
         scales, acc, answered, among, extras = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting,
                                                          spec.repeats)

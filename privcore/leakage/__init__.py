@@ -17,7 +17,7 @@ __all__ = ["run_leakage", "LeakageCancelled", "observe", "LeakageSpec", "Leakage
            "epsilon_from_rates", "epsilon_lower_bound", "dp_region_tpr", "gaussian_mu", "gaussian_tradeoff_tpr"]
 
 
-def __getattr__(name: str):  # the runner needs torch: imported on first use, so the CLI's --help stays light
+def __getattr__(name: str) -> object:  # the runner needs torch: imported on first use, so the CLI's --help stays light
     if name in ("run_leakage", "LeakageCancelled", "observe"):
         from . import run
 

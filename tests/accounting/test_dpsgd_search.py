@@ -80,7 +80,7 @@ def test_the_returned_multiplier_is_one_the_accountant_accepted(monkeypatch, gri
     seen: dict[float, float] = {}
     raw = dpsgd._pld_epsilon.__wrapped__
 
-    def record(sigma, q, steps, delta, rel, interval):  # noqa: ANN001
+    def record(sigma, q, steps, delta, rel, interval):
         e = raw(sigma, q, steps, delta, rel, interval)
         assert rel == relation  # the relation asked for, never another
         seen[sigma] = min(e, seen.get(sigma, float("inf")))  # any pessimistic grid is an upper bound

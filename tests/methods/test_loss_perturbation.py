@@ -25,7 +25,7 @@ def test_the_linear_term_is_the_float64_noise_at_its_scale(monkeypatch, delta):
     seen = {}
     solve = ctx.solve
 
-    def spy(lam, linear=None, init=None, tol=None):  # noqa: ANN001
+    def spy(lam, linear=None, init=None, tol=None):
         seen["linear"] = linear
         return solve(lam, linear, init, tol)
 
