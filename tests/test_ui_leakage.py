@@ -86,6 +86,7 @@ def test_audit_texts_name_the_same_groups_in_the_same_words():
     assert f"This many for the {RETRAIN_WORDS}: {labels}. The {QUICK_WORDS}" in help_text  # PATE student was missing
     assert not any(get_method(m).label in help_text for m in once)
     assert f"{QUICK_WORDS} (and the non-private model) get 8 times more, up to 1,024" in help_text
+    assert "one stream of B queries for sparse vector" in help_text and "one student" in help_text
     specs = [SimpleNamespace(method=m, audit_trials=audit_trials_for(m, 64)) for m in (NON_PRIVATE, *once, *retrain)]
     caption = audit_caption(specs)
     assert caption.startswith(f"a 95 % lower bound from 512 releases for the {QUICK_WORDS}"), caption
@@ -162,6 +163,9 @@ def test_describe_names_no_method_when_every_lower_bound_is_zero():
     assert "no method's lower bound on ε is above 0" in text and "largest measured" not in text, text
     text = describe(_canary_results(lower=0.5), 3.0)
     assert "largest measured lower bound ε ≥ 0.50" in text, text
+    # A bound above the claim: a violation at 95 %, said with its error rate.
+    text = describe(_canary_results(lower=3.5), 3.0)
+    assert "measured more leakage than claimed" in text and "at most one audit in 20" in text, text
 
 
 def test_roc_legend_is_below_the_plot_and_the_title_wraps():

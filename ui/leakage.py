@@ -17,7 +17,8 @@ from .figures import PRINT_TEMPLATE, format_number, method_color, method_label, 
 __all__ = ["ATTACK_LABELS", "specs_for", "split_quick", "was_cancelled", "roc_figure", "leakage_table",
            "leakage_table_config", "LEAKAGE_HEADERS", "no_estimate_note", "describe", "rows_for_export",
            "run_with_progress", "REFERENCE_CHOICES", "AUDIT_CHOICES", "audit_help",
-           "audit_caption", "pending_text", "roc_caption", "bound_crossings", "RETRAIN_WORDS", "QUICK_WORDS"]
+           "audit_caption", "pending_text", "roc_caption", "bound_crossings", "RETRAIN_WORDS", "QUICK_WORDS",
+           "TRIAL_WORDS"]
 
 ATTACK_LABELS = {
     "lira": "LiRA (offline) on training rows",
@@ -29,6 +30,9 @@ AUDIT_CHOICES = (32, 64, 128, 256)
 #: The two groups of privcore.leakage.audit_trials_for in the same words everywhere ("train once" named both).
 RETRAIN_WORDS = "methods that retrain the model for every release"
 QUICK_WORDS = "methods that train once and draw fresh noise for every release"
+#: What one audit release is: exactly what the claimed ε covers, so the two compare.
+TRIAL_WORDS = ("Each release is one that the claimed ε covers: a model, B answers about the canary (one stream of "
+               "B queries for sparse vector) or one student for the PATE student.")
 
 
 def audit_help() -> str:
@@ -42,7 +46,7 @@ def audit_help() -> str:
     return ("Independent releases with and without the canary; half choose the threshold, half bound ε "
             f"(Clopper-Pearson, 95 %). This many for the {RETRAIN_WORDS}: {retrain}. The "
             f"{QUICK_WORDS} (and the non-private model) get {QUICK_AUDIT_FACTOR} times more, up to "
-            f"{audit_trials_for(NON_PRIVATE, max(AUDIT_CHOICES)):,}.")
+            f"{audit_trials_for(NON_PRIVATE, max(AUDIT_CHOICES)):,}. {TRIAL_WORDS}")
 
 
 def audit_caption(specs: Sequence, results: Sequence | None = None) -> str:
@@ -359,7 +363,8 @@ def describe(results: Sequence, epsilon: float) -> str:
                      f"({'canary' if which == 'canary' else 'LiRA'} AUC {_auc(worst, which):.2f})")
         if over:
             parts.append("the audit measured more leakage than claimed for " +
-                         ", ".join(method_label(r.method) for r in over) + ": its calibration is unsound here")
+                         ", ".join(method_label(r.method) for r in over) + ": its calibration is unsound here (each "
+                         "bound holds at 95 %: a sound method is flagged in at most one audit in 20)")
         else:
             top = max((r for r in priv if r.audit is not None), key=lambda r: r.audit.lower, default=None)
             if top is not None:  # all tied at 0: naming one of them read as if it leaked most

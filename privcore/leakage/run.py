@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
 from ..data import load_dataset
@@ -24,9 +25,10 @@ from ..types import NoiseScale, PrivacyBudget
 from .attacks import confidence, lira_offline_scores, loss_scores, out_stats
 from .game import Population, audit_rows, build_population, reference_logits, reference_masks, vote_logits, world_masks
 from .spec import AttackResult, LeakageResult, LeakageSpec
-from .stats import epsilon_lower_bound, roc
+from .stats import EpsilonBound, epsilon_lower_bound, roc
 
-__all__ = ["run_leakage", "LeakageCancelled", "observe", "MAX_OBSERVED", "MAX_AUDIT_ANSWERS"]
+__all__ = ["run_leakage", "LeakageCancelled", "observe", "audit_scores", "audit_bound", "answers_per_release",
+           "MAX_OBSERVED", "MAX_AUDIT_ANSWERS"]
 
 ProgressFn = Callable[[float, str], None]
 #: Largest number of answer entries (repeats x B x targets x C) drawn per world for a prediction
@@ -113,28 +115,58 @@ def _game(ds, spec: LeakageSpec, device: torch.device) -> _Game:  # noqa: ANN001
     return game
 
 
+def answers_per_release(method: str, budget: int) -> int:
+    """How many answers about one query row one release gives the attacker: B, or 1 for a method
+    whose results do not depend on B (the PATE student: one student answers every query alike)."""
+    return int(budget) if get_method(method).uses_budget else 1
+
+
 def observe(method: str, ctx: TrainContext, scale: NoiseScale | None, repeats: int,
             queries: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """What the attacker sees about each query row, as logit-like outputs [R, M, C], and the
-    released models [R, D, C] (None for prediction methods).
+    """What the attacker sees about each query row in each of ``repeats`` releases, as logit-like
+    outputs [R, M, C], and the released models [R, D, C] (None for prediction methods).
 
-    Methods releasing a model (and the non-private baseline): the model's logits. Releasing logits:
-    the mean of the B noisy logit vectors per row. Releasing labels: smoothed frequencies of the B
-    labels per row.
+    One repetition is one release of the claimed (eps, delta) guarantee, never more: the audit
+    compares it with the claim itself.
+    Methods releasing a model (and the non-private baseline): the model's logits. Otherwise the
+    answers of :meth:`~privcore.methods.base.Method.query_answers`: releasing logits, the mean of the
+    B noisy logit vectors per row; releasing labels, the smoothed frequencies of the labels per row
+    (B from one stream for sparse vector, one student's label for the PATE student).
     """
     m = get_method(method)
     if m.releases == "model":
         theta = m.release(ctx, [scale], repeats)[0]  # [R, D, C]
         return ctx.logits(theta, queries), theta
-    b = ctx.problem.budget
-    out = m.release(ctx, [scale], repeats * b, queries)[0]
+    out = m.query_answers(ctx, [scale], repeats, queries)[0]  # [R, A, M(, C)]
     if m.releases == "logits":
-        return out.view(repeats, b, *out.shape[1:]).double().mean(dim=1), None
-    labels = out.view(repeats, b, -1)  # [R, B, M]
-    # An abstention (label -1, e.g. Confident-GNMax) adds no count.
-    answered = (labels >= 0).unsqueeze(-1)
-    counts = (torch.nn.functional.one_hot(labels.clamp_min(0), ctx.classes) * answered).sum(dim=1)  # [R, M, C]
-    return vote_logits(counts, b), None
+        return out.double().mean(dim=1), None
+    # An abstention (label -1, e.g. Confident-GNMax, sparse vector) adds no count.
+    answered = (out >= 0).unsqueeze(-1)
+    counts = (torch.nn.functional.one_hot(out.clamp_min(0), ctx.classes) * answered).sum(dim=1)  # [R, M, C]
+    return vote_logits(counts, out.shape[1]), None
+
+
+def audit_scores(method: str, ctx_in: TrainContext, ctx_out: TrainContext, scale: NoiseScale, trials: int,
+                 query_x: torch.Tensor, query_y: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """The audit's scores [trials] on each of two neighbouring data sets (``ctx_in`` holds the canary
+    (query_x, query_y), ``ctx_out`` its replacement): the confidence phi of query_y at query_x in
+    each release (higher: "in"). Trial r is repetition r of :func:`observe`: one release that the
+    claim covers, so the bound is compared with the claimed epsilon itself."""
+    deterministic = scale.noise == "none"  # the baseline: one release says everything
+    out = []
+    for ctx in (ctx_in, ctx_out):
+        logits, _ = observe(method, ctx, scale, 1 if deterministic else trials, query_x)
+        phi = confidence(logits, query_y).flatten()
+        out.append((phi.expand(trials) if phi.numel() == 1 else phi).cpu().numpy())
+    return out[0], out[1]
+
+
+def audit_bound(method: str, ctx_in: TrainContext, ctx_out: TrainContext, scale: NoiseScale, trials: int,
+                query_x: torch.Tensor, query_y: torch.Tensor, delta: float, alpha: float) -> EpsilonBound:
+    """:func:`audit_scores` turned into a Clopper-Pearson lower bound on epsilon at level 1 - alpha:
+    a sound method's bound exceeds its claimed epsilon with probability at most alpha."""
+    s_in, s_out = audit_scores(method, ctx_in, ctx_out, scale, trials, query_x, query_y)
+    return epsilon_lower_bound(s_in, s_out, delta, alpha)
 
 
 def _split(scores: torch.Tensor, member: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -217,13 +249,14 @@ def _compute(spec: LeakageSpec, ds, progress: ProgressFn | None, cancel: Callabl
     # Targets: every row, or (prediction methods with a large B) all canaries plus a subsample.
     targets = torch.arange(pop.size, device=device)
     repeats = 1 if deterministic else spec.repeats
+    answers = answers_per_release(spec.method, spec.budget)
     if prediction:
-        per_repeat = spec.budget * pop.classes * pop.size
+        per_repeat = answers * pop.classes * pop.size
         repeats = max(1, min(repeats, MAX_OBSERVED // per_repeat))
         if repeats < spec.repeats:
             notes.append(f"{repeats} release(s) per world instead of {spec.repeats} (each answers B = {spec.budget:,} "
                          "queries per row)")
-        cap = MAX_OBSERVED // (repeats * spec.budget * pop.classes)
+        cap = MAX_OBSERVED // (repeats * answers * pop.classes)
         if cap < pop.size:
             g = torch.Generator(device=device)
             g.manual_seed(derive_seed(spec.seed, "leakage", "targets"))
@@ -264,18 +297,13 @@ def _compute(spec: LeakageSpec, ds, progress: ProgressFn | None, cancel: Callabl
         state["done"] = 2 + spec.worlds
         tick("auditing: releases with and without the canary")
         trials = spec.audit_trials
-        if prediction and trials * spec.budget > MAX_AUDIT_ANSWERS:
-            trials = max(8, MAX_AUDIT_ANSWERS // spec.budget)
+        if prediction and trials * answers > MAX_AUDIT_ANSWERS:
+            trials = max(8, MAX_AUDIT_ANSWERS // answers)
             notes.append(f"audit trials capped at {trials} (each needs B = {spec.budget:,} answers)")
         qx, qy = pop.x[game.canary:game.canary + 1], pop.y[game.canary:game.canary + 1]
-        audit_phi = []
-        for member in (True, False):
-            ctx = game.audit(member, spec)
-            ctx.poll = poll
-            logits, _ = observe(spec.method, ctx, scale, 1 if deterministic else trials, qx)
-            phi = confidence(logits, qy).flatten()
-            audit_phi.append(phi.expand(trials) if phi.numel() == 1 else phi)  # deterministic release
-    bound = epsilon_lower_bound(audit_phi[0].cpu().numpy(), audit_phi[1].cpu().numpy(), spec.delta, spec.alpha)
+        ctx_in, ctx_out = game.audit(True, spec), game.audit(False, spec)
+        ctx_in.poll = ctx_out.poll = poll
+        bound = audit_bound(spec.method, ctx_in, ctx_out, scale, trials, qx, qy, spec.delta, spec.alpha)
 
     # 4. Attack scores and ROCs.
     attacks = []

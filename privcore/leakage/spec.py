@@ -120,7 +120,7 @@ class LeakageSpec:
         d["data"] = compact_data(d["data"])
         d.pop("device")
         d["epsilon"] = "inf" if math.isinf(self.epsilon) else self.epsilon
-        d["kind"] = "leakage-v1"
+        d["kind"] = "leakage-v2"  # v2: one audit trial is one release (v1 grouped B streams or students)
         return d
 
     def to_json(self) -> str:

@@ -12,6 +12,8 @@ A method is a class with class attributes describing it and two operations:
 
 ``release`` is what an attacker sees: the leakage module and the privacy audits call it on
 neighbouring data sets; ``evaluate`` is shared by all methods and needs no override.
+``query_answers`` groups a prediction method's answers into units of one guarantee (what one
+leakage-audit trial observes).
 """
 
 from __future__ import annotations
@@ -231,6 +233,24 @@ class Method(ABC):
         ``queries`` [M, D] are the inputs answered by prediction methods (default: the test set);
         training methods release a model and ignore them.
         """
+
+    def query_answers(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
+                      queries: "torch.Tensor") -> "torch.Tensor":
+        """A answers about each query row from ``repeats`` releases: [E, R, A, M] labels or [E, R, A, M, C] logits.
+
+        The A answers about one row in one repetition are *one* (epsilon, delta) release: all that the
+        guarantee covers and nothing more, so an audit that observes them compares with the claimed
+        epsilon itself (the leakage audit's trial). Default, for answers with their
+        own independent noise per query (prediction sensitivity, subsample-and-aggregate,
+        Confident-GNMax): A = B one-query runs of :meth:`release`, which are B queries of one
+        guarantee. Sparse vector (one stream of B queries) and the PATE student (one student, A = 1)
+        override it: B separate streams or students would be B releases.
+        """
+        if self.releases == "model":
+            raise TypeError(f"{self.name} releases a model, not answers to queries")
+        b = ctx.problem.budget
+        out = self.release(ctx, scales, repeats * b, queries)  # [E, R * B, M(, C)], repetition r * B + j
+        return out.view(out.shape[0], repeats, b, *out.shape[2:])
 
     def evaluate(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int) -> "torch.Tensor":
         """Test accuracy [len(scales), repeats] of private releases at each noise scale."""

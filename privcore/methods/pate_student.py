@@ -124,6 +124,13 @@ class PateStudent(TeacherVoteMethod):
                             precond=ctx.test_rows_preconditioner(rows))  # the rows' eigenbasis, built once
         return res.theta
 
+    def query_answers(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
+                      queries: torch.Tensor) -> torch.Tensor:
+        """[E, R, 1, M]: one student per repetition, its label for each query row. A student answers any
+        number of queries from one guarantee, so one answer per row says all; B students would be B
+        releases (B times the P labels' privacy cost)."""
+        return self.release(ctx, scales, repeats, queries).unsqueeze(2)
+
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
         import torch

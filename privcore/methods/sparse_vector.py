@@ -139,21 +139,47 @@ class SparseVectorAggregate(TeacherVoteMethod):
                 queries: torch.Tensor | None = None) -> torch.Tensor:
         import torch
         votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam, queries)  # [M, C]
-        m, c = votes.shape
+        m = votes.shape[0]
         b = ctx.problem.budget
         streams = -(-m // b)
         out = torch.empty(len(scales), repeats, m, dtype=torch.int64, device=ctx.device)
         for r in range(repeats):
             order = torch.randperm(m, generator=ctx.generator(self.name, "order", r), device=ctx.device)
-            nu = _unit_laplace(m, ctx.generator(self.name, "query", r), ctx.device)
-            rho = _unit_laplace(streams, ctx.generator(self.name, "threshold", r), ctx.device)
-            u = torch.rand(m, c, generator=ctx.generator(self.name, "gumbel", r), dtype=torch.float64, device=ctx.device)
-            gumbel = -torch.log(-torch.log(u.clamp(1e-300, 1.0 - 1e-16)))
-            for e, s in enumerate(scales):
-                if s.noise == "none":
-                    out[e, r] = votes.argmax(dim=1)
-                    continue
-                cal = svt_calibration(s.epsilon, s.delta, b, svt_cap(b))
-                out[e, r] = svt_labels(votes, order, nu, rho, gumbel, cal.threshold, cal.query_scale,
-                                       cal.threshold_scale, cal.cap, cal.beta, b)
+            self._streams(ctx, scales, votes, order, streams, (r,), out[:, r])
         return out
+
+    def _streams(self, ctx: "TrainContext", scales: list[NoiseScale], votes: torch.Tensor, order: torch.Tensor,
+                 streams: int, labels: tuple, out: torch.Tensor) -> None:
+        """One repetition's labels per scale into ``out`` [E, M]: the queries in ``order``, cut into
+        streams of B, with noise from the generators (name, kind, *labels)."""
+        import torch
+        m, c = votes.shape
+        b = ctx.problem.budget
+        nu = _unit_laplace(m, ctx.generator(self.name, "query", *labels), ctx.device)
+        rho = _unit_laplace(streams, ctx.generator(self.name, "threshold", *labels), ctx.device)
+        u = torch.rand(m, c, generator=ctx.generator(self.name, "gumbel", *labels), dtype=torch.float64,
+                       device=ctx.device)
+        gumbel = -torch.log(-torch.log(u.clamp(1e-300, 1.0 - 1e-16)))
+        for e, s in enumerate(scales):
+            if s.noise == "none":
+                out[e] = votes.argmax(dim=1)
+                continue
+            cal = svt_calibration(s.epsilon, s.delta, b, svt_cap(b))
+            out[e] = svt_labels(votes, order, nu, rho, gumbel, cal.threshold, cal.query_scale,
+                                cal.threshold_scale, cal.cap, cal.beta, b)
+
+    def query_answers(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
+                      queries: torch.Tensor) -> torch.Tensor:
+        """[E, R, B, M]: each query row asked B times in one stream of its own (one threshold draw, at
+        most c paid answers), the B-query release the guarantee covers. B one-query streams (what
+        :meth:`release` with B repetitions gives) would be B releases, each (eps, delta)-DP."""
+        import torch
+        votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam, queries)  # [M, C]
+        m = votes.shape[0]
+        b = ctx.problem.budget
+        copies = votes.repeat_interleave(b, dim=0)  # [M * B, C]: positions i*B .. i*B + B - 1 ask row i
+        order = torch.arange(m * b, device=ctx.device)  # in order, so stream i (p // B) is row i's B copies
+        out = torch.empty(len(scales), repeats, m * b, dtype=torch.int64, device=ctx.device)
+        for r in range(repeats):
+            self._streams(ctx, scales, copies, order, m, ("answers", r), out[:, r])
+        return out.view(len(scales), repeats, m, b).transpose(2, 3)
