@@ -233,7 +233,7 @@ def _cli_problem(args_text: str) -> str | None:
         if exc.code == 0:  # --help
             return None
         return f"the CLI refuses `{text}`: {(err.getvalue().strip().splitlines() or [''])[-1]}"
-    except Exception as exc:  # the CLI's own usage error
+    except Exception as exc:  # noqa: BLE001 - the CLI's own usage error (privcore.cli._UsageError)
         return f"the CLI refuses `{text}`: {exc}"
     if extra and getattr(args, "command", None) != "app":
         return f"the CLI refuses `{text}`: unrecognized {' '.join(extra)}"
@@ -319,4 +319,4 @@ def test_the_check_finds_stale_names():
     fine = ("`privcore/audit.py` and `tests/audit_canaries.py`; privcore.engine.runner.run_sweep; "
             "`TrainContext.solve`; the paper's five methods; [spec](spec.md); docs/figures/fig2{a,b}_budget_delta0.csv"
             .replace("fig2{a,b}_budget_delta0", "fig1{a,b}_eps_delta{0,1e-5}"))
-    assert check(fine, where) == [f"docs/example.md:1: no such path docs/figures/fig1a_eps_delta1e-5.csv"]
+    assert check(fine, where) == ["docs/example.md:1: no such path docs/figures/fig1a_eps_delta1e-5.csv"]

@@ -107,7 +107,7 @@ def _split(ds: Dataset, seed: int) -> tuple[Dataset, int]:
     return sub, len(va)
 
 
-def choose_lams(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBudget], device,
+def choose_lams(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBudget], device: torch.device,
                 make_problem: Callable[[Dataset, float], Problem],
                 poll: Callable[[float | None], None] | None = None, noise_seed: int | None = None) -> list[float]:
     """Per budget, the lambda picked by the private selection described in the module docstring.
