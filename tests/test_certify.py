@@ -160,7 +160,7 @@ def test_subsampled_newton_steps_alone_reach_the_tolerance_on_rows_sorted_by_cla
     seen: list[int] = []
     product = certify_mod._hessian_product
 
-    def counting(xr, prob, v):  # noqa: ANN001, ANN202
+    def counting(xr, prob, v):
         seen.append(xr.shape[0])
         return product(xr, prob, v)
 
@@ -238,7 +238,7 @@ def _stingy(monkeypatch):
     monkeypatch.setattr(context_mod, "solve_softmax", lambda *a, **k: solve(*a, **{**k, "gtol": 1e-2}))
 
 
-def _minimiser(x, y, lam, lin):  # noqa: ANN001, ANN202
+def _minimiser(x, y, lam, lin):
     """theta* to 1e-12 in gradient norm (the full polish, fresh): within 1e-12 / lam of the exact one."""
     from privcore.certify import polish
 
@@ -297,7 +297,7 @@ def test_neighbours_on_either_path_stay_within_the_certified_sensitivity(monkeyp
     lam = 1e-2
     pb = Problem(n=400, dim=12, classes=3, lam=lam)
 
-    def theta(xs, ys):  # noqa: ANN001, ANN202
+    def theta(xs, ys):
         ctx = TrainContext(xs, ys, xs[:5], ys[:5], 3, pb, 0, torch.device("cpu"))
         return ctx.nonprivate_theta(lam).double()
 
