@@ -1,7 +1,9 @@
 """On-disk result cache: plain numbers keyed by a hash of the point, the data and a schema version.
 
-(Over 400 lines: the JSON-only disk, validation of every stored value and recovery from a
-corrupt or read-only database are one safety boundary, kept in one module on purpose.)
+(Over 400 lines: the JSON-only disk and the recovery policy for a corrupt, busy, full or
+read-only database are one safety boundary, kept in one module on purpose; the schema of a stored
+value is in :mod:`~privcore.engine.cache_schema`, telling faults apart in
+:mod:`~privcore.engine.cache_faults`.)
 
 The device is deliberately not part of the key: a result computed on a GPU is reused on a CPU.
 Bump :data:`SCHEMA_VERSION` whenever a change alters what a stored number means.
@@ -14,21 +16,30 @@ The cache folder may be shared, copied or imported, so nothing read from it is t
 * Every value read is checked against the schema of a result (:func:`check_result`): a dict with
   the expected keys and types and finite numbers. A bad one is a miss (it is recomputed) and is
   reported once in :attr:`ResultCache.messages`.
-* A corrupt database (random bytes, a truncated file, a folder in its place) is moved aside with a
-  message and rebuilt. A read-only cache serves what it holds and stores nothing (message once).
+* A corrupt database (random bytes, a truncated file, a folder in its place, foreign tables) is
+  moved aside with a message and rebuilt -- only one that fails its integrity check, never for a
+  lock, a timeout or a full disk. A write lock held by another process is waited for (reported,
+  bounded by ``busy_wait``), then results are computed but not stored while it lasts; a full disk
+  or a read-only folder stops storing with one message. Nothing stored is lost to any of these.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
+import logging
 import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
+
+from .cache_faults import (BUSY, DB_NAME, FULL, OTHER, READONLY, _settings, connect_readonly, fault_kind,
+                           wait_for_write_lock, write_lock_free)
+from .cache_faults import inspect_db as _inspect_db
+from .cache_faults import short_error as _short
+from .cache_schema import check_result
 
 __all__ = ["SCHEMA_VERSION", "ResultCache", "point_key", "default_results_dir", "check_result",
            "MAX_VALUE_CHARS"]
@@ -40,7 +51,7 @@ SCHEMA_VERSION = 7  # 7: teachers solved in per-part bases (each a function of i
 
 #: A stored result is a few hundred characters; anything far larger is not ours.
 MAX_VALUE_CHARS = 1_000_000
-_DB_NAME = "cache.db"
+_DB_NAME = DB_NAME
 
 
 def default_results_dir() -> Path:
@@ -54,90 +65,6 @@ def point_key(point: dict[str, Any], fingerprint: str) -> str:
     """sha256 of the canonical JSON of ``point`` + data ``fingerprint`` + schema version."""
     text = json.dumps({"point": point, "data": fingerprint, "schema": SCHEMA_VERSION}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-# ---------------------------------------------------------------- schema of a stored result
-
-def _finite(value: Any, *, low: float | None = None, high: float | None = None) -> bool:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        v = float(value)
-    except OverflowError:  # a JSON integer of hundreds of digits
-        return False
-    return math.isfinite(v) and (low is None or v >= low) and (high is None or v <= high)
-
-
-_SCALE_NUMBERS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity",
-                  "solver_tolerance", "output_scale", "threshold", "test_noise", "cap")
-
-
-def _check_scale(scale: Any) -> str | None:
-    if not isinstance(scale, dict):
-        return "scale is not an object"
-    if not isinstance(scale.get("noise"), str):
-        return "scale.noise is not a string"
-    for key, value in scale.items():
-        if not isinstance(key, str):
-            return "scale has a non-string key"
-        if key in _SCALE_NUMBERS or key in ("epsilon", "delta"):
-            if value is None or value == "inf" or _finite(value, low=0.0):
-                continue
-            return f"scale.{key} is not a finite number >= 0"
-        if key == "notes":
-            if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-                return "scale.notes is not a list of strings"
-        elif not (value is None or isinstance(value, str)):
-            return f"scale.{key} is not a string"
-    return None
-
-
-def check_result(value: Any) -> str | None:
-    """None when ``value`` has the shape of a stored result (see ``runner._stored``), else why not.
-
-    Required: ``accuracies`` (non-empty list of numbers in [0, 1]), ``accuracy_mean`` in [0, 1],
-    ``accuracy_std`` >= 0, ``seconds`` >= 0 (all finite), ``device`` (str), ``lam`` (finite > 0),
-    ``scale`` (an object of strings and finite numbers); optional ``note`` (str) and
-    ``solver_grad_norm`` (finite >= 0 or null).
-    """
-    if not isinstance(value, dict):
-        return f"not an object ({type(value).__name__})"
-    acc = value.get("accuracies")
-    if not isinstance(acc, list) or not acc or not all(_finite(a, low=0.0, high=1.0) for a in acc):
-        return "accuracies is not a non-empty list of numbers in [0, 1]"
-    if not _finite(value.get("accuracy_mean"), low=0.0, high=1.0):
-        return "accuracy_mean is not a number in [0, 1]"
-    if not _finite(value.get("accuracy_std"), low=0.0):
-        return "accuracy_std is not a finite number >= 0"
-    # The summary must be the repetitions' own (a one-byte edit of the stored mean came back as a wrong
-    # accuracy, unnoticed): recomputed in float64, with room for the float32 sums the runner may use.
-    mean = math.fsum(acc) / len(acc)
-    if abs(value["accuracy_mean"] - mean) > 1e-6:
-        return f"accuracy_mean {value['accuracy_mean']!r} is not the mean {mean:.9g} of its accuracies"
-    std = math.sqrt(math.fsum((a - mean) ** 2 for a in acc) / (len(acc) - 1)) if len(acc) > 1 else 0.0
-    if abs(value["accuracy_std"] - std) > 1e-5:
-        return f"accuracy_std {value['accuracy_std']!r} is not the standard deviation {std:.9g} of its accuracies"
-    if not _finite(value.get("seconds"), low=0.0):
-        return "seconds is not a finite number >= 0"
-    if not isinstance(value.get("device"), str) or len(value["device"]) > 200:
-        return "device is not a short string"
-    if not _finite(value.get("lam"), low=0.0) or value["lam"] <= 0:
-        return "lam is not a finite number > 0"
-    problem = _check_scale(value.get("scale"))
-    if problem:
-        return problem
-    if not isinstance(value.get("note", ""), str):
-        return "note is not a string"
-    grad = value.get("solver_grad_norm")
-    if grad is not None and not _finite(grad, low=0.0):
-        return "solver_grad_norm is not a finite number >= 0"
-    for key in ("answered_fraction", "accuracy_answered", "accuracy_answered_std"):  # methods that may abstain
-        if value.get(key) is not None and not _finite(value[key], low=0.0, high=1.0):
-            return f"{key} is not a number in [0, 1]"
-    for key in ("epsilon_data_dependent", "epsilon_dd_published"):  # Confident-GNMax (not a guarantee)
-        if value.get(key) is not None and not _finite(value[key], low=0.0):
-            return f"{key} is not a finite number >= 0"
-    return None
 
 
 # ---------------------------------------------------------------- a disk that never unpickles
@@ -200,88 +127,42 @@ def _disk():  # noqa: ANN202
 
 
 _MODE_RAW = 1  # diskcache.core.MODE_RAW
-_REFERENCE: dict[str, Any] = {}
-_INSPECTED: dict[tuple, None] = {}
+#: Seconds one write waits inside SQLite; longer waits are the cache's own, reported and bounded.
+_SQLITE_TIMEOUT = 1.0
+_REPORT_EVERY = 5.0  # seconds between two reports of a wait when nobody passed ``on_wait``
+_LOG = logging.getLogger("privcore.cache")
+_ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error, OSError)
 
 
-def _settings() -> dict[str, Any]:
-    from diskcache.core import DEFAULT_SETTINGS
+def _errors() -> tuple[type[BaseException], ...]:
+    """What a cache operation may raise: SQLite errors, OS errors and diskcache's ``Timeout``."""
+    global _ERRORS
+    if len(_ERRORS) == 2:
+        from diskcache import Timeout
 
-    return dict(DEFAULT_SETTINGS)
-
-
-def _reference_schema() -> set[tuple[str, str, str | None]]:
-    """(type, name, sql) of every schema object a fresh diskcache database has (computed once)."""
-    if "schema" not in _REFERENCE:
-        import tempfile
-
-        import diskcache
-
-        with tempfile.TemporaryDirectory() as tmp:
-            diskcache.Cache(tmp, disk=_disk(), **_settings()).close()
-            conn = sqlite3.connect(os.path.join(tmp, _DB_NAME))
-            try:
-                _REFERENCE["schema"] = set(conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall())
-            finally:
-                conn.close()
-    return _REFERENCE["schema"]
-
-
-def _inspect_db(db: Path) -> str | None:
-    """Why ``db`` is not a database this module wrote (corrupt, foreign tables or triggers), or None.
-
-    Opened read-only; nothing in it runs. Memoised per file version.
-    """
-    if db.is_symlink() or not db.is_file():
-        return f"{_DB_NAME} is not a regular file"
-    st = db.stat()
-    stamp = (str(db), st.st_ino, st.st_size, st.st_mtime_ns)
-    if stamp in _INSPECTED:
-        return None
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    except sqlite3.Error as err:
-        return f"cannot be opened: {_short(err)}"
-    try:
-        check = conn.execute("PRAGMA quick_check").fetchall()
-        if check != [("ok",)]:
-            return f"integrity check failed: {str(check[0][0])[:100] if check else 'no answer'}"
-        schema = set(conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall())
-        extra = schema - _reference_schema()
-        if extra:
-            return f"unexpected schema objects: {', '.join(sorted(str(e[1]) for e in extra))[:100]}"
-        from diskcache.core import METADATA
-
-        keys = {row[0] for row in conn.execute("SELECT key FROM Settings").fetchall()}
-        unknown = keys - set(_settings()) - set(METADATA)
-        if unknown:
-            return f"unexpected settings: {', '.join(sorted(map(str, unknown)))[:100]}"
-    except sqlite3.DatabaseError as err:
-        if _is_readonly_error(err):
-            return None
-        return _short(err)
-    finally:
-        conn.close()
-    _INSPECTED[stamp] = None
-    return None
-
-
-def _is_readonly_error(err: BaseException) -> bool:
-    text = str(err).lower()
-    return isinstance(err, PermissionError) or "readonly" in text or "read-only" in text
+        _ERRORS = (sqlite3.Error, OSError, Timeout)
+    return _ERRORS
 
 
 class ResultCache:
     """A diskcache store of JSON-able result dicts; ``enabled=False`` turns it into a no-op.
 
     ``messages`` collects what went wrong with the cache itself (a corrupt database moved aside,
-    a read-only folder, a bad stored value), each message once; :meth:`drain_messages` hands them
-    over. ``validate`` checks every value read (default :func:`check_result`; None to accept any
-    JSON object).
+    a read-only folder, a busy lock, a full disk, a bad stored value), each message once;
+    :meth:`drain_messages` hands them over. ``validate`` checks every value read (default
+    :func:`check_result`; None to accept any JSON object).
+
+    Nothing stored is lost to a fault that is not corruption: when another process holds the write
+    lock, a write waits for it (reported, at most ``busy_wait`` seconds in all for this object),
+    then results are computed but not stored while it stays busy; a full disk or a read-only folder
+    stops storing with one message. Only a file that fails :func:`_inspect_db` is moved aside.
     """
 
     def __init__(self, directory: str | os.PathLike[str] | None = None, enabled: bool = True,
-                 validate: Callable[[Any], str | None] | None = check_result) -> None:
+                 validate: Callable[[Any], str | None] | None = check_result, busy_wait: float = 60.0) -> None:
+        from ..validation import check_real
+
+        self.busy_wait = check_real("busy_wait", busy_wait, low=0.0, high=24 * 3600.0)
         self.enabled = enabled
         self.directory = Path(directory) if directory is not None else default_results_dir()
         self.validate = validate
@@ -289,11 +170,19 @@ class ResultCache:
         self.messages: list[str] = []
         #: True once the database was found corrupt (moved aside, or not): what it held is gone.
         self.damaged = False
+        #: Why results are not being stored although the cache is readable ("busy", "full"), or None.
+        self.not_storing: str | None = None
         self._store = None
         self._ro_conn: sqlite3.Connection | None = None
+        self._deferred = False  # the write lock was taken at opening: the store opens on the first write
+        self._busy_left = self.busy_wait
         self._lock = threading.RLock()
         if enabled:
             self._open()
+
+    @property
+    def _db(self) -> Path:
+        return self.directory / _DB_NAME
 
     # ------------------------------------------------------------ opening and recovery
 
@@ -306,59 +195,124 @@ class ResultCache:
         out, self.messages = self.messages, []
         return out
 
-    def _open(self, retry: bool = True) -> None:
+    def _kind(self, err: BaseException) -> str:
+        return fault_kind(err, self.directory)
+
+    def _new_store(self) -> Any:
         import diskcache
 
-        db = self.directory / _DB_NAME
+        # Every setting is passed explicitly: nothing read from the Settings table of a planted
+        # database reaches diskcache's PRAGMA statements or the Disk.
+        store = diskcache.Cache(str(self.directory), timeout=_SQLITE_TIMEOUT, disk=_disk(), **_settings())
+        try:
+            store.get("__privcore_probe__")
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _open(self, retry: bool = True) -> None:
+        db = self._db
         try:
             if db.exists() or db.is_symlink():
                 problem = _inspect_db(db)
                 if problem is not None:
-                    raise sqlite3.DatabaseError(problem)
+                    self._corrupt(problem, retry)
+                    return
+                if not write_lock_free(db):  # another process is writing: read now, open for writing later
+                    self._open_reader(db)
+                    self._deferred = True
+                    return
             self.directory.mkdir(parents=True, exist_ok=True)
-            # Every setting is passed explicitly: nothing read from the Settings table of a planted
-            # database reaches diskcache's PRAGMA statements or the Disk.
-            store = diskcache.Cache(str(self.directory), disk=_disk(), **_settings())
-            try:
-                store.get("__privcore_probe__")
-            except BaseException:
-                store.close()
-                raise
-            self._store = store
-        except (sqlite3.DatabaseError, OSError) as err:
-            if _is_readonly_error(err):
+            self._store = self._new_store()
+        except _errors() as err:
+            kind = self._kind(err)
+            if kind == READONLY:
                 self._open_readonly(db)
-                return
-            if retry and isinstance(err, sqlite3.DatabaseError) and self._quarantine(err):
-                self._open(retry=False)
-                return
-            self._store = None
-            self.enabled = False
-            self._note(f"results cache unusable ({_short(err)}): results are computed but not stored")
+            elif kind == BUSY:
+                self._open_reader(db)
+                self._deferred = True
+            elif kind == FULL:
+                self._open_reader(db)
+                self._stop_storing(FULL, err)
+            else:
+                self._confirm_corrupt(err, retry)
+
+    def _open_reader(self, db: Path) -> bool:
+        """Read what ``db`` holds through a read-only connection (no store). True when it could."""
+        if self._ro_conn is not None:
+            return True
+        if not db.is_file():
+            return False
+        try:
+            self._ro_conn = connect_readonly(db)
+            self._ro_conn.execute("SELECT 1 FROM Cache LIMIT 1").fetchall()
+            return True
+        except sqlite3.Error:
+            if self._ro_conn is not None:
+                self._ro_conn.close()
+            self._ro_conn = None
+            return False
 
     def _open_readonly(self, db: Path) -> None:
-        """Serve what a read-only cache holds; store nothing."""
+        """Serve what a read-only cache holds; store nothing (one message either way)."""
         self.readonly = True
-        self._note("results cache is read-only: cached results are used, new ones are computed but not stored")
-        if not db.is_file():
-            return
-        try:
-            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
-            conn.execute("SELECT 1 FROM Cache LIMIT 1").fetchall()
-            self._ro_conn = conn
-        except sqlite3.Error as err2:
-            self._note(f"results cache is read-only and unreadable ({_short(err2)}): nothing is served from it")
+        if self._store is not None or self._open_reader(db) or not db.exists():
+            self._note("results cache is read-only: cached results are used, new ones are computed but not stored")
+        else:
+            self._note("results cache is read-only and cannot be read: results are computed but not stored")
 
-    def _quarantine(self, err: BaseException) -> bool:
+    def _stop_storing(self, why: str, err: BaseException | None = None) -> None:
+        if self.not_storing == why:
+            return
+        self.not_storing = why
+        if why == FULL:
+            self._note(f"results cache not written: the disk is full ({_short(err) if err else 'no space left'}); "
+                       "new results are computed but not stored, nothing stored earlier is lost")
+        else:
+            self._note(f"results cache busy: another process has held its write lock for over {self.busy_wait:g} s; "
+                       "new results are computed but not stored while it lasts, nothing stored earlier is lost")
+
+    def _integrity_problem(self) -> str | None:
+        """Why the database fails its integrity check now; None when it passes or cannot be checked."""
+        db = self._db
+        try:
+            return _inspect_db(db, fresh=True) if (db.exists() or db.is_symlink()) else None
+        except _errors():
+            return None
+
+    def _confirm_corrupt(self, err: BaseException, retry: bool = True) -> None:
+        """``err`` is not a lock, a full disk or a read-only folder: move the database aside only if it
+        fails its integrity check now; otherwise stop using the cache and keep the file as it is."""
+        problem = self._integrity_problem()
+        if problem is not None:
+            self._corrupt(problem, retry)
+            return
+        self._close_store()
+        self.enabled = False
+        self._note(f"results cache unusable ({_short(err)}): results are computed but not stored")
+
+    def _corrupt(self, problem: str, retry: bool) -> None:
+        if retry and self._quarantine(problem):
+            self._open(retry=False)
+        else:
+            self._close_store()
+            self.enabled = False
+
+    def _close_store(self) -> None:
+        for thing in (self._store, self._ro_conn):
+            if thing is not None:
+                try:
+                    thing.close()
+                except Exception:  # noqa: BLE001 - closing what failed must not fail again
+                    pass
+        self._store, self._ro_conn = None, None
+
+    def _quarantine(self, problem: str) -> bool:
         """Move a corrupt ``cache.db`` (and its journal files) aside; True when done. Sets :attr:`damaged`."""
         self.damaged = True
         with self._lock:
-            if self._store is not None:
-                try:
-                    self._store.close()
-                except Exception:  # noqa: BLE001
-                    pass
-                self._store = None
+            self._close_store()
             stamp = time.strftime("%Y%m%d-%H%M%S")
             moved = None
             try:
@@ -370,23 +324,94 @@ class ResultCache:
                         if suffix == "":
                             moved = dst.name
             except OSError as move_err:
-                self._note(f"results cache is corrupt ({_short(err)}) and could not be moved aside "
+                self._note(f"results cache is corrupt ({problem}) and could not be moved aside "
                            f"({_short(move_err)}): results are computed but not stored")
                 return False
-            self._note(f"results cache was corrupt ({_short(err)}): moved aside as {moved or _DB_NAME} in the "
+            self._note(f"results cache was corrupt ({problem}): moved aside as {moved or _DB_NAME} in the "
                        "results folder and rebuilt")
             return True
 
     def _recover(self, err: BaseException) -> None:
-        """A query failed on an open database: rebuild it if it is corrupt, else stop using it."""
-        if _is_readonly_error(err):
-            self.readonly = True
-            self._note("results cache is read-only: cached results are used, new ones are computed but not stored")
-            return
-        if self._quarantine(err):
-            self._open(retry=False)
+        """A read failed on an open database: a busy lock is a miss; a corrupt file is rebuilt."""
+        kind = self._kind(err)
+        if kind == BUSY:
+            self._note("results cache busy: a stored result could not be read while another process writes; "
+                       "it is recomputed")
+        elif kind == READONLY:
+            self._open_readonly(self._db)
+        elif kind == FULL:
+            self._stop_storing(FULL, err)
         else:
-            self.enabled = False
+            self._confirm_corrupt(err)
+
+    # ------------------------------------------------------------ waiting for another process's lock
+
+    def _wait_for_lock(self, on_wait: Callable[[str], None] | None) -> bool:
+        """Wait (reported) for the write lock another process holds, within what is left of
+        ``busy_wait``; once that is spent, only look. True when the lock is free."""
+        db = self._db
+        if self._busy_left <= 0:
+            return write_lock_free(db)
+        last = [0.0]
+
+        def report(waited: float) -> None:
+            total = self.busy_wait - self._busy_left + waited
+            message = (f"results cache busy: another process holds its write lock; waiting to store "
+                       f"({total:.0f} s of at most {self.busy_wait:g} s)")
+            if on_wait is not None:
+                on_wait(message)
+            elif total - last[0] >= _REPORT_EVERY:
+                last[0] = total
+                _LOG.warning(message)
+
+        start = time.monotonic()
+        try:
+            return wait_for_write_lock(db, self._busy_left, report)
+        finally:
+            self._busy_left = max(0.0, self._busy_left - (time.monotonic() - start))
+
+    def _writable_store(self) -> Any:
+        """The open store; a deferred one is opened now (raises a busy error if still locked)."""
+        if self._store is None and self._deferred:
+            db = self._db
+            if not write_lock_free(db):
+                raise sqlite3.OperationalError("database is locked")
+            problem = _inspect_db(db) if db.exists() else None  # written by another process since
+            if problem is not None:
+                self._deferred = False
+                self._corrupt(problem, True)
+            else:
+                store = self._new_store()
+                self._close_store()
+                self._store, self._deferred = store, False
+        return self._store
+
+    def _write(self, action: Callable[[Any], None], on_wait: Callable[[str], None] | None) -> str | None:
+        """Run ``action(store)``, waiting for a busy lock; None when done, else why not (a fault kind)."""
+        corrupt_retried = False
+        while True:
+            try:
+                store = self._writable_store()
+                if store is None or not self.enabled or self.readonly:
+                    return READONLY if self.readonly else OTHER
+                action(store)
+                if self.not_storing == BUSY:
+                    self.not_storing = None
+                return None
+            except _errors() as err:
+                kind = self._kind(err)
+                if kind == BUSY:
+                    if self._wait_for_lock(on_wait):
+                        continue
+                    return BUSY
+                if kind in (FULL, READONLY):
+                    return kind
+                problem = None if corrupt_retried else self._integrity_problem()
+                if problem is None:  # the file is sound (or was just rebuilt): only this write failed
+                    self._note(f"results cache write failed ({_short(err)}): results are not stored")
+                    return OTHER
+                corrupt_retried = True
+                self._corrupt(problem, True)  # moved aside and rebuilt: write once more
 
     # ------------------------------------------------------------ reading and writing
 
@@ -412,7 +437,7 @@ class ResultCache:
             return None
         try:
             value = self._raw_get(key)
-        except sqlite3.DatabaseError as err:
+        except _errors() as err:
             self._recover(err)
             return None
         if value is None:
@@ -433,26 +458,30 @@ class ResultCache:
             return None
         return value
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        """Store ``value`` (must be JSON-serialisable: plain numbers, strings, lists)."""
-        if not self.enabled or self.readonly or self._store is None:
+    def put(self, key: str, value: dict[str, Any], on_wait: Callable[[str], None] | None = None) -> None:
+        """Store ``value`` (must be JSON-serialisable: plain numbers, strings, lists).
+
+        Never raises for the cache's own faults: a busy lock is waited for (``on_wait(message)``
+        reports the wait, else it is logged), then, like a full disk or a read-only folder, the
+        result is just not stored and :attr:`messages` says so once.
+        """
+        if not self.enabled or self.readonly or self.not_storing == FULL:
+            return
+        if self._store is None and not self._deferred:
             return
         try:
             text = json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as err:
             self._note(f"a result was not stored: {_short(err)}")
             return
-        try:
-            self._store.set(key, text)
-        except sqlite3.DatabaseError as err:
-            self._recover(err)
-            if self._store is not None and not self.readonly:
-                try:
-                    self._store.set(key, text)
-                except sqlite3.DatabaseError as err2:
-                    self._note(f"results cache write failed ({_short(err2)}): results are not stored")
-        except OSError as err:
-            self._note(f"results cache write failed ({_short(err)}): results are not stored")
+        with self._lock:
+            why = self._write(lambda store: store.set(key, text), on_wait)
+        if why == BUSY:
+            self._stop_storing(BUSY)
+        elif why == FULL:
+            self._stop_storing(FULL)
+        elif why == READONLY:
+            self._open_readonly(self._db)
 
     def keys(self) -> list[str]:
         """Every stored key (str keys only; what else a planted database holds is skipped)."""
@@ -464,32 +493,45 @@ class ResultCache:
             if self._ro_conn is not None:
                 return [r[0] for r in self._ro_conn.execute("SELECT key FROM Cache WHERE raw = 1").fetchall()
                         if isinstance(r[0], str)]
-        except sqlite3.DatabaseError as err:
+        except _errors() as err:
             self._recover(err)
         return []
 
-    def put_many(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+    def put_many(self, items: list[tuple[str, dict[str, Any]]], on_wait: Callable[[str], None] | None = None) -> None:
         """Store all of ``items`` in one transaction, or none of them (raises ``OSError`` then).
 
-        Unlike :meth:`put`, a cache that cannot store is an error here (``results import``).
+        Unlike :meth:`put`, a cache that cannot store is an error here (``results import``); a busy
+        lock is waited for first, as in :meth:`put`.
         """
-        if not self.enabled or self.readonly or self._store is None:
-            raise OSError("the results cache cannot be written" + (f" ({self.messages[-1]})" if self.messages else ""))
         texts = [(key, json.dumps(value, allow_nan=False)) for key, value in items]
-        try:
-            with self._lock, self._store.transact():
+        if (not self.enabled or self.readonly or self.not_storing == FULL
+                or (self._store is None and not self._deferred)):
+            raise OSError("the results cache cannot be written" + (f" ({self.messages[-1]})" if self.messages else ""))
+
+        def store_all(store: Any) -> None:
+            with store.transact():
                 for key, text in texts:
-                    self._store.set(key, text)
-        except sqlite3.DatabaseError as err:
-            raise OSError(f"results cache write failed ({_short(err)}): nothing was stored") from None
+                    store.set(key, text)
+
+        with self._lock:
+            why = self._write(store_all, on_wait)
+        if why == BUSY:
+            raise OSError(f"results cache busy: another process held its write lock for over {self.busy_wait:g} s; "
+                          "nothing was stored")
+        if why == FULL:
+            raise OSError("results cache not written: the disk is full; nothing was stored")
+        if why is not None:
+            raise OSError("results cache write failed" + (f" ({self.messages[-1]})" if self.messages else "")
+                          + ": nothing was stored")
 
     def clear(self) -> None:
-        """Remove every stored result."""
-        if self._store is not None and not self.readonly:
-            try:
-                self._store.clear()
-            except sqlite3.DatabaseError as err:
-                self._recover(err)
+        """Remove every stored result (raises ``OSError`` when another process holds the lock)."""
+        if not self.enabled or self.readonly:
+            return
+        with self._lock:
+            why = self._write(lambda store: store.clear(), None)
+        if why == BUSY:
+            raise OSError("results cache busy: another process holds its write lock; nothing was removed")
 
     def __len__(self) -> int:
         try:
@@ -497,20 +539,10 @@ class ResultCache:
                 return len(self._store)
             if self._ro_conn is not None:
                 return int(self._ro_conn.execute("SELECT COUNT(*) FROM Cache").fetchone()[0])
-        except sqlite3.DatabaseError:
+        except _errors():
             return 0
         return 0
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a finite number")
-
-
-def _short(err: BaseException) -> str:
-    """An exception as a short message without any server path."""
-    text = str(err).splitlines()[0] if str(err) else type(err).__name__
-    for attr in ("filename", "filename2"):
-        p = getattr(err, attr, None)
-        if p:
-            text = text.replace(str(p), os.path.basename(str(p)))
-    return text[:200]

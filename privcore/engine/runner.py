@@ -385,7 +385,8 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
                 continue
             # Only the driver writes; each point is stored whole, with its identity (results export).
             item = dict(item, point=job.points[i], data=job.fingerprint)
-            store.put(key, item)
+            # Another process holding the cache's write lock: the wait shows as progress and can be cancelled.
+            store.put(key, item, on_wait=lambda message: (note(message), poll(None)))
             job.hits[i] = item
             result.computed += 1
         for key, item in outcome.results:
