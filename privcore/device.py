@@ -2,11 +2,19 @@
 
 Every random draw in privcore takes a ``torch.Generator`` created here from an experiment seed and a
 purpose label, on the same device as the tensors it fills. Nothing seeds torch globally.
+
+A public seed makes every draw reproducible: right for exploring, wrong for a release someone
+publishes (whoever knows the seed knows the noise, and can subtract it). :func:`secure_seed` draws
+a seed from the operating system's entropy instead (``secrets``), and ``make_generator(None, ...)``
+seeds a generator with a fresh one; such a seed is never returned to the caller by the release
+paths that use it, printed or stored. (The generators themselves stay torch's; this closes the
+public-seed attack, not attacks on the generator or on floating-point sampling.)
 """
 
 from __future__ import annotations
 
 import hashlib
+import secrets
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up stays light)
@@ -14,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up stays ligh
 
 from .validation import check_choice
 
-__all__ = ["resolve_device", "make_generator", "derive_seed", "DEVICE_CHOICES"]
+__all__ = ["resolve_device", "make_generator", "derive_seed", "secure_seed", "DEVICE_CHOICES"]
 
 from .knobs import DEVICE_CHOICES
 
@@ -52,10 +60,20 @@ def derive_seed(seed: int, *labels: object) -> int:
     return int.from_bytes(hashlib.sha256(text).digest()[:8], "little") & ((1 << 63) - 1)
 
 
-def make_generator(seed: int, *labels: object, device: torch.device | str = "cpu") -> torch.Generator:
-    """A ``torch.Generator`` on ``device`` seeded with ``derive_seed(seed, *labels)``."""
+def secure_seed() -> int:
+    """A fresh 63-bit seed from the operating system's entropy (``secrets.randbits``).
+
+    For releases that may be published: unlike an experiment seed it is unknown to everyone,
+    including whoever runs the code, so the noise it drives cannot be recomputed.
+    """
+    return secrets.randbits(63)
+
+
+def make_generator(seed: int | None, *labels: object, device: torch.device | str = "cpu") -> torch.Generator:
+    """A ``torch.Generator`` on ``device`` seeded with ``derive_seed(seed, *labels)``; ``seed=None``:
+    with a fresh :func:`secure_seed` instead (every call a new, unrepeatable stream)."""
     import torch
     dev = resolve_device(device) if isinstance(device, str) else device
     gen = torch.Generator(device=dev)
-    gen.manual_seed(derive_seed(seed, *labels))
+    gen.manual_seed(secure_seed() if seed is None else derive_seed(seed, *labels))
     return gen

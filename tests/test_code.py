@@ -40,7 +40,7 @@ SPECS = [
 @pytest.mark.parametrize("spec", SPECS, ids=["eps", "vary-budget"])
 def test_python_snippet_gives_the_views_rows(spec, fresh_cache, capsys):
     view = _view(spec)
-    exec(compile(python_code(spec), "<snippet>", "exec"), {})  # noqa: S102 - our own generated code
+    exec(compile(python_code(spec, secure_noise=False), "<snippet>", "exec"), {})  # noqa: S102 - our own generated code
     printed = {}
     for line in capsys.readouterr().out.splitlines():
         method, x, mean, _ = line.split()
@@ -53,7 +53,7 @@ def test_python_snippet_gives_the_views_rows(spec, fresh_cache, capsys):
 @pytest.mark.parametrize("spec", SPECS, ids=["eps", "vary-budget"])
 def test_cli_command_gives_the_views_rows(spec, fresh_cache, capsys):
     view = _view(spec)
-    argv = shlex.split(cli_command(spec))
+    argv = shlex.split(cli_command(spec, secure_noise=False))
     assert argv[:4] == ["python", "-m", "privcore", "sweep"]
     capsys.readouterr()
     with contextlib.redirect_stderr(io.StringIO()):
@@ -88,7 +88,7 @@ def test_the_views_own_spec_round_trips_through_the_cli(fresh_cache, capsys):
     view = _view(spec)
     capsys.readouterr()
     with contextlib.redirect_stderr(io.StringIO()):
-        assert main(shlex.split(cli_command(spec))[3:] + ["--quiet", "--no-cache"]) == 0
+        assert main(shlex.split(cli_command(spec, secure_noise=False))[3:] + ["--quiet", "--no-cache"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     # the CSV writes each number at 12 significant digits (privcore.csvtext): the view's, exactly so
     assert {_key(r["method"], float(r["epsilon"])): float(r["accuracy_mean"]) for r in rows} == {
@@ -97,7 +97,8 @@ def test_the_views_own_spec_round_trips_through_the_cli(fresh_cache, capsys):
 
 def test_the_copied_code_runs_in_any_folder(tmp_path, fresh_cache):
     """The snippet and the command, run by a fresh interpreter in an empty folder (no checkout on its
-    path, only the installed package), print the view's numbers."""
+    path, only the installed package), print the view's numbers (the snippet without secure noise)
+    and its rows (the command as copied, with secure noise)."""
     import os
     import subprocess
     import sys
@@ -108,7 +109,7 @@ def test_the_copied_code_runs_in_any_folder(tmp_path, fresh_cache):
     folder.mkdir()
     env = {**os.environ, "PRIVCORE_CACHE": str(tmp_path / "cache2")}
     env.pop("PYTHONPATH", None)
-    snippet = subprocess.run([sys.executable, "-c", python_code(spec)], cwd=folder, env=env, capture_output=True,
+    snippet = subprocess.run([sys.executable, "-c", python_code(spec, secure_noise=False)], cwd=folder, env=env, capture_output=True,
                              text=True, timeout=600)
     assert snippet.returncode == 0, snippet.stderr[-2000:]
     printed = {}
@@ -118,9 +119,29 @@ def test_the_copied_code_runs_in_any_folder(tmp_path, fresh_cache):
     assert printed.keys() == view.keys()
     for k, v in view.items():
         assert printed[k] == pytest.approx(v, abs=1e-4), k
-    argv = shlex.split(cli_command(spec))
+    argv = shlex.split(cli_command(spec))  # as copied: secure noise, the same rows with other noise
+    assert argv[-1] == "--secure-noise"
     command = subprocess.run([sys.executable, *argv[1:], "--quiet"], cwd=folder, env=env, capture_output=True,
                              text=True, timeout=600)
     assert command.returncode == 0, command.stderr[-2000:]
     rows = list(csv.DictReader(io.StringIO(command.stdout)))
     assert {_key(r["method"], float(r["epsilon"])) for r in rows} == set(view)
+
+
+def test_copied_code_asks_for_secure_noise_by_default():
+    """Code copied out of the dashboard is what someone may run to publish: it draws its noise from
+    the operating system (commented in the snippet); secure_noise=False gives the reproducible form."""
+    spec = SPECS[0]
+    py, cli = python_code(spec), cli_command(spec)
+    assert "secure_noise=True" in py and "# Noise from the operating system's entropy" in py
+    assert cli.endswith(" --secure-noise")
+    assert "secure_noise" not in python_code(spec, secure_noise=False)
+    assert "--secure-noise" not in cli_command(spec, secure_noise=False)
+    from dataclasses import replace
+
+    secure = replace(spec, secure_noise=True)  # a spec that asks for it keeps it either way
+    assert "secure_noise=True" in python_code(secure, secure_noise=False)
+    assert "--secure-noise" in cli_command(secure, secure_noise=False)
+    namespace: dict = {}
+    exec(compile(py.split("result = run_sweep(spec)")[0], "<snippet>", "exec"), namespace)  # noqa: S102 - the spec only
+    assert namespace["spec"] == secure

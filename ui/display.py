@@ -72,7 +72,10 @@ def copy_as_code(spec, side: SidebarSettings, *, key: str) -> None:  # noqa: ANN
 
     name = upload_name(side)
     with st.expander("Copy as code: the CLI command and Python call for this view", key=key):
-        st.caption("Same data, knobs and seed: they print the rows this chart shows."
+        st.caption("Same data, knobs and seed, with secure noise (--secure-noise, secure_noise=True): every noise "
+                   "draw comes from the operating system's entropy, never shown or stored, as a release you publish "
+                   "needs (anyone who knows the seed can recompute seeded noise). The rows then differ from this "
+                   "chart's by the noise; without that flag they are this chart's rows exactly."
                    + (f" Replace {name} by the path of your file." if name else ""))
         st.code(cli_command(spec, data_file_name=name), language="bash", wrap_lines=True)
         st.code(python_code(spec, data_file_name=name), language="python")

@@ -78,6 +78,10 @@ def add_sweep_parser(sub, add_problem_args, number, epsilon) -> None:  # noqa: A
     sw.add_argument("--values", type=_csv_list(_value, "numbers"), default=(), help="values of --vary")
     sw.add_argument("--format", choices=("json", "csv"), default="csv")
     sw.add_argument("--no-cache", action="store_true", help="compute everything, store nothing")
+    sw.add_argument("--secure-noise", action="store_true",
+                    help="draw every noise from a fresh seed from the operating system's entropy, never shown or "
+                         "stored (use it for a release you may publish: with a known --seed anyone can recompute "
+                         "the noise); --seed then fixes only the data splits; nothing is cached")
     sw.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_problem_args(sw)
     from .executor import add_executor_args
@@ -112,7 +116,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     spec = SweepSpec(data=data, methods=args.methods, epsilons=args.epsilons, delta=args.delta, budget=args.budget,
                      lam=args.lam, teachers=args.teachers, batch_size=args.batch_size, epochs=args.epochs,
                      clip=args.clip, learning_rate=args.lr, accounting=args.accounting, repeats=args.repeats,
-                     seed=args.seed, device=args.device, vary=args.vary, values=args.values)
+                     seed=args.seed, device=args.device, vary=args.vary, values=args.values,
+                     secure_noise=args.secure_noise)
 
     last: list = [None, -1.0]  # message and fraction of the last printed line
 

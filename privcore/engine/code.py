@@ -1,8 +1,12 @@
 """Copy as code: the CLI command and the privcore Python call that reproduce a :class:`SweepSpec`.
 
 Both are generated from the spec itself, so what a chart shows can be recomputed outside the
-dashboard and gives the same rows (same seed, same data, same knobs; tested). A user's uploaded
-file appears under a name the caller chooses (its own file name), never as a server path.
+dashboard. By default they ask for secure noise (``--secure-noise`` / ``secure_noise=True``): code
+copied out of the dashboard is what someone may run to publish a release, and a release whose noise
+comes from a public seed can be undone by anyone who knows the seed. Without it
+(``secure_noise=False``) they give the chart's rows exactly (same seed, same data, same knobs;
+tested). A user's uploaded file appears under a name the caller chooses (its own file name), never
+as a server path.
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ def _data_file(spec: SweepSpec, data_file_name: str | None) -> str | None:
     return data_file_name or spec.data.data_file
 
 
-def cli_command(spec: SweepSpec, *, data_file_name: str | None = None) -> str:
-    """``python -m privcore sweep ...`` with every knob of ``spec`` spelled out (shell-quoted)."""
+def cli_command(spec: SweepSpec, *, data_file_name: str | None = None, secure_noise: bool = True) -> str:
+    """``python -m privcore sweep ...`` with every knob of ``spec`` spelled out (shell-quoted), ending
+    with ``--secure-noise`` unless ``secure_noise`` is False (and the spec does not ask for it)."""
     d = spec.data
     args = ["python", "-m", "privcore", "sweep", "--dataset", d.name]
     path = _data_file(spec, data_file_name)
@@ -57,6 +62,8 @@ def cli_command(spec: SweepSpec, *, data_file_name: str | None = None) -> str:
         args += [knobs.knob(kname).cli_flag, _num(getattr(spec, fname))]
     if spec.vary is not None:
         args += ["--vary", spec.vary, "--values", ",".join(_num(v) for v in spec.values)]
+    if secure_noise or spec.secure_noise:
+        args.append("--secure-noise")
     return " ".join(shlex.quote(a) for a in args)
 
 
@@ -88,13 +95,22 @@ def _literal(v: Any) -> str:
     return repr(v)
 
 
-def python_code(spec: SweepSpec, *, data_file_name: str | None = None) -> str:
-    """A runnable Python snippet that builds ``spec`` and prints its rows (method, x, accuracy)."""
+#: The comment above ``secure_noise=True`` in the Python snippet.
+SECURE_COMMENT = ("# Noise from the operating system's entropy, never shown or stored: what a release you publish\n"
+                  "    # needs (anyone who knows a seed can recompute its noise). secure_noise=False reproduces the\n"
+                  "    # dashboard's rows exactly from the seed, for exploring.")
+
+
+def python_code(spec: SweepSpec, *, data_file_name: str | None = None, secure_noise: bool = True) -> str:
+    """A runnable Python snippet that builds ``spec`` and prints its rows (method, x, accuracy);
+    with ``secure_noise=True`` (unless False and the spec does not ask for it), commented."""
     data_args = _kwargs(spec.data, skip=("data_file",))
     path = _data_file(spec, data_file_name)
     if path is not None:
         data_args.insert(1 if data_args and data_args[0].startswith("name=") else 0, f"data_file={path!r}")
-    spec_args = [f"data=DataSpec({', '.join(data_args)})"] + _kwargs(spec, skip=("data",))
+    spec_args = [f"data=DataSpec({', '.join(data_args)})"] + _kwargs(spec, skip=("data", "secure_noise"))
+    if secure_noise or spec.secure_noise:
+        spec_args.append(f"{SECURE_COMMENT}\n    secure_noise=True")
     body = ",\n    ".join(spec_args)
     x = spec.vary or "epsilon"
     return (

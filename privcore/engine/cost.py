@@ -355,7 +355,8 @@ def plan_state(spec: SweepSpec, cache: Any = None) -> tuple[dict[tuple[int, str]
         ds, _, base = runner._variant_data(vspec)
         for method, epsilons in runner._jobs(vspec):
             keys = [point_key(runner._point(method, e, vspec, base), ds.fingerprint) for e in epsilons]
-            todo = [key for key in keys if key not in planned and (not store.enabled or store.get(key) is None)]
+            todo = [key for key in keys if key not in planned
+                    and (not store.enabled or vspec.secure_noise or store.get(key) is None)]  # secure: never cached
             planned.update(keys)
             missing[(vi, method)] = len(todo)
         device = str(runner.resolve_device(vspec.device))
@@ -364,7 +365,7 @@ def plan_state(spec: SweepSpec, cache: Any = None) -> tuple[dict[tuple[int, str]
                     (tuning._SUB_CONTEXT.get((ds.fingerprint + ":auto-lam", tuning.selection_seed(vspec.seed), device)), "auto",
                      ("auto",)))
         for live, kind, prefix in contexts:
-            if live is None:
+            if live is None or vspec.secure_noise:  # a secure run trains in fresh contexts of its own
                 continue
             held = warm.setdefault(vi, set())
             held.add((kind, "data"))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
+from .. import device as _device
 from .. import knobs
 from ..data import Dataset, load_dataset
 from ..device import resolve_device
@@ -45,6 +46,10 @@ __all__ = ["run_sweep", "running_elsewhere", "read_cached", "all_cached", "execu
            "RESULT_COLUMNS"]
 
 ProgressFn = Callable[[float, str], None]
+
+#: The note of a row whose noise came from the operating system's entropy (``secure_noise``).
+SECURE_NOTE = ("noise from the operating system's entropy (secure_noise): a fresh secret seed per epsilon, never "
+               "shown or stored; the spec's seed fixed only the data splits, so these numbers cannot be reproduced")
 
 #: Above this final gradient norm a solve is reported as not (numerically) exact.
 GRAD_NORM_WARN = 1e-3
@@ -170,6 +175,8 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
     if cache is not None and not isinstance(cache, ResultCache):
         raise TypeError(f"cache must be a ResultCache or None, got {type(cache).__name__}")
     store = cache if cache is not None else ResultCache(enabled=use_cache)
+    if spec.secure_noise:  # a cached row is a reproducible one; a secure one is for this call only
+        store = ResultCache(enabled=False)
     if not store.enabled:
         return _run_sweep(spec, progress, cancel, store, executor=executor)
     key = (spec.key, str(store.directory))
@@ -255,7 +262,7 @@ def read_cached(spec: SweepSpec, cache: ResultCache | None = None) -> SweepResul
     if cache is not None and not isinstance(cache, ResultCache):
         raise TypeError(f"cache must be a ResultCache or None, got {type(cache).__name__}")
     store = cache if cache is not None else ResultCache()
-    if not store.enabled:
+    if not store.enabled or spec.secure_noise:  # secure rows are never cached
         return None
     try:
         return _run_sweep(spec, None, None, store, compute=False)
@@ -433,6 +440,18 @@ def _context(ds: Dataset, problem: Problem, seed: int, device, poll) -> TrainCon
     return mine
 
 
+def _secure_context(ds: Dataset, problem: Problem, device: torch.device, poll: Callable[[float | None], None] | None
+                    ) -> TrainContext:
+    """A training context of ``ds`` whose every generator derives from a fresh :func:`~privcore.device.secure_seed`.
+
+    Kept nowhere (not in the process's context memo): the secret seed lives only as long as this
+    release, and nothing data-only is shared with another context's seed.
+    """
+    ctx = TrainContext.from_dataset(ds, problem, _device.secure_seed(), device)
+    ctx.poll = poll
+    return ctx
+
+
 def execute_unit(unit: WorkUnit, poll: Callable[[float | None], None] | None = None) -> UnitOutcome:
     """Compute one unit where it runs (this process, or a Dask worker) and return plain dicts.
 
@@ -458,8 +477,11 @@ def execute_unit(unit: WorkUnit, poll: Callable[[float | None], None] | None = N
     warnings: list[str] = []
     budgets = [PrivacyBudget(e, vspec.delta) for e in unit.epsilons]
     try:
-        fresh = _compute(unit.method, ds, vspec, budgets, fixed_lam,
-                         lambda problem: _context(ds, problem, vspec.seed, device, poll), device, poll)
+        if vspec.secure_noise:
+            make = lambda problem: _secure_context(ds, problem, device, poll)  # noqa: E731
+        else:
+            make = lambda problem: _context(ds, problem, vspec.seed, device, poll)  # noqa: E731
+        fresh = _compute(unit.method, ds, vspec, budgets, fixed_lam, make, device, poll)
     except (CalibrationError, SolverCertificationError) as err:
         warnings.append(f"{unit.method}: {err}")
         fresh = [None] * len(budgets)
@@ -479,11 +501,18 @@ def execute_unit(unit: WorkUnit, poll: Callable[[float | None], None] | None = N
 def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBudget], fixed_lam: float,
              context: Callable[[Problem], TrainContext], device: torch.device,
              poll: Callable[[float | None], None] | None = None) -> list[dict[str, Any] | None]:
-    """Evaluate the missing points of one method in one batch (per chosen lam when auto)."""
+    """Evaluate the missing points of one method in one batch (per chosen lam when auto).
+
+    With ``spec.secure_noise`` each budget is its own batch with its own secret seed: the common
+    random numbers that make exploratory curves smooth would let two published rows of different
+    epsilons be combined (theta + s_1 Z and theta + s_2 Z give theta)."""
+    if spec.secure_noise and len(budgets) > 1:
+        return [r for b in budgets for r in _compute(method, ds, spec, [b], fixed_lam, context, device, poll)]
     dev = str(device)
     auto = spec.lam == "auto" and "lam" in get_method(method).uses and get_method(method).family != "baseline"
     if auto:  # a private choice, paid for out of each budget (privcore.engine.tuning)
-        lams = choose_lams(method, ds, spec, budgets, device, lambda d, lam: _problem(d, spec, lam), poll)
+        lams = choose_lams(method, ds, spec, budgets, device, lambda d, lam: _problem(d, spec, lam), poll,
+                           noise_seed=_device.secure_seed() if spec.secure_noise else None)
         budgets = [release_budget(b) for b in budgets]
     else:
         lams = [fixed_lam] * len(budgets)
@@ -498,7 +527,8 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
             # perturbed problems); None for methods that release no minimiser (DP-SGD, S&A).
             grad = ctx.grad_used or None
             scale = scales[j] if scales[j].noise != "none" else None  # the baseline stores no noise scale
-            out[i] = _stored(acc[j], scale, 0.0, dev, lam, LAM_AUTO_NOTE if auto else "", grad)
+            note = "; ".join(n for n in (LAM_AUTO_NOTE if auto else "", SECURE_NOTE if spec.secure_noise else "") if n)
+            out[i] = _stored(acc[j], scale, 0.0, dev, lam, note, grad)
             if answered is not None:
                 out[i].update(answered_fraction=float(answered[j].mean()), accuracy_answered=float(among[j].mean()),
                               accuracy_answered_std=float(among[j].std(ddof=1)) if among[j].size > 1 else 0.0)

@@ -91,6 +91,10 @@ class SweepSpec:
     ``lam`` is a float (average-form L2 weight, the same for every method that uses it) or ``"auto"``
     (chosen per method and epsilon on a validation split carved from the training set).
     ``repeats`` independent releases per point; ``seed`` fixes the split and every noise draw.
+    ``secure_noise``: every noise draw comes instead from a fresh seed from the operating system's
+    entropy, never shown or stored, and each epsilon from its own (the mode for a release that may
+    be published; ``seed`` then fixes only the data splits). Such a sweep never reads or writes the
+    result cache, and its rows cannot be reproduced.
     """
 
     data: DataSpec = field(default_factory=DataSpec)
@@ -111,6 +115,7 @@ class SweepSpec:
     vary: str | None = None
     values: tuple[Any, ...] = ()
     baseline: bool = True
+    secure_noise: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.data, DataSpec):
@@ -134,8 +139,9 @@ class SweepSpec:
             value = knobs.check(name, getattr(self, name))
             if type(getattr(self, name)) not in (int, float, str):  # plain values kept as given: same keys as before
                 object.__setattr__(self, name, value)
-        if not isinstance(self.baseline, bool):
-            raise TypeError(f"baseline must be True or False, got {fmt_value(self.baseline)}")
+        for name in ("baseline", "secure_noise"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {fmt_value(getattr(self, name))}")
         # Validate the fixed knobs once through Problem (n is checked against the data later).
         Problem(n=max(self.teachers, self.batch_size), lam=knobs.fixed_lam(self.lam),
                 budget=self.budget, teachers=self.teachers, batch_size=self.batch_size, epochs=self.epochs,
@@ -179,6 +185,8 @@ class SweepSpec:
         """Canonical JSON (sorted keys; infinity as the string "inf")."""
         raw = asdict(self)
         raw["data"] = compact_data(raw["data"])
+        if not raw["secure_noise"]:  # the exploratory mode keeps the keys it always had
+            raw.pop("secure_noise")
         return json.dumps(_jsonable(raw), sort_keys=True)
 
     @classmethod
