@@ -96,3 +96,21 @@ def test_data_dependent_epsilon_beside_the_guarantee(ctx):
     # at eps = 30 with B = 10 and T = 40 the teachers often agree beyond the noise: the data-dependent value is lower
     assert extras[1]["epsilon_data_dependent"] < 30.0
     assert all(x == {} for x in get_method("subsample_aggregate").extra_results(ctx, scales, torch.zeros(2, 2, 3)))
+
+
+def test_wherever_the_data_dependent_epsilon_is_shown_it_says_showing_it_is_a_release():
+    """Issue 29 item 4: PATE's data-dependent epsilon is a non-private function of the votes. The row's
+    notes, the method's standing caveats (shown with the method on every page), the noise table's
+    column help and the CLI documentation say that showing it is itself a release of private information."""
+    from pathlib import Path
+
+    from ui.tables import NOISE_TABLE_HEADERS
+
+    said = "release of private information"
+    scale = M.calibrate(PrivacyBudget(1.0, 1e-5), Problem(teachers=40))
+    assert any(said in note for note in scale.notes)
+    assert any(said in caveat for caveat in M.caveats)
+    assert said in NOISE_TABLE_HEADERS["ε data-dependent (not a guarantee)"][1]
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    for name in ("cli.md", "limits.md", "spec.md"):
+        assert said in (docs / name).read_text(encoding="utf-8"), name

@@ -76,7 +76,8 @@ NOISE_TABLE_HEADERS: dict[str, tuple[str, str]] = {
     "Threshold": ("Thresh.", "vote threshold of the methods that may abstain"),
     "Answered": ("Answered", "share of queries answered (abstentions count as wrong)"),
     "ε data-dependent (not a guarantee)": ("ε data-dep.", "PATE's data-dependent epsilon: a function of the private "
-                                                          "votes, not the guarantee"),
+                                                          "votes, not the guarantee; showing it is itself a release "
+                                                          "of private information"),
     "ε to publish the data-dependent ε": ("ε publ.", "what publishing the data-dependent epsilon itself would "
                                                        "cost (smooth sensitivity); the guarantee stays the ε above"),
     "Sensitivity Δ": ("Δ", "sensitivity the noise is calibrated to"),

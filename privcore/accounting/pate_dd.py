@@ -7,8 +7,9 @@ returns the plurality, and Renyi DP at *this* data set is much smaller. This mod
 number so it can be shown beside the guarantee. What it assumes, plainly:
 
 * it is a bound on the privacy loss at the data set actually used, not for all data sets: the
-  number is itself a function of the private votes; publishing it privately needs the smooth
-  sensitivity step below (whose cost is added to :attr:`DataDependent.epsilon_published`);
+  number is itself a function of the private votes, so showing it (a table, the CLI's rows, a log)
+  is a release of private information that no guarantee covers; publishing it privately needs the
+  smooth sensitivity step below (whose cost is added to :attr:`DataDependent.epsilon_published`);
 * like PATE's own analysis, the GNMax answer is charged only on queries that passed the check
   (their transcripts), and the check's cost is also data-dependent.
 

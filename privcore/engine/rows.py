@@ -64,8 +64,9 @@ class ResultRow(Mapping):
     accuracy_answered: float | None = None
     accuracy_answered_std: float | None = None  # its spread over the repetitions
     #: Confident-GNMax: PATE's data-dependent epsilon of B queries like the test set's (NOT a
-    #: guarantee: a function of the private votes; ``epsilon`` is the guarantee) and the epsilon of
-    #: publishing it with smooth-sensitivity noise (privcore.accounting.pate_dd). None elsewhere.
+    #: guarantee: a function of the private votes, so showing it is itself a release of private
+    #: information; ``epsilon`` is the guarantee) and the epsilon of publishing it with
+    #: smooth-sensitivity noise (privcore.accounting.pate_dd). None elsewhere.
     epsilon_data_dependent: float | None = None
     epsilon_dd_published: float | None = None
 

@@ -20,7 +20,9 @@ PATE's data-dependent accounting (answered, unanimous queries cost less;
 :mod:`privcore.accounting.pate_dd`) is computed beside it for every point (:meth:`extra_results`:
 ``epsilon_data_dependent`` and the cost of publishing it, ``epsilon_dd_published``). It is NOT the
 guarantee: it is a function of the private votes, so it is shown as a labelled extra column and
-never used to calibrate the noise.
+never used to calibrate the noise. Showing it is itself a release of private information (how much
+the teachers agree on these queries) that no epsilon of the row covers: every place that shows it
+says so (:data:`DATA_DEPENDENT_DISCLOSURE`).
 """
 
 from __future__ import annotations
@@ -39,12 +41,17 @@ if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up s
 
     from ..context import TrainContext
 
-__all__ = ["ConfidentGNMax", "DATA_INDEPENDENT_NOTE"]
+__all__ = ["ConfidentGNMax", "DATA_INDEPENDENT_NOTE", "DATA_DEPENDENT_DISCLOSURE"]
+
+#: Said wherever PATE's data-dependent epsilon is shown (noise table, notes, method card, docs).
+DATA_DEPENDENT_DISCLOSURE = ("showing the data-dependent ε is itself a release of private information (it is computed "
+                             "from the private votes), covered by no guarantee of the row; publish it only through "
+                             "its smooth-sensitivity release, whose cost is the 'ε to publish' column")
 
 DATA_INDEPENDENT_NOTE = ("data-independent accounting (the guarantee): every query pays for the check and the answer; "
                          "PATE's data-dependent epsilon (cheaper for unanimous votes) is shown beside it, but it is a "
                          "function of the private votes and needs smooth-sensitivity noise to publish, so it is not "
-                         "the guarantee")
+                         "the guarantee; " + DATA_DEPENDENT_DISCLOSURE)
 
 
 class ConfidentGNMax(TeacherVoteMethod):
@@ -70,7 +77,8 @@ class ConfidentGNMax(TeacherVoteMethod):
                    "0.8 T and σ₁ = 3.75 σ₂ as in PATE's MNIST setting; the guarantee covers B queries. PATE's "
                    "data-dependent ε (lower when the teachers agree) is shown beside it, not as the guarantee.")
     caveats = ("Confident-GNMax abstains on low-consensus queries; abstentions count as wrong answers "
-               "(the answered fraction is shown beside the accuracy).",)
+               "(the answered fraction is shown beside the accuracy).",
+               "Confident-GNMax: " + DATA_DEPENDENT_DISCLOSURE[0].upper() + DATA_DEPENDENT_DISCLOSURE[1:] + ".")
 
     def win_reason(self, s: WinContext) -> str:
         return (f"the Gaussian noisy argmax over T = {_fmt(s.teachers)} teachers, answering only confident queries, "
