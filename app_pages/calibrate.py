@@ -16,7 +16,7 @@ from ui.tables import calibration_table, noise_table_config, noise_table_legend,
 
 st.title("Calibrate: how much noise does each method add?")
 st.caption("Pure calibration: the noise each method must add to meet (ε, δ) on this problem. No data are "
-           "trained, so it is instant. " + setting.NEIGHBOURS_NOTE)
+           "trained, so it is instant. " + setting.NEIGHBOURS_NOTE + " " + setting.RELEASE_MODE_NOTE)
 
 side = sidebar.settings(require_data=True)
 info = side.info

@@ -23,6 +23,7 @@ st.markdown(
     "training objective, the gradients, each answer), **which noise** they add (Laplace-like, Gaussian, a noisy "
     "vote) and **how the budget is split** over many predictions. Each section below is one idea, computed "
     "instantly from privcore's calibrations. ε, δ and B are shared with the other pages.")
+st.caption("Every guarantee assumes the noise is secret. " + setting.RELEASE_MODE_NOTE)
 
 c1, c2, c3 = st.columns(3)
 eps = float(controls.epsilon_slider(c1))
@@ -204,7 +205,8 @@ else:
     st.caption(f"Calibrations at (ε, δ) = ({format_number(eps)}, {format_number(delta)}), B = {budget}, "
                f"N = {problem.n:,}, D = {problem.dim}, C = {problem.classes}, λ = {format_number(problem.lam)}"
                + (f" (λ = auto shown at {format_number(problem.lam)})" if cur.lam == "auto" else "") + f", T = {problem.teachers}. "
-               + setting.NEIGHBOURS_NOTE)
+               + setting.NEIGHBOURS_NOTE + " Each card's guarantee holds for a release with secure noise "
+               "(sweep --secure-noise) when it is published.")
     with st.spinner("Calibrating..."):
         cards = teaching.method_cards(eps, delta, problem)
     cols = st.columns(2)

@@ -63,3 +63,11 @@ def test_the_sensitivity_line_is_the_one_the_table_calibrates_to():
     at.switch_page("app_pages/calibrate.py").run()
     assert not at.exception
     assert any("(exact minimiser, as published)" in t for t in texts(at.markdown))
+
+
+def test_calibrate_states_the_release_mode():
+    """Issue 29: the calibrations hold for secret noise; the page says a published release needs secure noise."""
+    at = app(delta="0").run()
+    at.switch_page("app_pages/calibrate.py").run()
+    assert not at.exception
+    assert any("secure noise" in t and "never shown or stored" in t for t in texts(at.caption))

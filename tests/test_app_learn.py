@@ -76,3 +76,13 @@ def test_learn_composition_follows_budget():
     tight100 = float(m100["tight (exact Gaussian)"])
     assert tight100 == pytest.approx(tight10 * 10 ** 0.5, rel=1e-3)  # exact composition: sigma grows as sqrt(B)
     assert float(m100["paper (advanced)"]) > tight100
+
+
+def test_learn_states_the_release_mode():
+    """Issue 29: the teaching page says that a published release needs secure noise (its seed never
+    shown or stored), on load and beside the method cards."""
+    at = page(PAGE).run()
+    assert not at.exception
+    assert any("secure noise" in t and "never shown or stored" in t for t in texts(at.caption))
+    at.segmented_control(key="learn_section").set_value(at.segmented_control(key="learn_section").options[-1]).run()
+    assert any("--secure-noise" in t for t in texts(at.caption))

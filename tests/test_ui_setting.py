@@ -143,7 +143,8 @@ def test_methods_left_out_at_delta_zero_are_named_once_in_words_without_their_ca
     _, warnings = setting.setting_problems(SIDE, Setting(eps=1.0, delta=1e-5, methods=s.methods))
     assert not any("left out" in w or "abstain" in w for w in warnings), warnings
     caveats = setting.setting_caveats(SIDE, Setting(eps=1.0, delta=1e-5, methods=s.methods))
-    assert len(caveats) == 2 and "abstain" in caveats[0] and "public rows" in caveats[1], caveats
+    assert len(caveats) == 3 and "abstain" in caveats[0] and "public rows" in caveats[2], caveats
+    assert "release of private information" in caveats[1]  # showing GNMax's data-dependent epsilon
 
 
 def test_the_default_setting_has_caveats_but_no_warnings():

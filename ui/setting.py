@@ -26,11 +26,17 @@ __all__ = [
     "DataInfo", "build_data_info", "SidebarSettings", "Setting", "setting_from_values", "method_knobs",
     "available_methods", "min_train_size", "setting_problems", "setting_caveats", "augmentation_caveat", "make_spec", "explore_specs",
     "setting_problem", "curve_epsilons", "n_options", "checked_n", "nearest", "with_value", "NEIGHBOURS_NOTE",
-    "DATASET_LABELS",
+    "RELEASE_MODE_NOTE", "DATASET_LABELS",
 ]
 
 NEIGHBOURS_NOTE = ("Neighbouring datasets differ by replacing one example; λ is the average-form L2 weight, "
                    "the same for every method that regularises (DP-SGD trains without it).")
+#: The release mode, said on the pages that teach and calibrate (docs/spec.md, "Release mode").
+RELEASE_MODE_NOTE = ("The dashboard draws its noise from a public seed, so every result can be reproduced: right for "
+                     "exploring, not for publishing, since anyone who knows the seed can recompute the noise. A release "
+                     "you publish needs secure noise (sweep --secure-noise, SweepSpec(secure_noise=True); Copy as code "
+                     "writes it): its noise comes from the operating system's entropy, and its seed is never shown or "
+                     "stored.")
 DATASET_LABELS = {
     "mnist-5k": "MNIST 5k (bundled, 4,000 train)",
     "digits": "Digits 8x8 (scikit-learn)",
