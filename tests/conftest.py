@@ -1,10 +1,36 @@
 """Shared pytest configuration for the privcore test suite."""
 
+from fnmatch import fnmatch
+from pathlib import Path
+
 import pytest
+
+_HERE = Path(__file__).resolve().parent
+
+#: Whole modules marked ``slow`` (``python -m pytest -m "not slow"`` leaves them out; .ci/run runs
+#: them): Chromium driving the served dashboard, the dashboard's pages under AppTest, the deep models,
+#: the empirical privacy audits, a Dask cluster, fresh interpreters timing the CLI's imports, and the
+#: checks of every shipped calibration against the accountant. A slow test elsewhere carries
+#: ``@pytest.mark.slow`` itself.
+SLOW_MODULES = (
+    "test_browser*.py", "test_app*.py", "test_learn.py", "deep/*", "test_privacy_audits.py", "test_cluster.py",
+    "test_cli_startup.py", "test_golden_sweep.py", "test_leakage_run.py", "test_leakage_coverage.py",
+    "accounting/test_bundle.py", "accounting/test_dpsgd_replace_one.py",
+)
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA device (skipped when torch.cuda.is_available() is False)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        try:
+            where = Path(str(item.path)).resolve().relative_to(_HERE).as_posix()
+        except ValueError:
+            continue
+        if any(fnmatch(where, pattern) for pattern in SLOW_MODULES):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="module")

@@ -203,6 +203,7 @@ def test_dpsgd_epsilon_equals_opacus_rdp(sigma, q, steps, delta):
 @settings(max_examples=25, deadline=None)
 @given(sigma=st.floats(0.3, 30.0), q=st.floats(1e-4, 0.5), steps=st.integers(1, 20_000),
        delta=st.sampled_from([1e-3, 1e-5, 1e-8]))
+@pytest.mark.slow
 def test_dpsgd_epsilon_lazy_orders_equal_all_orders(sigma, q, steps, delta):
     """Fractional orders are evaluated only next to the best integer order (a shortcut that relies on
     epsilon being unimodal in the order): the result must equal Opacus over every order."""
@@ -233,6 +234,7 @@ def test_dpsgd_agrees_with_opacus_get_noise_multiplier():
     assert ours == pytest.approx(theirs, rel=0.03)
 
 
+@pytest.mark.slow
 def test_dpsgd_prv_not_more_noise_than_rdp():
     steps = math.ceil(15 * 60000 / 256)
     rdp = dpsgd_noise_multiplier(1.0, 1e-5, MNIST_Q, steps, "rdp")
@@ -260,6 +262,7 @@ def test_dpsgd_small_epsilon_is_certifiable():
 @settings(max_examples=10, deadline=None)
 @given(eps=st.floats(0.2, 8.0), q=st.floats(0.005, 0.3), steps=st.integers(1, 300),
        delta=st.sampled_from([1e-4, 1e-5, 1e-7]))
+@pytest.mark.slow
 def test_dpsgd_calibration_never_exceeds_target_rdp(eps, q, steps, delta):
     sigma = dpsgd_noise_multiplier(eps, delta, q, steps, "rdp")
     assert dpsgd_epsilon(sigma, q, steps, delta, "rdp") <= eps
@@ -270,6 +273,7 @@ def test_dpsgd_calibration_never_exceeds_target_rdp(eps, q, steps, delta):
 SMALL_DPSGD = Problem(n=1000, batch_size=100, epochs=2)  # q = 0.1, 20 steps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps", [1.0, 3.0])
 def test_dpsgd_calibration_never_exceeds_target_prv(eps):
     q, steps = SMALL_DPSGD.sample_rate, SMALL_DPSGD.steps
@@ -303,6 +307,7 @@ def test_more_epsilon_never_more_noise(method, accounting, eps1, eps2, delta, pr
 @settings(max_examples=5, deadline=None)
 @given(eps1=st.floats(0.3, 8.0), eps2=st.floats(0.3, 8.0), q=st.floats(0.01, 0.2), epochs=st.integers(1, 2),
        accounting=st.sampled_from(("paper", "corrected")))
+@pytest.mark.slow
 def test_dpsgd_more_epsilon_never_more_noise(eps1, eps2, q, epochs, accounting):
     lo, hi = sorted((eps1, eps2))
     n = 2_000

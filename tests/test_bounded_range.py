@@ -254,6 +254,7 @@ def test_br_composition_epsilon_inverts_delta(eps0: float, k: int, delta: float)
     log10_delta=st.floats(min_value=-10.0, max_value=-2.0),
     budget=st.integers(min_value=1, max_value=5000),
 )
+@pytest.mark.slow
 def test_optimal_beta_dominates_and_is_feasible(
     epsilon: float, log10_delta: float, budget: int
 ) -> None:

@@ -48,6 +48,7 @@ class _Marker:
         return (open, (self.path, "w"))
 
 
+@pytest.mark.slow
 def test_values_are_stored_as_json_text_never_pickled(tmp_path, monkeypatch):
     class NoPickle:
         def __getattr__(self, name):

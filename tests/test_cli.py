@@ -106,6 +106,7 @@ def test_an_unreadable_data_file_exits_2(tmp_path, capsys, monkeypatch):
     ["calibrate", "--method", "subsample_aggregate", "--epsilon", "1"],
     ["calibrate", "--method", "subsample_aggregate", "--epsilon", "1", "--json"],
 ])
+@pytest.mark.slow
 def test_stdout_closed_early_exits_quietly(args):
     proc = subprocess.Popen([sys.executable, "-m", "privcore", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             cwd=ROOT)
@@ -132,6 +133,7 @@ def test_library_values_are_checked_exactly():
         NoiseScale("model_sensitivity", 1.0, 0.0, "paper", "none", notes=(1, 2))
 
 
+@pytest.mark.slow
 def test_a_method_that_cannot_run_fails_alone(capsys):
     # N = 100 with DP-SGD's default batch 256: a warning for DP-SGD, rows for the others, exit 0
     code, out, err = _run(["sweep", "--dataset", "synthetic", "--n", "100", "--repeats", "2", "--epsilons", "1",

@@ -30,6 +30,7 @@ def _old_unit_ball(x: np.ndarray) -> np.ndarray:
     return t.numpy()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,n", [("digits", None), ("mnist-5k", 6000)])
 def test_the_context_shares_the_data_and_trains_on_the_same_rows(name, n):
     ds = load_dataset(name, n=n, seed=3)
@@ -53,6 +54,7 @@ def test_a_shared_tensor_is_copied_before_a_row_moves():
     assert np.shares_memory(inplace.numpy(), x) and float(torch.from_numpy(x).double().norm(dim=1).max()) <= 1.0
 
 
+@pytest.mark.slow
 def test_teachers_solved_in_groups_vote_as_when_solved_together(monkeypatch):
     ds = load_dataset("mnist-5k", seed=3)
     together = _ctx(ds)
@@ -65,6 +67,7 @@ def test_teachers_solved_in_groups_vote_as_when_solved_together(monkeypatch):
     assert torch.allclose(grouped.teacher_thetas(16, 1e-3), thetas, rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_full_data_solves_in_groups_match_one_batch_within_the_certified_tolerance(monkeypatch):
     ds = load_dataset("digits", seed=3)
     lam = torch.tensor([1e-3, 2e-3, 5e-3, 1e-2, 3e-3], dtype=torch.float64)

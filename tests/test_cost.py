@@ -120,6 +120,7 @@ def test_coefficients_file_and_threshold(tmp_path, monkeypatch):
         cost.threshold_seconds()
 
 
+@pytest.mark.slow
 def test_runner_progress_is_weighted_by_the_model(tmp_path, monkeypatch):
     monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
     spec = SweepSpec(data=DataSpec(name="synthetic"), methods=("model_sensitivity", "loss_perturbation"),
@@ -205,6 +206,7 @@ def test_loss_perturbation_cost_follows_the_measured_batches():
     assert 2.5 <= perturbed(replace(_problem(), lam=1e-6), 1) / one <= 4.2
 
 
+@pytest.mark.slow
 def test_lambda_auto_candidates_held_by_the_process_are_not_predicted_again(tmp_path, monkeypatch):
     # lambda = auto's curve after its current setting: the candidates' teachers and solves on the
     # fitting part are already trained in this process (they took 0.03 s, predicted 12 s before)

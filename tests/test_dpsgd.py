@@ -54,6 +54,7 @@ def _reference(ctx: TrainContext, multipliers: list[float], repeats: int) -> tor
     return out
 
 
+@pytest.mark.slow
 def test_batched_release_equals_the_per_model_reference(ctx):
     m = REGISTRY["dpsgd"]
     scales = [m.calibrate(PrivacyBudget(eps, 1e-5), ctx.problem) for eps in (1.0, 8.0)]

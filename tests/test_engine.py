@@ -151,6 +151,7 @@ def test_per_example_norm_shortcut_equals_torch_func():
 
 # ---------------------------------------------------------------- methods
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(REGISTRY))
 def test_result_does_not_depend_on_batch(synth, name):
     ctx = _ctx(synth)
@@ -220,6 +221,7 @@ def test_same_seed_same_numbers_and_other_seed_differs(synth):
     assert not torch.equal(a, c)
 
 
+@pytest.mark.slow
 def test_nonprivate_accuracy_on_mnist5k_above_floor():
     # A linear softmax model reaches ~92 % on full MNIST; on 4,000 training digits it reaches
     # ~88-89 %. 0.85 leaves room for seeds while catching a broken solver or normalisation.
@@ -237,6 +239,7 @@ def _small_spec(**kw) -> SweepSpec:
     return SweepSpec(**base)
 
 
+@pytest.mark.slow
 def test_cache_hit_returns_identical_numbers_without_computing(tmp_path, monkeypatch):
     cache = ResultCache(tmp_path)
     first = run_sweep(_small_spec(), cache=cache)
@@ -299,6 +302,7 @@ def test_dpsgd_at_delta_zero_is_a_warning_not_an_error(tmp_path):
     assert {r["method"] for r in res.rows} == {"model_sensitivity", "subsample_aggregate", "non_private"}
 
 
+@pytest.mark.slow
 def test_progress_and_cancel(tmp_path):
     from privcore.engine.runner import SweepCancelled
 
@@ -435,6 +439,7 @@ def test_running_elsewhere_is_true_exactly_while_another_thread_computes_the_spe
     assert run_sweep(spec, cache=cache).computed == 0                # the worker's results are cached
 
 
+@pytest.mark.slow
 def test_vary_axis_rows_and_auto_lambda(tmp_path):
     res = run_sweep(_small_spec(methods=("prediction_sensitivity",), vary="budget", values=(1, 100)), cache=ResultCache(tmp_path))
     pred = {r["value"]: r["accuracy_mean"] for r in res.rows if r["method"] == "prediction_sensitivity"}

@@ -46,6 +46,7 @@ def test_units_are_plain_and_a_worker_with_other_data_or_code_refuses_them(tmp_p
             execute_unit(bad)
 
 
+@pytest.mark.slow
 def test_the_default_executor_is_the_local_one(tmp_path):
     a = run_sweep(SPEC, cache=ResultCache(tmp_path / "a"))
     runner._CONTEXTS.clear()

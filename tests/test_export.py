@@ -34,6 +34,7 @@ needs_browser = pytest.mark.skipif(not export.browser_available(),
                                    reason="no Chromium-family browser found: PNG/SVG/PDF export cannot be tested here")
 
 
+@pytest.mark.slow
 @needs_browser
 @pytest.mark.parametrize("fmt,magic", [("png", b"\x89PNG\r\n\x1a\n"), ("svg", b"<svg"), ("pdf", b"%PDF")])
 def test_image_bytes_have_the_right_magic(fig, fmt, magic):

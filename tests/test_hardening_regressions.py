@@ -96,6 +96,7 @@ print(json.dumps({"rc": rc, "seconds": time.perf_counter() - t0, "rss_mb": int(h
 """
 
 
+@pytest.mark.slow
 def test_d1_zip_bomb_is_refused_in_under_a_second_and_500_mb(tmp_path):
     bomb = _zip_bomb(tmp_path / "bomb.npz")
     assert bomb.stat().st_size < 20 * 2**20

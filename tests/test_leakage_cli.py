@@ -14,6 +14,7 @@ SMALL = ["--dataset", "digits", "--n", "200", "--dim", "16", "--references", "8"
          "--audit-trials", "32", "--repeats", "2", "--no-cache"]
 
 
+@pytest.mark.slow
 def test_json_and_csv(capsys):
     assert main(["leakage", "--method", "non_private,prediction_sensitivity", "--epsilon", "3", "--budget", "5",
                  "--roc", *SMALL]) == 0

@@ -76,6 +76,7 @@ print(",".join(t.fp32_precision for t in (torch.backends.cudnn.conv, torch.backe
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("before", ["", "generic.all=tf32"])  # PyTorch's defaults; TF32 asked for everywhere
 def test_a_later_request_for_full_float32_still_reaches_every_kind_of_op(before):
     """The flags read back are effective values, not whether a setting was inherited; restoring them

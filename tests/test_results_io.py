@@ -156,6 +156,7 @@ def test_entries_without_an_identity_are_not_exported(tmp_path):
     assert json.loads(_lines(tmp_path / "x.jsonl")[0])["count"] == 0
 
 
+@pytest.mark.slow
 def test_nothing_imports_dask_by_default():
     code = ("import sys, privcore.cli, privcore.engine.runner, privcore.engine.cli_results;"
             "privcore.cli.build_parser();"

@@ -41,6 +41,7 @@ def test_wide_data_with_pca_trains(tmp_path):
     assert res.rows and all(r["dim"] == 10 for r in res.rows)
 
 
+@pytest.mark.slow
 def test_randomized_pca_matches_the_exact_one(monkeypatch):
     rng = np.random.default_rng(1)
     basis = np.linalg.qr(rng.normal(size=(300, 300)))[0]

@@ -62,6 +62,7 @@ def test_anchored_gradient_is_float64_accurate_where_float32_is_not():
     assert bool(((bad - want).flatten(1).norm(dim=1) > 1e-5).all())
 
 
+@pytest.mark.slow
 def test_anchored_solve_goes_below_the_float32_floor_and_keeps_problems_independent():
     x, y = _data()
     pre = Preconditioner(x)

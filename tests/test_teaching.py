@@ -189,7 +189,7 @@ def test_hypothesis_figure_traces():
 
 
 def test_method_cards_from_registry():
-    cards = T.method_cards(1.0, 0.0, Problem(n=1000, dim=20, classes=5))
+    cards = T.method_cards(1.0, 0.0, Problem(n=1000, dim=20, classes=5, budget=100))
     assert [c["name"] for c in cards] == list(METHOD_NAMES)
     for card in cards:
         m = REGISTRY[card["name"]]

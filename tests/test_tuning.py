@@ -27,6 +27,7 @@ def test_budget_split_composes_to_the_total():
     assert rel.epsilon < b.epsilon  # the release never gets the whole budget
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method,delta", [("model_sensitivity", 0.0), ("prediction_sensitivity", 1e-5)])
 def test_auto_row_is_calibrated_at_the_release_share(tmp_path, method, delta):
     res = run_sweep(_spec(method, 4.0, delta), cache=ResultCache(tmp_path))
@@ -91,6 +92,7 @@ def test_noisy_max_picks_the_best_score_only_when_the_budget_allows(monkeypatch)
     assert len(set(picks_small)) >= 3
 
 
+@pytest.mark.slow
 def test_methods_sharing_the_fitting_context_choose_as_they_would_alone():
     # lambda = auto's candidates share one fitting-part context across methods (a speed-up): each
     # method's choice and accuracy must be what it gets alone, in a fresh process state.

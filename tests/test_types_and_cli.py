@@ -271,6 +271,7 @@ def cli_runs() -> dict:
         return {key: f.result() for key, f in futures.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("i", range(len(SUBPROCESS_BAD)))
 def test_cli_bad_input_subprocess(cli_runs, i):
     proc = cli_runs[("bad", i)]
@@ -313,6 +314,7 @@ def cli_json() -> dict:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", SUBPROCESS_GOOD)
 def test_cli_subprocess_json_matches_in_process(cli_runs, cli_json, key):
     proc = cli_runs[("good", key)]

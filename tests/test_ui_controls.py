@@ -13,6 +13,7 @@ FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0
 pytestmark = pytest.mark.usefixtures("app_env")
 
 
+@pytest.mark.slow
 def test_typed_values_set_the_slider_and_the_url():
     at = open_more_settings(run(APP, FAST)).run()
     assert not at.exception, at.exception

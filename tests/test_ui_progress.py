@@ -13,6 +13,7 @@ FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0
 pytestmark = pytest.mark.usefixtures("app_env")
 
 
+@pytest.mark.slow
 def test_expensive_settings_wait_for_compute_and_the_previous_chart_stays(monkeypatch):
     at = run(APP, FAST).run()
     assert not at.exception and len(at.get("plotly_chart")) == 1

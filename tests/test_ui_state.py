@@ -145,6 +145,7 @@ _TEXT = hst.one_of(
 @settings(max_examples=300, deadline=None)
 @given(hst.dictionaries(hst.one_of(hst.sampled_from(sorted(state.FIELDS)), hst.text(max_size=8)),
                         hst.one_of(_TEXT, hst.lists(_TEXT, max_size=3)), max_size=6))
+@pytest.mark.slow
 def test_random_query_strings_never_raise(params):
     values, errors = state.from_params(params)
     for name, value in values.items():

@@ -82,6 +82,7 @@ def _measure_cli(args: list[str], tmp_path: Path) -> tuple[dict, str]:
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
+@pytest.mark.slow
 def test_zip_bomb_npz_is_refused_in_under_a_second_and_500_mb(bomb, tmp_path):
     assert bomb.stat().st_size < 20 * 2**20
     info, err = _measure_cli(["sweep", "--dataset", "file", "--data-file", str(bomb), "--quiet"], tmp_path)

@@ -6,7 +6,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 
+
+@pytest.mark.slow
 def test_warm_up_imports_the_accountant_and_memoises_the_data() -> None:
     # A fresh interpreter: in this one other tests may already have imported Opacus.
     code = textwrap.dedent("""
