@@ -148,6 +148,7 @@ def test_zcdp_per_query_epsilon_is_root(eps, dprime, budget):
 @settings(max_examples=30, deadline=None)
 @given(eps=st.floats(0.05, 10.0), delta=st.floats(1e-10, 1e-3), budget=st.integers(1, 3000),
        sens=st.sampled_from([1e-3, 1.0, 7.0]))
+@pytest.mark.slow
 def test_advanced_gaussian_never_worse_than_basic_and_valid(eps, delta, budget, sens):
     adv = advanced_gaussian_sigma(eps, delta, budget, sens)
     basic = analytic_gaussian_sigma(eps / budget, delta / budget, sens)
@@ -344,6 +345,7 @@ def test_tight_never_more_noise_than_corrected(method, eps, delta, problem):
     assert noise_level(t) <= noise_level(c)
 
 
+@pytest.mark.slow
 def test_dpsgd_tight_never_more_noise_than_corrected():
     for pb, eps in [(SMALL_DPSGD, 1.0), (SMALL_DPSGD, 3.0), (Problem(n=60000, batch_size=256, epochs=15), 1.0)]:
         c = calibrate("dpsgd", PrivacyBudget(eps, 1e-5), pb, "corrected")

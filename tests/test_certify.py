@@ -36,6 +36,7 @@ def test_exact_gradient_matches_autograd_in_float64():
     assert torch.allclose(g, grad, rtol=0, atol=1e-13)
 
 
+@pytest.mark.slow
 def test_certify_polishes_below_a_tolerance_float32_cannot_reach():
     x, y = _data()
     lam = torch.tensor([1e-3, 1e-2], dtype=torch.float64)
@@ -125,6 +126,7 @@ def test_newton_hessian_product_matches_autograd():
     assert torch.allclose(got, want, rtol=1e-4, atol=1e-6 * float(want.abs().max()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("newton_steps", [0, 3])
 def test_polish_reaches_the_tolerance_with_and_without_newton_steps(newton_steps):
     from privcore.certify import polish
@@ -197,6 +199,7 @@ def test_a_wrong_newton_step_is_caught_by_the_exact_check(monkeypatch):
     assert bool((after <= 1e-10).all()) and torch.allclose(after, gn, rtol=1e-6, atol=1e-16)
 
 
+@pytest.mark.slow
 def test_float64_check_error_is_far_below_its_margin():
     """The certificate's own rounding (review, s4): the float64 gradient of N = 30,000 rows against a
     long-double (64-bit mantissa) sum of the same residuals errs by far less than the CHECK_MARGIN
@@ -249,6 +252,7 @@ def _minimiser(x, y, lam, lin):
     return theta
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("perturbed", [False, True])
 def test_an_uncertified_solve_falls_back_to_a_guaranteed_one(monkeypatch, perturbed):
     """Issue 29 item 4: a refusal when the certificate is not reached would be a data-dependent event

@@ -50,6 +50,7 @@ def test_python_snippet_gives_the_views_rows(spec, fresh_cache, capsys):
         assert printed[k] == pytest.approx(v, abs=1e-4), k
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", SPECS, ids=["eps", "vary-budget"])
 def test_cli_command_gives_the_views_rows(spec, fresh_cache, capsys):
     view = _view(spec)
@@ -95,6 +96,7 @@ def test_the_views_own_spec_round_trips_through_the_cli(fresh_cache, capsys):
         k: float(number_text(v)) for k, v in view.items()}
 
 
+@pytest.mark.slow
 def test_the_copied_code_runs_in_any_folder(tmp_path, fresh_cache):
     """The snippet and the command, run by a fresh interpreter in an empty folder (no checkout on its
     path, only the installed package), print the view's numbers (the snippet without secure noise)

@@ -34,6 +34,7 @@ def _ctx(ds, seed: int = 0, device=CPU, **kw) -> TrainContext:
 
 # ---------------------------------------------------------------- solver
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scaling", ["diagonal", "bohning"])
 def test_solver_reaches_tolerance_and_matches_float64_reference(synth, scaling):
     x = torch.tensor(np.array(synth.x_train))
@@ -46,6 +47,7 @@ def test_solver_reaches_tolerance_and_matches_float64_reference(synth, scaling):
     assert float(g.flatten(1).norm(dim=1).max()) < 1e-5
 
 
+@pytest.mark.slow
 def test_solver_null_space_of_the_data_is_solved_exactly(synth):
     """Rank-deficient data (columns never non-zero, like MNIST's border pixels) with a linear term:
     the solver iterates only in the data's row space and sets the null-space part in closed form,
@@ -127,6 +129,7 @@ def test_teacher_votes_equal_teachers_trained_one_by_one(synth):
     assert float((votes - alone).abs().sum()) <= 0.01 * teachers * ctx.x_test.shape[0]
 
 
+@pytest.mark.slow
 def test_per_example_norm_shortcut_equals_torch_func():
     from torch.func import functional_call, grad, vmap
 
@@ -169,6 +172,7 @@ def test_result_does_not_depend_on_batch(synth, name):
     assert torch.allclose(fewer, together[:, :2], atol=2.5 / m_test), (name, fewer, together[:, :2])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(REGISTRY))
 def test_accuracy_rises_with_epsilon_on_easy_data(synth, name):
     ctx = _ctx(synth)

@@ -43,6 +43,7 @@ def test_image_bytes_have_the_right_magic(fig, fmt, magic):
     assert len(data) > 1000
 
 
+@pytest.mark.slow
 @needs_browser
 def test_export_is_fast_once_the_server_runs(fig):
     export.figure_bytes(fig, "svg")  # server already up (or started here)

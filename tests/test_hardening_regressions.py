@@ -234,6 +234,7 @@ def _who_wins_page() -> Path:
     return found[0]
 
 
+@pytest.mark.slow
 def test_d5_who_wins_clamps_n_from_the_url(tmp_path):
     from streamlit.testing.v1 import AppTest
 

@@ -31,6 +31,7 @@ def _replacements(x: torch.Tensor, y: torch.Tensor, row: int, classes: int):
     return {"another example": other, "never-lit coordinate": unlit, "-x": neg, "label": label}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n, d, teachers", [(240, 40, 8), (400, 12, 4)], ids=["m<=D (Gram)", "m>D (covariance)"])
 def test_replacing_a_row_of_one_part_leaves_every_other_model_bitwise_identical(n, d, teachers):
     x, y = _data(n, d, 3)
@@ -55,6 +56,7 @@ def test_models_are_the_minimisers_of_their_own_parts():
         assert torch.allclose(res.theta[t], alone.theta[0], atol=2 * 1e-7 / 1e-2 + 1e-6)
 
 
+@pytest.mark.slow
 def test_groups_give_the_same_models_within_the_solver_tolerance():
     x, y = _data(240, 40, 3)
     parts = torch.arange(240).view(8, 30)
@@ -82,6 +84,7 @@ def test_bad_shapes_are_refused_by_name():
         part_preconditioner(torch.zeros(4, 2))
 
 
+@pytest.mark.slow
 def test_the_bitwise_check_catches_a_basis_shared_by_the_parts():
     """Known-bad: the parts solved in the pooled data's basis (the old coupling) move other models."""
     x, y = _data(240, 40, 3)

@@ -41,6 +41,7 @@ def test_public_split_is_fixed_and_disjoint(ds):
     assert len(set(h0.tolist()) & set(h1.tolist())) == 0 and len(h0) + len(h1) == ctx.x_test.shape[0]
 
 
+@pytest.mark.slow
 def test_flat_in_b_and_learns(ds):
     scales = [M.calibrate(PrivacyBudget(e, 1e-5), Problem()) for e in (1e4,)]
     a = M.release(_ctx(ds, budget=1), scales, 2)
@@ -77,6 +78,7 @@ def test_recommendation_can_pick_the_new_methods():
         assert rec.reason == rec.reason.strip() and len(rec.reason) > 40
 
 
+@pytest.mark.slow
 def test_the_students_eigenbasis_is_built_once_per_rows_and_changes_nothing(ds, monkeypatch):
     """A second epsilon on the same data (a slider move) reuses the two folds' eigenbases; the
     students are exactly those of a fresh context, which builds its own."""

@@ -54,6 +54,7 @@ def toy(monkeypatch):
     return method
 
 
+@pytest.mark.slow
 def test_toy_method_runs_through_every_layer(toy, tmp_path):
     assert get_method("toy_majority") is toy and "toy_majority" in methods_of_family("prediction")
     cal = calibrate_all(PrivacyBudget(1.0, 1e-5), Problem())

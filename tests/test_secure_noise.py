@@ -46,6 +46,7 @@ def _numbers(result) -> list[tuple]:
     return [(r.method, r.epsilon, r.accuracy_mean, r.accuracy_std) for r in result.rows]
 
 
+@pytest.mark.slow
 def test_two_secure_releases_differ_and_the_exploratory_mode_stays_reproducible(tmp_path, drawn):
     cache = ResultCache(tmp_path / "cache")
     secure = replace(SPEC, secure_noise=True)
@@ -69,6 +70,7 @@ def _texts(root: Path) -> str:
     return "\n".join(p.read_bytes().decode("utf-8", "replace") for p in root.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow
 def test_the_secret_seed_is_never_shown_or_stored(tmp_path, monkeypatch, drawn, capsys):
     """The CLI with --secure-noise (lam = auto too: the selection's seed is secret as well): no seed
     drawn appears in its output (JSON and CSV), its warnings and progress, the result cache's

@@ -76,6 +76,7 @@ def test_laplace_like_samples_match_radius_law():
 # ---------------------------------------------------------------- 2. Composition
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps,delta", [(1.0, 1e-5), (0.5, 1e-6), (4.0, 1e-3)])
 def test_composition_tight_le_advanced_le_basic(eps, delta):
     rows = T.composition_rows(eps, delta, sensitivity=1.0)
@@ -128,6 +129,7 @@ def test_composition_changes_with_epsilon():
 # ---------------------------------------------------------------- 3. Amplification
 
 
+@pytest.mark.slow
 def test_amplification_rows_and_figure():
     rates = (1e-3, 1e-2, 0.1, 1.0)
     rows = T.amplification_rows(1.0, 1e-5, rates=rates)

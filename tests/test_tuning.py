@@ -43,6 +43,7 @@ def test_auto_row_is_calibrated_at_the_release_share(tmp_path, method, delta):
     assert (got < full.beta) if delta == 0.0 else (got > full.sigma)
 
 
+@pytest.mark.slow
 def test_candidates_are_calibrated_for_the_selection_share(monkeypatch, tmp_path):
     seen = []
     m = REGISTRY["prediction_sensitivity"]
@@ -185,6 +186,7 @@ def _draws(monkeypatch, spec: SweepSpec) -> tuple[list[tuple], list[tuple], list
     return selection, release, chosen
 
 
+@pytest.mark.slow
 def test_the_selection_and_the_release_draw_independent_noise(monkeypatch):
     """Issue 29 item 2: composition (the k candidate releases + the release) needs independent
     randomness. Every generator of the candidates differs from every generator of the final release

@@ -54,6 +54,7 @@ def test_typed_values_set_the_slider_and_the_url():
     assert any("ignored" in t and "must be a number" in t for t in texts(at.warning))
 
 
+@pytest.mark.slow
 def test_out_of_range_values_are_refused_with_the_range():
     at = open_more_settings(run(APP, FAST)).run()
     for typed, reason in (("0,5", "must be a number"), ("**x**", "must be a number"), ("0.5", "at most 0.1")):

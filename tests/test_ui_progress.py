@@ -40,6 +40,7 @@ def test_expensive_settings_wait_for_compute_and_the_previous_chart_stays(monkey
     assert not [b for b in at.button if b.label.startswith("Compute (about")]
 
 
+@pytest.mark.slow
 def test_a_sweep_computed_by_another_thread_is_polled_not_waited_for(monkeypatch):
     """While the warm-up (another thread) computes the current setting, the page run draws every
     control and a note, starts nothing of its own and ends (a fragment polls and reruns the page when

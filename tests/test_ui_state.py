@@ -238,6 +238,7 @@ def test_words_go_bare_into_the_url_and_json_lookalikes_keep_their_quotes():
     assert state.decode("accounting", state.encode("tight")) == "tight"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(hst.text(max_size=20))
 def test_every_string_reads_back_as_itself(text):

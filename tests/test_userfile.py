@@ -94,6 +94,7 @@ def test_zip_bomb_npz_is_refused_in_under_a_second_and_500_mb(bomb, tmp_path):
     assert "bomb.npz" in lines[0] and str(bomb.parent) not in lines[0]       # the name, not the server path
 
 
+@pytest.mark.slow
 def test_zip_bomb_library_call_is_refused(bomb):
     with pytest.raises(DataFileError, match="memory budget|zip bomb"):
         load_user_file(bomb)

@@ -83,6 +83,7 @@ class LockHolder:
 
 # ---------------------------------------------------------------- a second process holds the write lock
 
+@pytest.mark.slow
 def test_a_cache_opened_while_another_process_writes_waits_then_skips_and_loses_nothing(tmp_path):
     _filled(tmp_path)
     before = _stored(tmp_path)
@@ -108,6 +109,7 @@ def test_a_cache_opened_while_another_process_writes_waits_then_skips_and_loses_
     assert set(_stored(tmp_path)) == set(before) | {"k7"}
 
 
+@pytest.mark.slow
 def test_a_write_waits_for_a_lock_that_comes_free(tmp_path):
     _filled(tmp_path)
     with LockHolder(tmp_path / "cache.db", seconds=2.0) as holder:
@@ -119,6 +121,7 @@ def test_a_write_waits_for_a_lock_that_comes_free(tmp_path):
     assert set(_stored(tmp_path)) == {f"k{i}" for i in range(6)}
 
 
+@pytest.mark.slow
 def test_an_open_cache_locked_by_another_process_keeps_its_entries(tmp_path):
     store = _filled(tmp_path)                                 # opened and written before the lock
     store.busy_wait = store._busy_left = 1.0
@@ -131,6 +134,7 @@ def test_an_open_cache_locked_by_another_process_keeps_its_entries(tmp_path):
     assert _nothing_moved_aside(tmp_path) and set(_stored(tmp_path)) == {f"k{i}" for i in range(5)}
 
 
+@pytest.mark.slow
 def test_a_sweep_against_a_locked_cache_computes_everything_and_loses_nothing(tmp_path):
     spec = SweepSpec(data=DataSpec(name="synthetic"), methods=("model_sensitivity",), epsilons=(1.0,),
                      delta=1e-5, repeats=2, lam=1e-2, device="cpu")

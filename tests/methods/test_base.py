@@ -45,6 +45,7 @@ def _exact(ctx, name: str, scales, base: torch.Tensor, repeats: int) -> torch.Te
     return torch.stack(out)
 
 
+@pytest.mark.slow
 def test_model_sensitivity_adds_the_noise_to_the_float64_weights(ctx):
     m = REGISTRY["model_sensitivity"]
     scales = [m.calibrate(b, ctx.problem) for b in BUDGETS]

@@ -16,6 +16,7 @@ from privcore.methods.base import noise_multiplier_of, unit_noise
 from privcore.types import PrivacyBudget, Problem
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delta", [0.0, 1e-5])
 def test_the_linear_term_is_the_float64_noise_at_its_scale(monkeypatch, delta):
     ds = load_dataset("synthetic", seed=0)

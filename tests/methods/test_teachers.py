@@ -61,6 +61,7 @@ def test_the_replaced_row_is_in_teacher_0s_part(data):
     assert row in parts[0].tolist() and all(row not in parts[k].tolist() for k in range(1, teachers))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", REPLACEMENTS)
 def test_replacing_one_row_leaves_every_other_teacher_bitwise_identical(data, kind):
     ctx, teachers, row = data
@@ -82,6 +83,7 @@ def test_the_bitwise_check_catches_teachers_sharing_the_whole_datas_basis(data, 
     assert _moved_others(theta, theta2), "the shared basis must move the other teachers (the check must be able to fail)"
 
 
+@pytest.mark.slow
 def test_no_query_moves_another_teacher(data):
     """The margin LP over the teachers other than 0 finds no query on which any of them changes its vote."""
     ctx, teachers, row = data
