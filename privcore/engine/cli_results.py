@@ -12,10 +12,13 @@ is ``point_key(point, data)``. ``value`` is the stored result (accuracies, noise
 
 Import trusts nothing in the file: every line must parse, name this privcore's cache schema,
 have a key equal to the one recomputed from its point and fingerprint, and a value of the shape
-of a stored result (:func:`~privcore.engine.cache.check_result`); the record count must match
-the header. One bad line and nothing is imported (the error names every bad line, by number, up
-to 20); otherwise all new points are written in one transaction. Points already in the cache are
-kept. What the checks cannot tell is whether the numbers are true: import files you trust.
+of a stored result (:func:`~privcore.engine.cache.check_result`) that agrees with its own point
+(:func:`~privcore.engine.import_checks.check_against_point`: repetitions, method, ε, δ, accounting
+and the noise recomputed); the record count must match the header. One bad line and nothing is
+imported (the error names every bad line, by number, up to 20; a record that contradicts its point
+as "record i (line N): field: why", i counting the records after the header from 0); otherwise
+all new points are written in one transaction. Points already in the cache are kept. What the
+checks cannot tell is whether the accuracies are true: import files you trust.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 
 from ..atomic import atomic_write
 from .cache import SCHEMA_VERSION, MAX_VALUE_CHARS, ResultCache, check_result, default_results_dir, point_key
+from .import_checks import check_against_point
 
 __all__ = ["add_results_parser", "run_results_command", "export_results", "import_results", "ImportRejected", "CacheDamaged",
            "FORMAT", "FORMAT_VERSION"]
@@ -155,6 +159,9 @@ def _check_line(number: int, text: str) -> tuple[str, dict[str, Any]] | str:
     problem = check_result(value)
     if problem:
         return f"{where}: value: {problem}"
+    problem = check_against_point(point, value)
+    if problem:
+        return f"record {number - 2} ({where}): {problem}"
     return key, dict(value, point=point, data=data)
 
 
