@@ -130,6 +130,7 @@ def test_classes_keeps_first_labels() -> None:
     assert ds.n == 1200 and ds.x_test.shape[0] == 300
 
 
+@pytest.mark.slow
 def test_pca_then_unit_ball() -> None:
     ds = load_dataset(dim=50)
     _assert_valid(ds)

@@ -66,6 +66,7 @@ def test_batched_release_equals_the_per_model_reference(ctx):
     assert torch.allclose(got, want, atol=1e-4 * float(scale), rtol=0), float((got - want).abs().max())
 
 
+@pytest.mark.slow
 def test_reference_catches_a_wrong_noise_scale(ctx):
     """The comparison above can fail: the same reference with the noise doubled is far off."""
     m = REGISTRY["dpsgd"]

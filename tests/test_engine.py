@@ -85,6 +85,7 @@ def test_hessian_diagonal_equals_autograd_and_is_chunk_independent():
     torch.testing.assert_close(per_problem, want)
 
 
+@pytest.mark.slow
 def test_batched_solve_equals_looped(synth):
     x = torch.tensor(np.array(synth.x_train))
     y = torch.tensor(np.array(synth.y_train))
@@ -261,6 +262,7 @@ def test_cache_hit_returns_identical_numbers_without_computing(tmp_path, monkeyp
         assert a["accuracy_mean"] == b["accuracy_mean"] and a["accuracy_std"] == b["accuracy_std"]
 
 
+@pytest.mark.slow
 def test_rows_report_the_certified_sensitivity_and_solver_residual(tmp_path):
     res = run_sweep(_small_spec(), cache=ResultCache(tmp_path))
     released_minimiser = {name for name, m in REGISTRY.items()

@@ -54,6 +54,7 @@ def test_export_is_fast_once_the_server_runs(fig):
     assert per_image < 1.0, f"an export took {per_image:.2f} s on average"
 
 
+@pytest.mark.slow
 @needs_browser
 def test_svg_keeps_the_fixed_method_colours_and_white_background(fig):
     svg = export.figure_bytes(fig, "svg").decode("utf-8")

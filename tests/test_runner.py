@@ -35,6 +35,7 @@ def test_wide_data_is_refused_quickly_with_a_pca_hint(tmp_path):
     assert str(tmp_path) not in str(info.value)
 
 
+@pytest.mark.slow
 def test_wide_data_with_pca_trains(tmp_path):
     path = _wide_csv(tmp_path / "wide.csv")
     res = run_sweep(_spec(path, dim=10), cache=ResultCache(tmp_path / "c"))

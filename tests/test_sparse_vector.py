@@ -58,6 +58,7 @@ def test_stable_queries_free_and_cap_halts_the_stream():
     assert lab3[5] == -1 and lab3[3] >= 0 and lab3[4] >= 0 and lab3[:3].tolist() == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_release_on_data(ctx):
     scales = [M.calibrate(PrivacyBudget(e, 1e-5), ctx.problem) for e in (1.0, 1e4)]
     out = M.release(ctx, scales, 3)

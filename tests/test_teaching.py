@@ -277,6 +277,7 @@ def test_cached_sweep_computes_nothing(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- browser walk-through (digits, 800 px)
 
 
+@pytest.mark.slow
 def test_noise_figure_marks_the_current_data_sets_size_inside_the_plot():
     """"MNIST model: D·C = 7840" was shown for digits (D·C = 640), its label touching the plot edge."""
     fig = T.noise_figure(3.0, 1e-5, dim=10, samples=50, reference_dim=640, reference_label="digits")
