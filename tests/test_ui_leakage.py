@@ -11,18 +11,18 @@ import numpy as np
 import pytest
 
 pytest.importorskip("pandas")
-from privcore.leakage.stats import EpsilonBound  # noqa: E402
-from ui.leakage import leakage_table, no_estimate_note  # noqa: E402
+from privcore.leakage.stats import EpsilonBound
+from ui.leakage import leakage_table, no_estimate_note
 
 
-def _result(method: str, epsilon: float, fp: int, fn: int, n: int = 32):  # noqa: ANN202
+def _result(method: str, epsilon: float, fp: int, fn: int, n: int = 32):
     from privcore.leakage.stats import epsilon_from_rates
 
     bound = EpsilonBound(lower=0.0, estimate=epsilon_from_rates(fp / n, fn / n, 1e-5), upper=math.inf,
                          confidence=0.95, threshold=0.5, fpr=fp / n, fnr=fn / n, n_in=n, n_out=n, n_select=n,
                          delta=1e-5)
 
-    def attack(name: str):  # noqa: ANN202
+    def attack(name: str):
         raise KeyError(name)
 
     return SimpleNamespace(method=method, accuracy=0.8, epsilon=epsilon, audit=bound, attack=attack, cached=True,
@@ -64,7 +64,7 @@ def test_leakage_table_cells_are_short_and_the_method_is_pinned():
 # ---------------------------------------------------------------- the page's texts agree (browser walk-through)
 
 
-def _groups():  # noqa: ANN202 - (methods that retrain per release, methods that train once), from the registry
+def _groups():  # (methods that retrain per release, methods that train once), from the registry
     from privcore.methods import REGISTRY
 
     return ([n for n, m in REGISTRY.items() if m.trains_per_release],
@@ -100,14 +100,14 @@ def test_audit_texts_name_the_same_groups_in_the_same_words():
         assert "train once per release" not in text and "8× more for the methods that train once" not in text
 
 
-def _leak(method: str, *, family: str, lower: float, canary_in, canary_out, epsilon: float = 3.0):  # noqa: ANN001, ANN202
+def _leak(method: str, *, family: str, lower: float, canary_in, canary_out, epsilon: float = 3.0):
     from privcore.leakage.stats import roc
 
     bound = EpsilonBound(lower=lower, estimate=1.0, upper=math.inf, confidence=0.95, threshold=0.5, fpr=0.1,
                          fnr=0.1, n_in=32, n_out=32, n_select=32, delta=1e-5)
     curve = roc(canary_in, canary_out)
 
-    def attack(name: str):  # noqa: ANN202
+    def attack(name: str):
         if name != "canary":
             raise KeyError(name)
         return SimpleNamespace(roc=curve, auc=curve.auc)
@@ -116,7 +116,7 @@ def _leak(method: str, *, family: str, lower: float, canary_in, canary_out, epsi
                            cached=True, seconds=0.0)
 
 
-def _canary_results(lower: float = 0.0):  # noqa: ANN202
+def _canary_results(lower: float = 0.0):
     """One private method whose single top-scoring member canary beats all 40 non-member canaries."""
     from privcore.leakage import NON_PRIVATE
 

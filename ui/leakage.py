@@ -376,7 +376,7 @@ def describe(results: Sequence, epsilon: float) -> str:
                                          "not that nothing leaks; the claimed ε is the proven upper limit.")
 
 
-def run_with_progress(specs: Sequence, *, key: str, label: str = "Measuring leakage",  # noqa: ANN001, ANN201
+def run_with_progress(specs: Sequence, *, key: str, label: str = "Measuring leakage",  # noqa: ANN201
                       predicted: float | None = None):
     """Run every spec (or fetch it from the cache) with one progress bar and a Cancel button.
 

@@ -210,7 +210,7 @@ def run_leakage(spec: LeakageSpec, *, progress: ProgressFn | None = None, cancel
     return result
 
 
-def _compute(spec: LeakageSpec, ds, progress: ProgressFn | None, cancel: Callable[[], bool] | None) -> LeakageResult:  # noqa: ANN001, C901
+def _compute(spec: LeakageSpec, ds, progress: ProgressFn | None, cancel: Callable[[], bool] | None) -> LeakageResult:  # noqa: ANN001
     start = time.perf_counter()
     device = resolve_device(spec.device)
     stages = spec.worlds + 3
