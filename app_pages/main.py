@@ -13,7 +13,7 @@ import os
 # it). A value set by the user is kept.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import streamlit as st
+import streamlit as st  # after the environment above
 
 if __name__ == "__mp_main__":
     pass  # a child process re-importing its parent's main file (multiprocessing's spawn, e.g. a Dask worker)

@@ -28,7 +28,7 @@ import numpy as np
 warnings.filterwarnings("ignore")
 
 
-def design(quick: bool):
+def design(quick: bool):  # [(label, SweepSpec)]
     from privcore.engine.specs import DataSpec, SweepSpec
     from privcore.methods import METHOD_NAMES, REGISTRY
 

@@ -52,7 +52,7 @@ _TRACED = ("import logging, sys; logging.basicConfig(level=logging.WARNING, form
            "from streamlit.web.cli import main; sys.argv[0] = 'streamlit'; main()")
 
 
-def _print_trace(stream) -> None:
+def _print_trace(stream) -> None:  # a text pipe
     for line in stream:
         if "warm-up" in line:
             print(f"  [{time.perf_counter() - LAUNCHED:6.2f} s after launch] {line.strip()}", flush=True)
@@ -78,7 +78,7 @@ def _serve(app: Path, port: int, env: dict, trace: bool = False) -> subprocess.P
             time.sleep(0.2)
 
 
-def _browser(pw):
+def _browser(pw):  # playwright objects
     return pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
 
 

@@ -24,7 +24,7 @@ from .validation import check_choice
 
 __all__ = ["resolve_device", "make_generator", "derive_seed", "secure_seed", "DEVICE_CHOICES"]
 
-from .knobs import DEVICE_CHOICES
+from .knobs import DEVICE_CHOICES  # declared with the other knobs
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:

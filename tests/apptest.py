@@ -15,7 +15,7 @@ def texts(elements) -> list[str]:
     return [re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(e.value)) for e in elements]
 
 
-def run(path: str, base: dict[str, str], **params):
+def run(path: str, base: dict[str, str], **params):  # AppTest
     """An AppTest of ``path`` (app.py or one page) with URL parameters ``base`` updated by ``params``."""
     from streamlit.testing.v1 import AppTest
 
@@ -24,7 +24,7 @@ def run(path: str, base: dict[str, str], **params):
     return at
 
 
-def open_more_settings(at):
+def open_more_settings(at):  # AppTest
     """Open the "More settings" expander before the next run (its sliders are drawn only while open)."""
     from ui.controls import MORE_KEY
 

@@ -43,7 +43,7 @@ def screenshot_dir() -> Path:
     return folder
 
 
-def needs_browser(test):
+def needs_browser(test):  # a pytest test function
     """Skip ``test``, with the reason, when Chromium or the playwright package is missing."""
     test = pytest.mark.skipif(sync_playwright is None, reason="the playwright Python package is not installed")(test)
     return pytest.mark.skipif(CHROMIUM is None, reason="Chromium not found (/usr/bin/chromium or `chromium` on "

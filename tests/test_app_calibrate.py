@@ -12,7 +12,7 @@ FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0
 pytestmark = pytest.mark.usefixtures("app_env")  # one fresh result cache per module, no warm-ups (conftest.py)
 
 
-def app(**params):
+def app(**params):  # AppTest of app.py (Explore first)
     return run(APP, FAST, **params)
 
 

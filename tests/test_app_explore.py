@@ -13,11 +13,11 @@ FAST = {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "eps_min": "1.0
 pytestmark = pytest.mark.usefixtures("app_env")  # one fresh result cache per module, no warm-ups (conftest.py)
 
 
-def app(**params):
+def app(**params):  # AppTest of app.py (Explore first)
     return run(APP, FAST, **params)
 
 
-def recommendation(at) -> str:
+def recommendation(at) -> str:  # an AppTest
     boxes = [t for t in texts(at.success) + texts(at.info) if "Recommended" in t]
     assert boxes, f"no recommendation box; errors: {texts(at.error)}"
     return boxes[0]
@@ -25,7 +25,7 @@ def recommendation(at) -> str:
 
 
 
-def _paths_of(node, text: str, path: tuple = ()) -> list[tuple]:
+def _paths_of(node, text: str, path: tuple = ()) -> list[tuple]:  # an AppTest node
     """Positions (child indices from the main area) of the elements whose value contains ``text``."""
     children = getattr(node, "children", None)
     if children:

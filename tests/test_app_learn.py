@@ -14,7 +14,7 @@ FAST = {"dataset": '"synthetic"', "repeats": "2"}
 pytestmark = pytest.mark.usefixtures("app_env")  # fresh result cache, no warm-ups (conftest.py)
 
 
-def page(path: str = PAGE, **params):
+def page(path: str = PAGE, **params):  # AppTest of the page run on its own (it draws the sidebar)
     return run(path, FAST, **params)
 
 

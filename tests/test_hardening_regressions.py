@@ -132,7 +132,7 @@ class _Marker:
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def __reduce__(self):
+    def __reduce__(self):  # unpickling creates the marker file: code from the cache ran
         return (open, (self.path, "w"))
 
 
@@ -254,7 +254,7 @@ class _Upload:
 
 
 @pytest.fixture()
-def widgets(tmp_path, monkeypatch):
+def widgets(tmp_path, monkeypatch):  # the upload helpers (ui/uploads.py since the split)
     import streamlit as st
 
     from ui import uploads as w
@@ -329,7 +329,7 @@ def test_d8_an_unreadable_data_file_exits_2(tmp_path, capsys, monkeypatch):
     path.write_text("a,label\n" + "".join(f"{i},{i % 2}\n" for i in range(20)))
     real_open = builtins.open
 
-    def denied(file, *args, **kwargs):
+    def denied(file, *args, **kwargs):  # like chmod 000 (we may be root)
         if str(file).endswith("locked.csv"):
             raise PermissionError(13, "Permission denied", str(file))
         return real_open(file, *args, **kwargs)
@@ -438,7 +438,7 @@ def test_d15_a_killed_downloads_part_file_is_removed_next_time(tmp_path, monkeyp
     folder = tmp_path / "mnist"
     folder.mkdir()
 
-    def killed(url, target, md5):
+    def killed(url, target, md5):  # leave the .part behind like SIGKILL would
         import tempfile
 
         fd, _ = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)

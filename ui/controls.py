@@ -287,7 +287,7 @@ class _Undrawn:
     shows nothing. For the closed "More settings" expander, whose values must still be read (from
     the store and the URL) and normalised the same way as when its sliders are on screen."""
 
-    def select_slider(self, label: str, *, key: str, **_: Any) -> Any:
+    def select_slider(self, label: str, *, key: str, **_: Any) -> Any:  # the slider's signature
         return st.session_state[key]
 
     def text_input(self, *_: Any, **__: Any) -> None:

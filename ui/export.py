@@ -88,7 +88,7 @@ def _ensure_server() -> None:
         try:
             # mathjax=False: no CDN fetch (offline machines); our figures use no LaTeX.
             kaleido.start_sync_server(path=path, mathjax=False, silence_warnings=True)
-        except Exception as err:
+        except Exception as err:  # any start failure means "unavailable"
             raise ExportUnavailable(f"could not start the Chromium renderer ({path}): {err}") from err
         _server_started = True
 

@@ -115,7 +115,7 @@ def stop(timeout: float = 5.0) -> None:
 
 
 @asynccontextmanager
-async def lifespan(app: Any) -> AsyncIterator[None]:
+async def lifespan(app: Any) -> AsyncIterator[None]:  # st.App passes itself
     """``st.App``'s lifespan: start the warm-up as the server starts, stop it as the server stops."""
     start()
     try:

@@ -21,7 +21,7 @@ from torch.nn import functional as F
 
 __all__ = ["MODEL_NAMES", "ResNet20", "SmallCNN", "build_model", "init_parameters", "count_parameters"]
 
-from .spec import MODEL_NAMES
+from .spec import MODEL_NAMES  # declared with the spec (light: the CLI's --help needs no torch)
 
 
 def _gn(channels: int, groups: int) -> nn.GroupNorm:

@@ -16,7 +16,7 @@ class Clock:
         return self.t
 
 
-def lagging_run(clock: Clock):
+def lagging_run(clock: Clock):  # generator of (elapsed, fraction, true seconds left)
     """A run predicted at 9 s that takes 12 s: unit A (3 s predicted) takes 4 s; unit B (6 s
     predicted) spends 2 s on imports and calibration, then 6 s in a loop that reports its own
     fraction (DP-SGD's steps). Yields the tracker's fraction every 0.25 s."""
