@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import string
+
+import pytest
 
 from ui.text import escape_markdown
 
@@ -26,7 +29,27 @@ def _unescaped(markdown: str) -> list[str]:
 def test_escape_markdown_leaves_no_markdown_syntax():
     escaped = escape_markdown(INJECTION)
     assert _unescaped(escaped) == []
-    assert escaped.replace("\\", "") == INJECTION.replace("\\", "")
+    assert escaped.replace("\\", "").replace("\u2060", "") == INJECTION.replace("\\", "")
+
+
+# GFM's literal autolinks as remark-gfm finds them in the text once the escapes are resolved
+# (mdast-util-gfm-autolink-literal): a match here is a clickable link on the page.
+_GFM_URL = re.compile(r"(https?://|www(?=\.))([-.\w]+)", re.IGNORECASE | re.ASCII)
+_GFM_EMAIL = re.compile(r"([-.\w+]+)@([-\w]+(?:\.[-\w]+)+)", re.ASCII)
+
+
+def _resolved(markdown: str) -> str:
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+@pytest.mark.parametrize("text", ["http://evil.example/a", "see https://evil.example", "www.evil.example",
+                                  "WwW.evil.example", "someone@evil.example", "mailto:x@evil.example",
+                                  "repeats=http://x.y ignored; www.a.b and c@d.e"])
+def test_escape_markdown_leaves_no_autolink(text):
+    assert _GFM_URL.search(text) or _GFM_EMAIL.search(text)              # the pattern finds the raw text
+    shown = _resolved(escape_markdown(text))
+    assert not _GFM_URL.search(shown) and not _GFM_EMAIL.search(shown), shown
+    assert shown.replace("\u2060", "") == text                          # and it still reads the same
 
 
 def test_server_safe_hides_the_cache_folder(tmp_path, monkeypatch):

@@ -5,21 +5,30 @@ Streamlit renders the body of ``st.error``/``st.warning``/``st.info``/``st.capti
 such as ``eps=![x](http://host/x.png)``, a file name or a CSV cell copied into a message would be
 rendered: an image fetched, a link made clickable. :func:`escape_markdown` backslash-escapes every
 ASCII punctuation character (CommonMark shows an escaped punctuation character literally), which
-also breaks bare-URL autolinks (``http\\:\\/\\/``), HTML tags, math and directives.
+breaks links, images, HTML tags, math and directives. It does not break GFM's literal autolinks:
+Streamlit's renderer (remark-gfm) finds ``www.x``, ``http://x`` and ``a@b.c`` in the text *after*
+the escapes are resolved, so ``http\\:\\/\\/x`` was still a link. A WORD JOINER (U+2060, invisible,
+zero width) between ``:`` and ``//``, after ``www`` and around ``@`` leaves nothing those patterns
+match (tests/test_browser_user_text.py counts the <a> elements in Chromium).
 """
 
 from __future__ import annotations
 
+import re
 import string
 
 __all__ = ["escape_markdown", "clip", "server_safe"]
 
 _SPECIAL = frozenset(string.punctuation)
+#: Where a literal autolink would start: "://", "www." (any case) and "@" (e-mail addresses).
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?=@)|(?<=@)", re.IGNORECASE)
+_JOINER = "\u2060"
 
 
 def escape_markdown(text: object) -> str:
-    """``text`` as Markdown source that displays exactly ``text`` (newlines become spaces)."""
-    s = " ".join(str(text).split())
+    """``text`` as Markdown source that displays exactly ``text`` (newlines become spaces), never a
+    link: an invisible word joiner breaks every would-be autolink (``://``, ``www.``, ``@``)."""
+    s = _AUTOLINK.sub(_JOINER, " ".join(str(text).split()))
     return "".join("\\" + ch if ch in _SPECIAL else ch for ch in s)
 
 
