@@ -5,6 +5,7 @@ round, so nothing is cached), the largest iteration count and the teachers' mean
 Uses the public API only, so the same script times an older checkout (PYTHONPATH=<checkout>).
 
     python bench/bench_teachers.py --data mnist-5k --teachers 4 16 64 256
+    python bench/bench_teachers.py --n 60000 --teachers 16 64 256 --rounds 1
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", nargs="+", default=["mnist-5k"])
     ap.add_argument("--teachers", type=int, nargs="+", default=[4, 16, 64, 256])
+    ap.add_argument("--n", type=int, default=None, help="training rows (mnist-5k grows by deformed copies)")
     ap.add_argument("--lam", type=float, default=1e-3)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--device", default="cpu")
@@ -33,7 +35,7 @@ def main() -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, load {os.getloadavg()[0]:.2f}")
     print("data        N       T    median s   (min-max)        max iters  teacher acc")
     for name in args.data:
-        ds = load_dataset(name, seed=3)
+        ds = load_dataset(name, seed=3, n=args.n)
         warm = TrainContext.from_dataset(ds, Problem(n=ds.n, dim=ds.dim, classes=ds.classes, lam=args.lam),
                                          seed=0, device=device)
         warm.teacher_thetas(2, args.lam)  # first-call overheads (LAPACK, allocator) outside the timings
