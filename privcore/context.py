@@ -132,7 +132,8 @@ class TrainContext:
 
         ``tol`` defaults to ``problem.solver_tolerance``. The mixed-precision solver
         (:func:`privcore.solver.solve_softmax`) runs first; :func:`privcore.certify.certify` then
-        checks every problem's gradient in float64 and polishes it under ``tol`` (or refuses).
+        checks every problem's gradient in float64 and polishes it under ``tol``, with a fallback whose
+        step count depends on public quantities only (never a data-dependent refusal).
         """
         tol = self.problem.solver_tolerance if tol is None else float(tol)
         # Problems in groups whose [N, P, C] float32 buffers fit SOLVE_GROUP_BYTES (at N = 1e6 the 20
