@@ -68,7 +68,8 @@ class PateStudent(TeacherVoteMethod):
     wins_when = ("Many predictions (large B) with many accurate teachers and enough public, unlabelled data; "
                  "its accuracy does not depend on B.")
     assumptions = (f"Public unlabelled rows from the data's distribution (here {PUBLIC_LABELS} per student, carved "
-                   "from the test set by a fixed seeded rule, 2-fold cross-fitted); one example changes one vote.")
+                   "from the test set by a fixed seeded rule, 2-fold cross-fitted); teachers on disjoint parts, each trained "
+                   "on its own part alone; one example changes one vote.")
     caveats = (f"The PATE student's {PUBLIC_LABELS} public rows per student come from the test set (split in two "
                "halves by a fixed seeded rule; each row is scored by the student that did not see it).",)
 

@@ -104,7 +104,8 @@ class SparseVectorAggregate(TeacherVoteMethod):
                "(Bassily, Thakkar, Thakurta 2018).")
     wins_when = ("Very many teachers (the stability test's threshold grows as (B/ε) ln(B/δ)), so large N; "
                  "then its cost hardly grows with B.")
-    assumptions = ("Disjoint parts; one example changes one vote (distance to instability has sensitivity 1); "
+    assumptions = ("Disjoint parts, each teacher trained on its own part alone; one example changes one vote "
+                   "(distance to instability has sensitivity 1); "
                    "needs δ > 0; after c = ceil(B/4) unstable queries a stream abstains (counted wrong).")
 
     def win_reason(self, s: WinContext) -> str:
