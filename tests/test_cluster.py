@@ -1,4 +1,6 @@
-"""The Dask executor: same rows as the in-process one, bit for bit; a lost worker; cancel.
+"""The Dask executor: same rows as the in-process one, bit for bit; a lost worker; cancel; a cluster
+that fails (workers without privcore, every worker or the scheduler gone) ends the sweep in one
+message, keeping the finished points; a local cluster listens on 127.0.0.1 only.
 
 Needs the optional cluster packages (``requirements-cluster.txt``); skipped without them. Kept
 small for a shared 2-core machine: the bundled digits data, 2 repetitions, clusters of 1-2 workers.
@@ -7,8 +9,12 @@ small for a shared 2-core machine: the bundled digits data, 2 repetitions, clust
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,7 +26,7 @@ import torch  # noqa: E402
 from privcore.cli import main  # noqa: E402
 from privcore.engine import runner  # noqa: E402
 from privcore.engine.cache import ResultCache  # noqa: E402
-from privcore.engine.executor import DaskExecutor, LocalExecutor  # noqa: E402
+from privcore.engine.executor import ClusterError, DaskExecutor, LocalExecutor, local_cluster_kwargs  # noqa: E402
 from privcore.engine.runner import SweepCancelled, run_sweep  # noqa: E402
 from privcore.engine.specs import DataSpec, SweepSpec  # noqa: E402
 
@@ -52,8 +58,8 @@ def one_torch_thread():
 @pytest.fixture(scope="module")
 def threads_client():
     """An in-process cluster (2 workers, 1 thread each): quick to start, same torch threads as here."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0",
-                                  scheduler_kwargs={"dashboard": False}) as cluster, distributed.Client(cluster) as client:
+    with distributed.LocalCluster(**local_cluster_kwargs(2, 1, processes=False)) as cluster, \
+            distributed.Client(cluster) as client:
         yield client
 
 
@@ -161,3 +167,147 @@ def test_cli_sweep_on_an_existing_scheduler(threads_client, tmp_path, monkeypatc
     assert "3 rows" in err and f"on dask at {threads_client.scheduler.address}" in err, err
     assert main(args[:-4]) == 0  # the same sweep locally: everything from the cache
     assert "(0 computed, 3 from cache)" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- a cluster that fails
+
+#: Four units of one cheap method: a failure is met after the first has come back.
+FOUR = SweepSpec(data=DIGITS, methods=("model_sensitivity",), epsilons=(1.0,), repeats=2, device="cpu", seed=7,
+                 vary="lam", values=(1e-3, 2e-3, 3e-3, 4e-3), baseline=False)
+
+
+@contextmanager
+def _deadline(seconds: int):
+    """Fail instead of hanging (the failures below once waited forever)."""
+    def stop(*_):
+        raise TimeoutError(f"still waiting after {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@contextmanager
+def _scheduler_only():
+    """A scheduler in this process on a loopback TCP port, with no workers (they are started apart)."""
+    with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
+                                  dashboard_address=None, scheduler_kwargs={"dashboard": False}) as cluster, \
+            distributed.Client(cluster) as client:
+        yield cluster, client
+
+
+def _worker_process(address: str, folder: Path, env: dict | None = None) -> subprocess.Popen:
+    """A ``dask worker`` process, started in ``folder`` (``python -m`` puts its working folder first on
+    sys.path: not the checkout, whose privcore would shadow a stand-in)."""
+    return subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
+                             "--no-nanny", "--no-dashboard"], env=env, cwd=folder, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def test_workers_that_cannot_import_privcore_get_one_clear_message(tmp_path):
+    # Once: the worker died unpacking the first unit (a deserialization traceback) and the sweep waited forever.
+    fake = tmp_path / "path" / "privcore"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise ImportError("No module named privcore (a stand-in)")\n')
+    with _scheduler_only() as (cluster, client):
+        worker = _worker_process(cluster.scheduler.address, tmp_path, dict(os.environ, PYTHONPATH=str(fake.parent)))
+        try:
+            client.wait_for_workers(1, timeout=60)
+            cache = ResultCache(tmp_path / "c")
+            with _deadline(90), pytest.raises(ClusterError, match="cannot import privcore") as info:
+                run_sweep(FOUR, cache=cache, executor=DaskExecutor(client=client, worker_wait=10))
+            assert "install privcore" in str(info.value) and len(cache) == 0
+        finally:
+            worker.kill()
+            worker.wait()
+
+
+def test_every_worker_lost_mid_sweep_stops_within_the_wait_and_keeps_finished_points(tmp_path):
+    # Once: killing every worker mid-sweep left the sweep waiting forever.
+    with _scheduler_only() as (cluster, client):
+        worker = _worker_process(cluster.scheduler.address, tmp_path)
+        try:
+            client.wait_for_workers(1, timeout=60)
+            cache = ResultCache(tmp_path / "c")
+
+            def kill_after_first() -> bool:
+                if len(cache) >= 1 and worker.poll() is None:
+                    worker.kill()
+                    worker.wait()
+                return False
+
+            start = time.monotonic()
+            with _deadline(120), pytest.raises(ClusterError, match="no worker has been left") as info:
+                run_sweep(FOUR, cache=cache, executor=DaskExecutor(client=client, worker_wait=3), cancel=kill_after_first)
+            assert "kept in the cache" in str(info.value)
+            assert time.monotonic() - start < 100
+        finally:
+            worker.kill()
+            worker.wait()
+    kept = len(cache)
+    assert 1 <= kept < 4
+    rest = run_sweep(FOUR, cache=cache)  # the finished points are used: only the rest is computed
+    assert rest.cached == kept and rest.computed == 4 - kept
+
+
+def test_a_lost_scheduler_ends_the_command_in_one_line(tmp_path, monkeypatch, capfd):
+    # Once: two tracebacks from distributed when the scheduler was killed mid-sweep.
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path / "cache"))
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+                                       host="127.0.0.1", dashboard_address=None, scheduler_kwargs={"dashboard": False})
+    results = tmp_path / "cache" / "results"
+    stop = threading.Event()
+
+    def kill_after_first() -> None:
+        while not stop.is_set():
+            if results.is_dir() and len(ResultCache(results)) >= 1:
+                cluster.close()
+                return
+            time.sleep(0.2)
+
+    calls, work = [], runner.execute_unit
+
+    def slow_after_first(unit, poll=None):  # noqa: ANN001, ANN202 - the scheduler goes while the others run
+        calls.append(unit.index)
+        if len(calls) > 1:
+            time.sleep(2.0)
+        return work(unit, poll)
+
+    monkeypatch.setattr(runner, "execute_unit", slow_after_first)
+    killer = threading.Thread(target=kill_after_first, daemon=True)
+    killer.start()
+    args = ["sweep", "--dataset", "digits", "--methods", "model_sensitivity", "--epsilons", "1", "--repeats", "2",
+            "--device", "cpu", "--seed", "7", "--vary", "lam", "--values", "1e-3,2e-3,3e-3,4e-3", "--quiet",
+            "--executor", "dask", "--scheduler", cluster.scheduler.address]
+    try:
+        with _deadline(120):
+            code = main(args)
+    finally:
+        stop.set()
+        killer.join()
+        cluster.close()
+    err = capfd.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err and err.count("error:") == 1, err
+    assert "lost the connection to the scheduler" in err and "kept in the cache" in err, err
+    assert len(ResultCache(results)) >= 1
+
+
+def test_a_local_cluster_listens_on_loopback_only():
+    psutil = pytest.importorskip("psutil")
+    # Once: --workers N started the HTTP dashboard on 0.0.0.0 (every interface).
+    with DaskExecutor(workers=1) as ex:
+        client = ex.client
+        client.wait_for_workers(1, timeout=60)
+        me = psutil.Process()
+        listening = [(p.pid, c.laddr) for p in [me] + me.children(recursive=True)
+                     for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+        assert listening  # the scheduler and the worker listen, on loopback
+        assert all(addr.ip == "127.0.0.1" for _, addr in listening), listening
+        http = client.scheduler_info().get("services", {}).get("dashboard")  # the HTTP server (health, metrics)
+        assert http is None or any(addr.port == http for _, addr in listening)
+        assert client.scheduler.address.startswith("tcp://127.0.0.1:")

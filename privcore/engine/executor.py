@@ -17,6 +17,12 @@ to the result cache (SQLite must not be shared over a network file system).
   dropped). The scheduler re-runs a lost worker's units elsewhere; a unit that raises an
   unexpected error is retried ``retries`` times.
 
+A cluster that fails ends the sweep with one :class:`ClusterError` (an OSError: the CLI's exit 2),
+never a hang: before the first unit, the workers must answer a probe (privcore importable there, the
+driver's version and cache schema); a cluster left without workers for ``worker_wait`` seconds, or a
+lost connection to the scheduler, stops the wait. Units that came back before are already in the
+driver's cache (:mod:`privcore.engine.cluster_health`). A local cluster listens on 127.0.0.1 only.
+
 Dask is an optional extra (``requirements-cluster.txt``): this module imports it only when a
 :class:`DaskExecutor` is used.
 """
@@ -24,26 +30,26 @@ Dask is an optional extra (``requirements-cluster.txt``): this module imports it
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import time
 import uuid
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
+from .cluster_health import WORKER_WAIT_S, ClusterError, Watch, check_workers, local_cluster_kwargs, one_line, quiet_logs
+
 __all__ = ["WorkUnit", "UnitOutcome", "ClusterError", "Executor", "LocalExecutor", "DaskExecutor", "EXECUTOR_CHOICES",
-           "add_executor_args", "executor_from_args", "DASK_MISSING"]
+           "add_executor_args", "executor_from_args", "local_cluster_kwargs", "DASK_MISSING", "WORKER_WAIT_S"]
 
 EXECUTOR_CHOICES: tuple[str, ...] = ("local", "dask")
+
 DASK_MISSING = ("the dask executor needs the optional cluster packages: pip install -r requirements-cluster.txt")
 
 #: Poll = the runner's in-batch callback: called with the fraction done of the current unit (or
 #: None), reports progress and raises :class:`~privcore.engine.runner.SweepCancelled` on cancel.
 Poll = Callable[[Any], None]
-
-
-class ClusterError(OSError):
-    """A unit could not be computed where it was sent: a worker with other data or another privcore
-    version, or a unit lost with its worker too many times (an OSError: the CLI reports it in one line)."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +167,7 @@ class DaskExecutor(Executor):
     concurrent = True
 
     def __init__(self, scheduler: str | None = None, workers: int = 2, *, threads: int = 1, processes: bool = True,
-                 client: Any = None, retries: int = 2) -> None:
+                 client: Any = None, retries: int = 2, worker_wait: float = WORKER_WAIT_S, quiet: bool = False) -> None:
         try:
             importlib.import_module("distributed")  # only whether it is installed
         except ImportError:
@@ -171,14 +177,23 @@ class DaskExecutor(Executor):
         for what, value in (("workers", workers), ("threads", threads), ("retries", retries)):
             if isinstance(value, bool) or not isinstance(value, int) or value < (0 if what == "retries" else 1):
                 raise ValueError(f"{what} must be an integer >= {0 if what == 'retries' else 1}, got {value!r}")
+        if (isinstance(worker_wait, bool) or not isinstance(worker_wait, (int, float))
+                or not 0 < worker_wait <= 86_400):
+            raise ValueError(f"worker_wait must be a number of seconds in (0, 86400], got {worker_wait!r}")
         self.scheduler = scheduler
         self.workers = workers
         self.threads = threads
         self.processes = processes
         self.retries = retries
+        self.worker_wait = float(worker_wait)
+        #: Hide distributed's own log lines (its tracebacks when a cluster fails) while this executor
+        #: runs: the command line reports a failure in one line of its own.
+        self.quiet = quiet
         self._client = client
         self._own_client = client is None
         self._cluster = None
+        self._checked: Any = None  # the client whose workers answered the probe
+        self._address: str | None = None  # the scheduler's, kept for messages after the connection is lost
 
     # ------------------------------------------------------------ connection
 
@@ -187,22 +202,22 @@ class DaskExecutor(Executor):
         if self._client is None:
             from distributed import Client, LocalCluster
 
-            if self.scheduler is not None and self.scheduler.endswith(".json"):  # dask scheduler --scheduler-file
-                # Read here: distributed waits forever for a missing file and fails obscurely on a bad one.
-                self._client = Client(_scheduler_file_address(self.scheduler), timeout="30s")
-            elif self.scheduler is not None:
-                self._client = Client(self.scheduler, timeout="30s")
-            else:
-                import dask
+            with self._logs():
+                if self.scheduler is not None and self.scheduler.endswith(".json"):  # dask scheduler --scheduler-file
+                    # Read here: distributed waits forever for a missing file and fails obscurely on a bad one.
+                    self._client = Client(_scheduler_file_address(self.scheduler), timeout="30s")
+                elif self.scheduler is not None:
+                    self._client = Client(self.scheduler, timeout="30s")
+                else:
+                    import dask
 
-                # Dask's nannies set MALLOC_TRIM_THRESHOLD_ in their workers, which turns off glibc's
-                # adaptive mmap threshold: every large tensor is then mapped and unmapped afresh, and
-                # the batched solves ran twice as slowly (loss perturbation: 11 s instead of 5.5 s).
-                with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
-                    self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=self.threads,
-                                                 processes=self.processes, dashboard_address=":0",
-                                                 scheduler_kwargs={"dashboard": False})
-                self._client = Client(self._cluster)
+                    # Dask's nannies set MALLOC_TRIM_THRESHOLD_ in their workers, which turns off glibc's
+                    # adaptive mmap threshold: every large tensor is then mapped and unmapped afresh, and
+                    # the batched solves ran twice as slowly (loss perturbation: 11 s instead of 5.5 s).
+                    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+                        self._cluster = LocalCluster(**local_cluster_kwargs(self.workers, self.threads, self.processes,
+                                                                            quiet=self.quiet))
+                    self._client = Client(self._cluster)
         return self._client
 
     def describe(self) -> str:
@@ -213,44 +228,69 @@ class DaskExecutor(Executor):
         return f"dask (local cluster, {self.workers} worker{'s' if self.workers != 1 else ''})"
 
     def close(self) -> None:
-        if self._own_client and self._client is not None:
-            self._client.close()
-            self._client = None
-        if self._cluster is not None:
-            self._cluster.close()
-            self._cluster = None
+        # A dead scheduler must not make closing wait or print: bounded, and errors ignored.
+        with self._logs():
+            if self._own_client and self._client is not None:
+                with contextlib.suppress(Exception):
+                    self._client.close(timeout=10)
+                self._client = None
+            if self._cluster is not None:
+                with contextlib.suppress(Exception):
+                    self._cluster.close(timeout=10)
+                self._cluster = None
+
+    def _logs(self):  # noqa: ANN202 - a context manager
+        return quiet_logs(self.quiet)
+
+    def _where(self, client: Any) -> str:
+        address = self.scheduler or getattr(getattr(client, "scheduler", None), "address", None) or self._address
+        return f"the scheduler at {address}" if address else "the scheduler"
+
+    def _check_workers(self, client: Any) -> None:
+        if self._checked is not client:
+            self._address = getattr(getattr(client, "scheduler", None), "address", None)
+            check_workers(client, self.worker_wait, self._where(client))
+            self._checked = client
 
     # ------------------------------------------------------------ running
 
     def run(self, units: Iterable[WorkUnit], work: Work, poll: Poll, note: Callable[[str], None]) -> Iterator[UnitOutcome]:
+        with self._logs():
+            yield from self._run(units, work, poll, note)
+
+    def _run(self, units: Iterable[WorkUnit], work: Work, poll: Poll, note: Callable[[str], None]) -> Iterator[UnitOutcome]:
         client = self.client
         token = uuid.uuid4().hex[:12]
         pending: dict[Any, WorkUnit] = {}
         submitted = finished = 0
+        watch = Watch(client, self.worker_wait, self._where(client))
         try:
             for unit in units:  # plans lazily on the driver: submit each unit as soon as it is known
+                self._check_workers(client)  # once, before the first unit
                 fut = client.submit(_on_worker, work, unit, key=f"privcore-unit-{token}-{unit.index}", pure=False,
                                     retries=self.retries)
                 pending[fut] = unit
                 submitted += 1
-                for outcome in self._collect(pending):
+                for outcome in self._collect(pending, client, finished, submitted):
                     finished += 1
                     yield outcome
             while pending:
                 note(f"{finished} of {submitted} units done on {self.describe()}")
-                ready = list(self._collect(pending))
+                ready = list(self._collect(pending, client, finished, submitted))
                 for outcome in ready:
                     finished += 1
                     yield outcome
                 poll(None)  # progress, and SweepCancelled on cancel
+                if pending:
+                    watch.check(finished, submitted)  # ClusterError: the scheduler or every worker gone
                 if not ready:
                     time.sleep(0.05)
         finally:
-            if pending:  # cancelled, or an error: nothing more is computed for this sweep
-                client.cancel(list(pending))
+            if pending and client.status == "running":  # cancelled, or an error: nothing more is computed
+                with contextlib.suppress(Exception):
+                    client.cancel(list(pending))
 
-    @staticmethod
-    def _collect(pending: dict[Any, WorkUnit]) -> Iterator[UnitOutcome]:
+    def _collect(self, pending: dict[Any, WorkUnit], client: Any, finished: int, submitted: int) -> Iterator[UnitOutcome]:
         for fut in [f for f in pending if f.done()]:
             unit = pending.pop(fut)
             if fut.status == "error":
@@ -259,11 +299,22 @@ class DaskExecutor(Executor):
 
                 if isinstance(err, KilledWorker):
                     raise ClusterError(f"unit {unit.index} ({unit.method}) was lost with its worker too many times "
-                                       f"({err}); finished units are cached") from None
+                                       f"({one_line(err)}); {finished} of {submitted} finished units are cached") from None
+                if isinstance(err, ImportError) or type(err).__name__ == "UnpicklingError":
+                    raise ClusterError(f"a worker could not unpack or run unit {unit.index} ({type(err).__name__}: "
+                                       f"{one_line(err)}): install the driver's privcore version on every worker "
+                                       "(docs/cluster.md)") from None
                 raise err
-            if fut.status == "cancelled":
-                raise ClusterError(f"unit {unit.index} ({unit.method}) was cancelled by the cluster")
-            yield fut.result()  # the runner checks that it answers for this unit's points
+            try:
+                if fut.status == "cancelled":
+                    raise CancelledError
+                outcome = fut.result(timeout=self.worker_wait)
+            except CancelledError:  # also distributed's FutureCancelledError (the state may change meanwhile)
+                if client.status != "running":  # the scheduler is gone: say so
+                    Watch(client, self.worker_wait, self._where(client)).check(finished, submitted)
+                raise ClusterError(f"unit {unit.index} ({unit.method}) was cancelled by the cluster; {finished} of "
+                                   f"{submitted} finished units are cached") from None
+            yield outcome  # the runner checks that it answers for this unit's points
 
 
 def _on_worker(work: Work, unit: WorkUnit) -> UnitOutcome:
@@ -303,4 +354,4 @@ def executor_from_args(args: argparse.Namespace) -> Executor | None:
         raise ValueError("give either --scheduler (an existing cluster) or --workers (a local one), not both")
     if workers is not None and not 1 <= workers <= 1024:
         raise ValueError(f"workers must be an integer in [1, 1024], got {workers}")
-    return DaskExecutor(scheduler=scheduler, workers=2 if workers is None else workers)
+    return DaskExecutor(scheduler=scheduler, workers=2 if workers is None else workers, quiet=True)
