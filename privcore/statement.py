@@ -1,0 +1,130 @@
+"""A privacy statement for one calibrated method: what is guaranteed, to whom, under which assumptions.
+
+Plain data (:func:`privacy_statement`, JSON-ready) and Markdown (:func:`statement_markdown`), for
+the CLI (``privcore statement``) and the dashboard's download. The epsilon stated is the one the
+calibrated noise really reaches under replace-one neighbours (:mod:`privcore.accounting.forward`);
+where the accounting mode claims more (``paper``; tight subsample-and-aggregate's non-adaptive
+assumption), both are given and the statement says which one holds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Sequence
+
+from .accounting.forward import accountant_text, claims_more, judging_accounting, replace_one_epsilon
+from .calibration import calibrate
+from .methods import get_method
+from .types import PrivacyBudget, Problem
+
+__all__ = ["privacy_statement", "statement_markdown", "statement_json", "STATEMENT_FIELDS"]
+
+#: Keys of every statement (the JSON object's, in order).
+STATEMENT_FIELDS: tuple[str, ...] = (
+    "method", "method_label", "epsilon", "delta", "epsilon_nominal", "accounting", "neighbouring_relation",
+    "accountant", "mechanism", "noise", "guarantee_covers", "preprocessing", "assumptions", "randomness", "setting")
+
+_NOISE_KEYS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity",
+               "solver_tolerance", "output_scale", "threshold", "test_noise", "cap")
+
+
+def _covers(method: str, problem: Problem) -> str:
+    entry = get_method(method)
+    if entry.family == "training":
+        return "the released model (any number of predictions from it)"
+    if method == "pate_student":
+        return "the released student model (trained on public rows labelled by the private teachers)"
+    return f"B = {problem.budget:,} answers to queries, no more (a new batch of queries needs a new budget)"
+
+
+def privacy_statement(method: str, epsilon: float, delta: float, problem: Problem | None = None,
+                      accounting: str = "corrected", *, preprocessing: Sequence[str] = (),
+                      secure_noise: bool = False) -> dict[str, Any]:
+    """The statement of ``method`` calibrated at (epsilon, delta) on ``problem`` under ``accounting``.
+
+    ``preprocessing``: what was done to the data before training (e.g. the data set's notes: PCA
+    fitted on the training split, augmentation), each stated with whether the guarantee covers it.
+    ``secure_noise``: whether the noise is drawn from the operating system's entropy (release mode)
+    or from the public experiment seed (exploring: no guarantee against whoever knows the seed).
+    """
+    problem = problem if problem is not None else Problem()
+    scale = calibrate(method, PrivacyBudget(epsilon, delta), problem, accounting)
+    entry = get_method(method)
+    weaker = scale.noise != "none" and claims_more(method, accounting, scale.delta)
+    # A sound calibration guarantees its target; a weaker one what its noise really reaches.
+    real = replace_one_epsilon(scale, problem) if weaker else scale.epsilon
+    assumptions = [entry.assumptions] if entry.assumptions else []
+    judge = judging_accounting(method, accounting)
+    if accounting == "paper":
+        assumptions.append(f"paper accounting (as published): the noise was calibrated for epsilon = {epsilon:g}, but "
+                           f"under replace-one neighbours it guarantees epsilon = {real:.4g}; that is the epsilon "
+                           "stated here")
+    if accounting == "tight" and method == "subsample_aggregate" and delta > 0:
+        assumptions.append(f"tight accounting assumes the B queries are fixed in advance (non-adaptive); with "
+                           f"adaptively chosen queries the guarantee is epsilon = {real:.4g} (zCDP), stated here")
+    assumptions.extend(n for n in scale.notes if n not in assumptions)
+    pre = [{"step": p, "covered": not any(w in p.lower() for w in ("not covered", "group privacy", "does not cover"))}
+           for p in preprocessing]
+    randomness = ("secure noise: every draw seeded from the operating system's entropy (release mode)" if secure_noise
+                  else "public seed: the noise is recomputable by whoever knows the experiment seed, so this release "
+                       "is NOT private against them; publish only with secure noise (docs/spec.md, Release mode)")
+    out = {
+        "method": method,
+        "method_label": entry.label,
+        "epsilon": real,
+        "delta": scale.delta,
+        "epsilon_nominal": scale.epsilon,
+        "accounting": accounting,
+        "neighbouring_relation": "replace-one (neighbouring data sets differ by replacing one training example)",
+        "accountant": accountant_text(method, scale.delta) + (f"; judged by the {judge} accountant"
+                                                               if judge != accounting else ""),
+        "mechanism": scale.formula,
+        "noise": {"kind": scale.noise, **{k: getattr(scale, k) for k in _NOISE_KEYS if getattr(scale, k) is not None}},
+        "guarantee_covers": _covers(method, problem),
+        "preprocessing": pre,
+        "assumptions": assumptions,
+        "randomness": randomness,
+        "setting": {"n": problem.n, "dim": problem.dim, "classes": problem.classes, "lam": problem.lam,
+                    **{k: getattr(problem, k) for k in entry.uses if k != "lam"}},
+    }
+    return out
+
+
+def statement_json(statement: dict[str, Any]) -> str:
+    """The statement as one JSON object (infinity as the string "inf")."""
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and math.isinf(v):
+            return "inf"
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+
+    return json.dumps(clean(statement), indent=2)
+
+
+def statement_markdown(statement: dict[str, Any]) -> str:
+    """The statement as a short Markdown document."""
+    s = statement
+    eps = "∞ (no privacy)" if math.isinf(s["epsilon"]) else f"{s['epsilon']:.4g}"
+    lines = [f"# Privacy statement: {s['method_label']}", "",
+             f"**Guarantee:** ({eps}, {s['delta']:g})-differential privacy.", "",
+             f"- **epsilon:** {eps}" + ("" if math.isclose(s["epsilon"], s["epsilon_nominal"], rel_tol=1e-6)
+                                         or math.isinf(s["epsilon"]) else
+                                         f" (calibrated for {s['epsilon_nominal']:g} under {s['accounting']} accounting)"),
+             f"- **delta:** {s['delta']:g}",
+             f"- **neighbouring relation:** {s['neighbouring_relation']}",
+             f"- **accountant:** {s['accountant']} ({s['accounting']} mode)",
+             f"- **mechanism:** {s['mechanism']}",
+             "- **noise:** " + ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
+                                         for k, v in s["noise"].items()),
+             f"- **covers:** {s['guarantee_covers']}",
+             f"- **randomness:** {s['randomness']}",
+             "- **setting:** " + ", ".join(f"{k} = {v}" for k, v in s["setting"].items()),
+             "", "## Preprocessing"]
+    lines += [f"- {p['step']} ({'covered' if p['covered'] else 'NOT covered by the guarantee'})"
+              for p in s["preprocessing"]] or ["- none stated"]
+    lines += ["", "## Assumptions"] + [f"- {a}" for a in s["assumptions"]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,52 @@
+"""Privacy statements (privcore.statement): every field, in Markdown and JSON, equal to the calibration's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from privcore.accounting.dpsgd import dpsgd_epsilon_replace_one
+from privcore.calibration import calibrate
+from privcore.statement import STATEMENT_FIELDS, privacy_statement, statement_json, statement_markdown
+from privcore.types import PrivacyBudget, Problem
+
+PROBLEM = Problem(n=2000, batch_size=400, epochs=1, budget=10, teachers=10)
+PCA = "PCA to 50 dimensions fitted on the training split: a data-dependent step not covered by the privacy guarantee"
+
+
+@pytest.mark.parametrize("method,delta", [("model_sensitivity", 0.0), ("subsample_aggregate", 1e-5),
+                                          ("confident_gnmax", 1e-5), ("loss_perturbation", 1e-5)])
+def test_json_has_every_field_and_the_calibrations_values(method, delta):
+    s = privacy_statement(method, 2.0, delta, PROBLEM, "corrected", preprocessing=[PCA])
+    data = json.loads(statement_json(s))
+    assert tuple(data) == STATEMENT_FIELDS
+    scale = calibrate(method, PrivacyBudget(2.0, delta), PROBLEM, "corrected")
+    assert data["epsilon"] == scale.epsilon and data["delta"] == scale.delta
+    assert data["neighbouring_relation"].startswith("replace-one")
+    for key in ("sigma", "beta", "rho", "noise_multiplier", "threshold", "test_noise"):
+        assert data["noise"].get(key) == getattr(scale, key)
+    assert data["mechanism"] == scale.formula and data["accountant"]
+    assert data["preprocessing"] == [{"step": PCA, "covered": False}]
+    assert "public seed" in data["randomness"]
+
+
+def test_markdown_states_every_field():
+    s = privacy_statement("subsample_aggregate", 1.0, 1e-5, PROBLEM, "tight", preprocessing=[PCA], secure_noise=True)
+    md = statement_markdown(s)
+    for label in ("epsilon", "delta", "neighbouring relation", "accountant", "mechanism", "noise", "covers",
+                  "randomness", "Preprocessing", "Assumptions"):
+        assert label in md
+    assert "NOT covered" in md and "secure noise" in md
+    assert "fixed in advance" in md  # tight's non-adaptive assumption, with the adaptive epsilon stated
+    assert f"{s['epsilon']:.4g}" in md and s["epsilon"] > 1.0
+
+
+def test_paper_statement_states_the_real_epsilon():
+    s = privacy_statement("dpsgd", 2.0, 1e-5, PROBLEM, "paper")
+    scale = calibrate("dpsgd", PrivacyBudget(2.0, 1e-5), PROBLEM, "paper")
+    real = dpsgd_epsilon_replace_one(scale.noise_multiplier, PROBLEM.sample_rate, PROBLEM.steps, 1e-5)
+    assert s["epsilon"] == pytest.approx(real, rel=1e-9) and s["epsilon_nominal"] == 2.0
+    assert "calibrated for 2 under paper accounting" in statement_markdown(s)
+    sa = privacy_statement("subsample_aggregate", 1.5, 0.0, PROBLEM, "paper")
+    assert sa["epsilon"] == pytest.approx(3.0, rel=1e-12)
