@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from privcore.accounting.forward import real_epsilon_summary, real_guarantee
 from privcore.calibration import calibrate_all
 from privcore.knobs import LAM_AUTO_STANDIN
 from privcore.methods import get_method
 from privcore.types import ACCOUNTING_MODES, CalibrationError, PrivacyBudget
-from ui import controls, display, setting, sidebar, state, userdata
+from ui import controls, display, forward, setting, sidebar, state, userdata
 from ui.caption import add_caption, chart_settings
 from ui.export import export_buttons, rows_csv
 from ui.figures import accounting_comparison_figure, format_number, main_noise, method_label
@@ -59,10 +60,18 @@ with st.spinner("Calibrating..."):
     scales = calibrate_all(target, problem, side.accounting)
 st.subheader(f"Noise scales under “{side.accounting}” accounting (ε = {format_number(eps)}, δ = {format_number(delta)}, "
              f"B = {budget:,})")
-table = calibration_table(scales)  # formulas and notes are long: typeset below, where text wraps
+# Where the accounting mode claims more than the noise gives (paper; tight subsample-and-aggregate), the
+# epsilon each noise really reaches under replace-one neighbours, computed.
+real = {m: real_guarantee(m, sc.to_dict(), problem, float(delta), side.accounting)[0]
+        for m, sc in scales.items() if not isinstance(sc, CalibrationError)}
+table = calibration_table(scales, real=real)  # formulas and notes are long: typeset below, where text wraps
 st.dataframe(table, hide_index=True, width="stretch", column_config=noise_table_config(table.columns),
              column_order=noise_table_order(table.columns))
 st.caption(noise_table_legend(noise_table_order(table.columns)) + ".")
+summary = real_epsilon_summary([{"method": m, "epsilon": float(eps), "real_epsilon": v} for m, v in real.items()],
+                               method_label)
+if summary:
+    st.warning(summary + ".")
 # Under the table, where their rows read "not available": one sentence for the methods without a
 # guarantee at this delta (as on Explore), then any other calibration that failed, by its label.
 unsupported = [m for m, sc in scales.items() if isinstance(sc, CalibrationError) and not get_method(m).supports(delta)]
@@ -73,6 +82,10 @@ for m, sc in scales.items():
         st.warning(f"{method_label(m)}: {sc}")
 display.show_formulas([{"method": m, "formula": sc.formula, "note": "; ".join(sc.notes)}
                        for m, sc in scales.items() if not isinstance(sc, CalibrationError)], expanded=True)
+
+forward.forward_section(scales, problem, float(delta), side.accounting)
+data_notes = [w for w in setting.setting_problems(side, s)[1] if "PCA" in w or "group privacy" in w]
+forward.statement_buttons(scales, problem, float(eps), float(delta), side.accounting, data_notes)
 
 compare = state.commit("compare", st.checkbox("Compare paper / corrected / tight side by side", key=state.bind("compare")))
 if compare:

@@ -11,6 +11,7 @@ import streamlit as st
 from privcore.methods import REGISTRY, methods_of_family
 
 from privcore.inverse import score_rows
+from privcore.accounting.forward import real_epsilon_summary
 from privcore.recommend import recommend
 from ui import controls, display, inverse, progress, setting, sidebar, state, userdata
 from ui.caption import add_caption, leaders_text, rows_n, settings_of, try_this
@@ -94,7 +95,16 @@ def show_point(rows: list[dict]) -> None:
                          f"threshold ±{rec.threshold:.3f} = 2 standard errors over R = {side.repeats})")
             (box.success if rec.significant or rec.runner_up is None else box.info)(head)
         box.markdown(rec.reason)
-        box.caption(inverse.risk_caption(s.eps, s.delta))
+        winner_row = next((r for r in rows if r.get("method") == rec.winner), {})
+        real = winner_row.get("real_epsilon")
+        # The attacker sentence speaks of what is really guaranteed (the header's ε where that holds).
+        box.caption(inverse.risk_caption(s.eps if real is None else float(real), s.delta)
+                    + ("" if real is None else f" (at the real ε = {format_number(real)} of "
+                                               f"{method_label(rec.winner)}'s noise, not the stated "
+                                               f"{format_number(s.eps)})"))
+        summary = real_epsilon_summary(rows, method_label)
+        if summary:
+            box.warning(summary + ". The table's “Real ε” column has every method's.")
     with table_area:
         st.subheader(f"Noise at the current setting (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, "
                      f"B = {s.budget:,})")

@@ -1,5 +1,5 @@
-"""Command line: ``privcore`` (or ``python -m privcore``) ``calibrate``, ``sweep``, ``leakage``, ``results``,
-``deep`` and ``app`` (the dashboard).
+"""Command line: ``privcore`` (or ``python -m privcore``) ``calibrate``, ``epsilon``, ``statement``, ``sweep``,
+``leakage``, ``results``, ``deep`` and ``app`` (the dashboard).
 
 Invalid input exits with code 2 and one line on stderr naming the problem (no traceback).
 """
@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .engine.cli_results import add_results_parser
 
     add_results_parser(sub)
+    from .cli_forward import add_forward_parsers
+
+    add_forward_parsers(sub, _add_problem_args, _number, _epsilon)
     from .deep.cli import add_deep_parser
 
     add_deep_parser(sub, _number, _epsilon)
@@ -173,6 +176,10 @@ def _main(argv: Sequence[str] | None) -> int:
             from .deep.cli import run_deep_command
 
             code = run_deep_command(args)
+        elif args.command in ("epsilon", "statement"):
+            from . import cli_forward
+
+            code = (cli_forward.run_epsilon_command if args.command == "epsilon" else cli_forward.run_statement_command)(args)
         elif args.command == "results":
             from .engine.cli_results import run_results_command
 

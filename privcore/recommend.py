@@ -119,7 +119,7 @@ def recommend(rows: Sequence[Mapping[str, Any]], *, chance: float | None = None)
     runner = ranked[1] if len(ranked) > 1 else None
     useful = not near_chance(accs[winner][0], _chance(setting, chance))
     if runner is None:
-        reason = _reason(winner, None, setting, accs, chance, True)
+        reason = _reason(winner, None, setting, accs, chance, True) + _real_note(private[winner])
         return Recommendation(winner, None, 0.0, False, reason, 0.0, accs, useful)
     margin = accs[winner][0] - accs[runner][0]
     reps = min(int(private[winner].get("repeats") or 0), int(private[runner].get("repeats") or 0))
@@ -128,8 +128,20 @@ def recommend(rows: Sequence[Mapping[str, Any]], *, chance: float | None = None)
         significant = margin > threshold
     else:
         threshold, significant = 0.0, False
-    reason = _reason(winner, runner, setting, accs, chance, significant)
+    reason = _reason(winner, runner, setting, accs, chance, significant) + _real_note(private[winner])
     return Recommendation(winner, runner, margin, significant, reason, threshold, accs, useful)
+
+
+def _real_note(row: Mapping[str, Any]) -> str:
+    """What the winner's row really guarantees when its accounting claims more (``real_epsilon``), else ""."""
+    real = row.get("real_epsilon")
+    if real is None:
+        return ""
+    why = ("its accounting is as published (paper)" if row.get("accounting") == "paper"
+           else "its tight accounting assumes the queries are fixed in advance")
+    return (f" Note: {why}; under replace-one neighbours{'' if row.get('accounting') == 'paper' else ' with adaptive queries'}"
+            f" its noise really guarantees ε = {_fmt(round(float(real), 3))} at δ = {_fmt(row.get('delta'))}, "
+            f"not the ε = {_fmt(row.get('epsilon'))} of the header.")
 
 
 def _chance(setting: Mapping[str, Any], chance: float | None) -> float | None:

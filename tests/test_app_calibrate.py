@@ -71,3 +71,29 @@ def test_calibrate_states_the_release_mode():
     at.switch_page("app_pages/calibrate.py").run()
     assert not at.exception
     assert any("secure noise" in t and "never shown or stored" in t for t in texts(at.caption))
+
+
+def test_paper_accounting_shows_the_real_epsilon_forward_direction_and_statement():
+    """Item 1: paper rows state what is really guaranteed (S&A at δ = 0: 2ε); item 4: "What ε does this noise
+    give?" returns the target for the calibrated noise, and the statement downloads are offered."""
+    at = app(delta="0", accounting="paper", eps="1.0").run()
+    at.switch_page("app_pages/calibrate.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    real = table[table["Method"] == "Subsample-and-aggregate"]["Real ε (replace-one)"].iloc[0]
+    assert float(real) == pytest.approx(2.0)
+    assert any("really guaranteed" in w and "Subsample-and-aggregate ε = 2" in w for w in texts(at.warning))
+    at.selectbox(key="forward_method").set_value("subsample_aggregate").run()
+    line = next(t for t in texts(at.markdown) if t.startswith("**ε = "))
+    assert line.startswith("**ε = 2**"), line  # the paper noise judged by a sound accountant
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Statement (Markdown)" in labels and "Statement (JSON)" in labels
+
+
+def test_forward_direction_round_trips_under_corrected_accounting():
+    at = app(delta="0", eps="1.0").run()
+    at.switch_page("app_pages/calibrate.py").run()
+    assert not at.exception
+    assert "Real ε (replace-one)" not in at.dataframe[0].value.columns  # a sound mode: the header holds
+    at.selectbox(key="forward_method").set_value("model_sensitivity").run()
+    assert any(t.startswith("**ε = 1**") for t in texts(at.markdown))

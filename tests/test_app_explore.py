@@ -253,3 +253,17 @@ def test_the_epsilon_curve_says_how_its_range_was_taken():
     assert any("The curve runs from ε = 1 to 300" in c and "current ε = 300" in c for c in texts(at.caption)), texts(at.caption)
     at = app().run()  # inside the sliders' range: nothing to say
     assert not any("The curve runs from" in c for c in texts(at.caption))
+
+
+def test_paper_accounting_states_the_real_epsilon_in_the_box_the_table_and_the_risk_line():
+    """Issue 32 item 1: at ?accounting=paper the page says what is really guaranteed, computed (S&A at δ = 0: 2ε)."""
+    at = app(methods='["subsample_aggregate","model_sensitivity"]', delta="0", accounting="paper", eps="3.0",
+             budget="10").run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    real = table[table["Method"] == "Subsample-and-aggregate"]["Real ε (replace-one)"].iloc[0]
+    assert float(real) == pytest.approx(6.0)
+    assert any("really guaranteed" in w and "Subsample-and-aggregate ε = 6" in w for w in texts(at.warning))
+    rec = [t for t in texts(at.markdown) if "really guarantees ε" in t]
+    assert rec, "the recommendation's reason does not state the real epsilon"
+    assert any("real ε" in t and "not the stated 3" in t for t in texts(at.caption))  # the attacker sentence

@@ -188,3 +188,22 @@ def test_the_csv_button_takes_data_set_and_seed_from_the_charts_caption():
     fig = add_caption(go.Figure(), {"dataset": "mnist-5k", "seed": 3, "n": 4000})
     assert export.csv_context(fig) == {"dataset": "mnist-5k", "seed": 3}
     assert export.csv_context(go.Figure()) == {}
+
+
+def test_exports_state_the_real_epsilon_of_paper_rows(fig):
+    """Issue 32 item 1: the CSV has the real epsilon, the chart's files say it (caption line and metadata)."""
+    rows = [dict(r, accounting="paper", real_epsilon=2 * r["epsilon"]) if r["method"] == "subsample_aggregate" else r
+            for r in _rows()]
+    text = export.rows_csv(rows).decode("utf-8")
+    header = text.splitlines()[0].split(",")
+    assert "real_epsilon" in header
+    import plotly.graph_objects as go
+
+    frozen = go.Figure(fig)
+    line = export.state_guarantee(frozen, rows)
+    assert "Subsample-and-aggregate ε = " in line and "really guaranteed" in line
+    assert frozen.layout.meta["privcore"]["guarantee"] == line
+    assert any(a.name == "privcore-guarantee" for a in frozen.layout.annotations)
+    html = export.figure_html(frozen).decode("utf-8")
+    assert "really guaranteed" in html
+    assert export.state_guarantee(go.Figure(fig), _rows()) == ""  # sound rows: nothing added

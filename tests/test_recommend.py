@@ -135,3 +135,18 @@ def test_a_method_added_after_the_paper_can_be_recommended_with_its_reason(newco
     assert rec.winner == newcomer and rec.significant
     assert rec.reason and rec.reason.endswith(".")
     assert newcomer not in rec.summary  # the label is shown, never the code name
+
+
+def test_recommendation_states_the_real_epsilon_of_a_paper_row():
+    from privcore.recommend import recommend as _recommend
+
+    base = dict(delta=0.0, budget=10, n=4000, lam=1e-3, teachers=10, classes=10, repeats=5, epsilon=3.0)
+    rows = [dict(base, method="subsample_aggregate", accuracy_mean=0.8, accuracy_std=0.01, accounting="paper",
+                 real_epsilon=6.0),
+            dict(base, method="model_sensitivity", accuracy_mean=0.5, accuracy_std=0.01, accounting="paper",
+                 real_epsilon=3.03)]
+    rec = _recommend(rows)
+    assert rec.winner == "subsample_aggregate" and "really guarantees ε = 6" in rec.reason
+    assert "not the ε = 3" in rec.reason
+    sound = _recommend([dict(r, accounting="corrected", real_epsilon=None) for r in rows])
+    assert "really guarantees" not in sound.reason

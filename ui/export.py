@@ -271,6 +271,36 @@ def csv_context(fig: go.Figure) -> dict[str, Any]:
     return {k: settings[k] for k in ("dataset", "seed") if k in settings}
 
 
+def state_guarantee(fig: go.Figure, rows: Sequence[Mapping[str, Any]]) -> str:
+    """Where rows claim more than their noise gives (``paper``; tight subsample-and-aggregate), write what is
+    really guaranteed into the figure: lines under the chart and ``meta.privcore.guarantee`` (which
+    :func:`embed_metadata` puts into every image file). Returns that line ("" when there is none)."""
+    from privcore.accounting.forward import real_epsilon_summary
+
+    from .figures import method_label
+
+    text = real_epsilon_summary(rows, method_label)
+    if not text:
+        return ""
+    meta = dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
+    settings = dict(meta.get("privcore") or {})
+    settings["guarantee"] = text
+    meta["privcore"] = settings
+    bottom = fig.layout.margin.b if fig.layout.margin and fig.layout.margin.b is not None else 80
+    lines: list[str] = []
+    for word in text.split(" "):  # rows of at most ~90 characters, so the line fits the exported width
+        if lines and len(lines[-1]) + 1 + len(word) <= 90:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    # Below the axis title, in a margin of its own, in the dashboard's warning colour.
+    fig.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0.0, y=0.0, xanchor="left",
+                       yanchor="top", yshift=-(bottom - 4), showarrow=False, align="left",
+                       font=dict(size=11, color="#9a3412"), name="privcore-guarantee")
+    fig.update_layout(meta=meta, margin=dict(b=bottom + 15 * len(lines) + 6))
+    return text
+
+
 def export_buttons(fig: go.Figure, rows: Sequence[Mapping[str, Any]] | None, key: str, *,
                    filename: str | None = None) -> None:
     """A row of Streamlit download buttons: PNG, SVG, PDF, HTML and CSV (of ``rows``).
@@ -287,6 +317,8 @@ def export_buttons(fig: go.Figure, rows: Sequence[Mapping[str, Any]] | None, key
     base = _slug(filename or title)
     frozen = go.Figure(fig)
     frozen_rows = [dict(r) for r in rows] if rows is not None else None
+    if frozen_rows:
+        state_guarantee(frozen, frozen_rows)
     # One horizontal row of buttons sized to their labels (wrapping on narrow screens), so "PNG" never
     # shrinks to "P…" in a fifth of an 800 px column.
     row = st.container(horizontal=True, gap="small", key=f"{key}_row")

@@ -59,6 +59,9 @@ def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas Dat
             "ε data-dependent (not a guarantee)": _dd_text(r, "epsilon_data_dependent"),
             "ε to publish the data-dependent ε": _dd_text(r, "epsilon_dd_published"),
             "Sensitivity Δ": format_number(r.get("sensitivity"), 4),
+            # Where the row's accounting claims more than its noise gives (paper; tight S&A): the real epsilon.
+            **({"Real ε (replace-one)": format_number(r.get("real_epsilon"))} if any(
+                rr.get("real_epsilon") is not None for rr in rows) else {}),
             "Formula": r.get("formula") or ("no noise (ε = ∞)" if is_baseline(method) else ""),
             "Note": r.get("note") or "",
         })
@@ -81,6 +84,9 @@ NOISE_TABLE_HEADERS: dict[str, tuple[str, str]] = {
     "ε to publish the data-dependent ε": ("ε publ.", "what publishing the data-dependent epsilon itself would "
                                                        "cost (smooth sensitivity); the guarantee stays the ε above"),
     "Sensitivity Δ": ("Δ", "sensitivity the noise is calibrated to"),
+    "Real ε (replace-one)": ("Real ε", "what the noise really guarantees at this δ under replace-one neighbours "
+                                        "and adaptive queries, where the accounting mode claims more (paper; "
+                                        "tight subsample-and-aggregate)"),
     "Sensitivity": ("Δ", "sensitivity the noise is calibrated to"),
 }
 
@@ -138,11 +144,15 @@ def noise_table_config(columns: Iterable[str]) -> dict[str, Any]:
     return headed_config(columns, NOISE_TABLE_HEADERS)
 
 
-def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True):  # noqa: ANN201 - DataFrame
+def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True,
+                      real: Mapping[str, float | None] | None = None):  # noqa: ANN201 - DataFrame
     """Noise scales of :func:`privcore.calibration.calibrate_all` as a table.
 
     scales: {method: NoiseScale or CalibrationError}; errors become a line with the message.
+    real: {method: the epsilon its noise really reaches} where the accounting mode claims more
+    (:func:`privcore.accounting.forward.real_guarantee`); a "Real ε" column when any is set.
     """
+    real_col = {} if not real or all(v is None for v in real.values()) else real
     import pandas as pd
 
     out = []
@@ -150,7 +160,8 @@ def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True):  #
         if isinstance(s, Exception):
             out.append({"Method": method_label(method), "Noise": "not available", "σ (Gaussian std)": "-",
                         "β (inverse scale)": "-", "ρ (extra L2)": "-", "Noise multiplier": "-", "Per-query ε": "-",
-                        "Per-query δ": "-", "Threshold": "-", "Sensitivity": "-", "Formula": "", "Notes": str(s)})
+                        "Per-query δ": "-", "Threshold": "-", "Sensitivity": "-",
+                        **({"Real ε (replace-one)": "-"} if real_col else {}), "Formula": "", "Notes": str(s)})
             continue
         out.append({
             "Method": method_label(method),
@@ -163,6 +174,7 @@ def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True):  #
             "Per-query δ": format_number(s.per_query_delta, 3),
             "Threshold": format_number(getattr(s, "threshold", None), 4),
             "Sensitivity": format_number(s.sensitivity, 4),
+            **({"Real ε (replace-one)": format_number(real_col.get(method), 4)} if real_col else {}),
             "Formula": s.formula,
             "Notes": "; ".join(s.notes) if with_notes else "",
         })

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..types import K_LIPSCHITZ, L_HESSIAN, NoiseScale, Problem
 from ..validation import check_choice, check_int, check_real
@@ -32,7 +32,7 @@ from ..validation import check_choice, check_int, check_real
 __all__ = ["spent_epsilon", "replace_one_epsilon", "accountant_text", "FORWARD_MODES",
            "laplace_like_epsilon", "gaussian_epsilon", "exponential_vote_epsilon", "loss_perturbation_epsilon",
            "sparse_vector_epsilon", "bisect_epsilon", "judging_accounting",
-           "real_guarantee", "claims_more"]
+           "real_guarantee", "claims_more", "real_epsilon_summary"]
 
 #: Accounting modes the forward direction uses; ``paper`` scales are judged by ``corrected``.
 FORWARD_MODES: tuple[str, ...] = ("corrected", "tight")
@@ -312,3 +312,24 @@ def real_guarantee(method: str, noise: Mapping[str, Any], problem: Problem, delt
            else "tight accounting assumes the B queries are fixed in advance")
     return real, (f"{why}: under replace-one neighbours with adaptive queries this noise guarantees "
                   f"epsilon = {real:.3g} at delta = {float(delta):g}")
+
+
+def real_epsilon_summary(rows: Sequence[Mapping[str, Any]], label=None) -> str:  # noqa: ANN001 - a name -> label callable
+    """One sentence for rows whose header epsilon is not what they guarantee (``real_epsilon`` set), else "".
+
+    Per method, the real epsilon at the rows' largest ratio to the stated one, e.g. "real ε under
+    replace-one neighbours: subsample-and-aggregate 6 (stated 3), DP-SGD 4.09 (stated 3)".
+    """
+    worst: dict[str, tuple[float, float]] = {}
+    for r in rows:
+        real, eps = r.get("real_epsilon"), r.get("epsilon")
+        if real is None or eps is None or not math.isfinite(float(eps)):
+            continue
+        ratio = float(real) / float(eps)
+        if r["method"] not in worst or ratio > worst[r["method"]][0] / worst[r["method"]][1]:
+            worst[r["method"]] = (float(real), float(eps))
+    if not worst:
+        return ""
+    name = label or (lambda m: m)
+    parts = [f"{name(m)} ε = {real:.3g} (stated {eps:g})" for m, (real, eps) in worst.items()]
+    return "What is really guaranteed (replace-one, adaptive queries): " + "; ".join(parts)

@@ -69,6 +69,12 @@ class ResultRow(Mapping):
     #: smooth-sensitivity noise (privcore.accounting.pate_dd). None elsewhere.
     epsilon_data_dependent: float | None = None
     epsilon_dd_published: float | None = None
+    #: Where the row's accounting claims more than this project's sound accountant gives (``paper``
+    #: mode; tight subsample-and-aggregate's non-adaptive assumption): the epsilon its noise really
+    #: reaches at ``delta`` under replace-one neighbours, and a sentence saying so
+    #: (:func:`privcore.accounting.forward.real_guarantee`). None elsewhere.
+    real_epsilon: float | None = None
+    guarantee: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.method, str) or not self.method:

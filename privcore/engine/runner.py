@@ -111,6 +111,9 @@ def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary: str |
     # The lambda a row reports: the one its result was computed with (lam = "auto" stores the choice)
     # for a method that uses lambda; this sweep's for one that does not (a cache hit across lambdas).
     lam = stored.get("lam", problem.lam) if "lam" in get_method(method).uses else problem.lam
+    from ..accounting.forward import real_guarantee
+
+    real, guarantee = real_guarantee(method, scale, _with_lam(problem, lam), spec.delta, spec.accounting)
     return ResultRow(
         method=method, epsilon=eps, delta=spec.delta, budget=spec.budget, n=problem.n, dim=problem.dim,
         classes=problem.classes, lam=lam, teachers=problem.teachers,
@@ -121,7 +124,16 @@ def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary: str |
         answered_fraction=stored.get("answered_fraction"), accuracy_answered=stored.get("accuracy_answered"),
         accuracy_answered_std=stored.get("accuracy_answered_std"),
         **{key: stored.get(key) for key in EXTRA_RESULT_KEYS},
-        **{key: scale.get(key) for key in _NOISE_FIELDS})
+        **{key: scale.get(key) for key in _NOISE_FIELDS}, real_epsilon=real, guarantee=guarantee)
+
+
+def _with_lam(problem: Problem, lam: Any) -> Problem:
+    """``problem`` at the lambda the row's result used (lam = "auto" stores its private choice)."""
+    if not isinstance(lam, (int, float)) or float(lam) == problem.lam:
+        return problem
+    import dataclasses
+
+    return dataclasses.replace(problem, lam=float(lam))
 
 
 def _stored(acc: np.ndarray, scale: NoiseScale | None, seconds: float, device: str, lam: float, note: str = "",
