@@ -84,7 +84,7 @@ display.show_formulas([{"method": m, "formula": sc.formula, "note": "; ".join(sc
                        for m, sc in scales.items() if not isinstance(sc, CalibrationError)], expanded=True)
 
 forward.forward_section(scales, problem, float(delta), side.accounting)
-data_notes = [w for w in setting.setting_problems(side, s)[1] if "PCA" in w or "group privacy" in w]
+data_notes = setting.data_caveats(side, s)
 forward.statement_buttons(scales, problem, float(eps), float(delta), side.accounting, data_notes)
 
 compare = state.commit("compare", st.checkbox("Compare paper / corrected / tight side by side", key=state.bind("compare")))

@@ -105,6 +105,8 @@ def show_point(rows: list[dict]) -> None:
         summary = real_epsilon_summary(rows, method_label)
         if summary:
             box.warning(summary + ". The table's “Real ε” column has every method's.")
+        for caveat in setting.data_caveats(side, s):  # augmentation, PCA on the private split
+            box.caption("What the guarantee covers: " + caveat)
     with table_area:
         st.subheader(f"Noise at the current setting (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, "
                      f"B = {s.budget:,})")
@@ -225,7 +227,7 @@ def curve_tab(axis: str) -> None:
     if note:
         st.caption(note)
     display.show_warnings(res.warnings)
-    export_buttons(fig, res.rows, key=f"export_{axis}")
+    export_buttons(fig, res.rows, key=f"export_{axis}", notes=setting.data_caveats(side, s))
     display.copy_as_code(spec, side, key=f"code_{axis}")
     if axis == "epsilon":
         with target_area:

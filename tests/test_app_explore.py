@@ -267,3 +267,9 @@ def test_paper_accounting_states_the_real_epsilon_in_the_box_the_table_and_the_r
     rec = [t for t in texts(at.markdown) if "really guarantees ε" in t]
     assert rec, "the recommendation's reason does not state the real epsilon"
     assert any("real ε" in t and "not the stated 3" in t for t in texts(at.caption))  # the attacker sentence
+
+
+def test_pca_caveat_is_stated_in_the_recommendation_box():
+    at = app(methods='["model_sensitivity","subsample_aggregate"]', dim="10").run()  # synthetic: D = 20
+    assert not at.exception, at.exception
+    assert any(t.startswith("What the guarantee covers: D = 10 uses PCA") for t in texts(at.caption))

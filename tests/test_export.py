@@ -207,3 +207,14 @@ def test_exports_state_the_real_epsilon_of_paper_rows(fig):
     html = export.figure_html(frozen).decode("utf-8")
     assert "really guaranteed" in html
     assert export.state_guarantee(go.Figure(fig), _rows()) == ""  # sound rows: nothing added
+
+
+def test_data_caveats_reach_the_chart_files(fig):
+    """PCA on the private split and augmentation's group privacy are stated in the exported chart too."""
+    import plotly.graph_objects as go
+
+    frozen = go.Figure(fig)
+    note = "D = 50 uses PCA fitted on the training split: a data-dependent step that the privacy guarantee does not cover"
+    text = export.state_guarantee(frozen, _rows(), [note])
+    assert note in text and frozen.layout.meta["privcore"]["guarantee"] == text
+    assert "PCA fitted" in export.figure_html(frozen).decode("utf-8")

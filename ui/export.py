@@ -271,15 +271,17 @@ def csv_context(fig: go.Figure) -> dict[str, Any]:
     return {k: settings[k] for k in ("dataset", "seed") if k in settings}
 
 
-def state_guarantee(fig: go.Figure, rows: Sequence[Mapping[str, Any]]) -> str:
+def state_guarantee(fig: go.Figure, rows: Sequence[Mapping[str, Any]], notes: Sequence[str] = ()) -> str:
     """Where rows claim more than their noise gives (``paper``; tight subsample-and-aggregate), write what is
     really guaranteed into the figure: lines under the chart and ``meta.privcore.guarantee`` (which
-    :func:`embed_metadata` puts into every image file). Returns that line ("" when there is none)."""
+    :func:`embed_metadata` puts into every image file). ``notes``: the data's caveats (augmentation's group
+    privacy, PCA on the private split), stated the same way. Returns the text ("" when there is none)."""
     from privcore.accounting.forward import real_epsilon_summary
 
     from .figures import method_label
 
-    text = real_epsilon_summary(rows, method_label)
+    text = " ".join(part if part.endswith(".") else part + "." for part in
+                    [real_epsilon_summary(rows, method_label), *notes] if part)
     if not text:
         return ""
     meta = dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
@@ -302,14 +304,16 @@ def state_guarantee(fig: go.Figure, rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def export_buttons(fig: go.Figure, rows: Sequence[Mapping[str, Any]] | None, key: str, *,
-                   filename: str | None = None) -> None:
+                   filename: str | None = None, notes: Sequence[str] = ()) -> None:
     """A row of Streamlit download buttons: PNG, SVG, PDF, HTML and CSV (of ``rows``).
 
     ``key`` must be unique on the page (it prefixes the buttons' keys). Files are generated only
     when a button is clicked (Streamlit's deferred ``data`` callables), so drawing the page never
     waits on the renderer. If Chromium is missing the image buttons are replaced by a note, and the
     chart's own camera button (PNG from the user's browser) stays available. ``rows=None`` hides
-    the CSV button. The figure is copied, so later changes to ``fig`` do not leak into the files.
+    the CSV button. The figure is copied, so later changes to ``fig`` do not leak into the files. Where the
+    rows claim more than their noise gives, or ``notes`` (the data's caveats) are given, the files say what is
+    really guaranteed (:func:`state_guarantee`).
     """
     import streamlit as st
 
@@ -317,8 +321,8 @@ def export_buttons(fig: go.Figure, rows: Sequence[Mapping[str, Any]] | None, key
     base = _slug(filename or title)
     frozen = go.Figure(fig)
     frozen_rows = [dict(r) for r in rows] if rows is not None else None
-    if frozen_rows:
-        state_guarantee(frozen, frozen_rows)
+    if frozen_rows or notes:
+        state_guarantee(frozen, frozen_rows or [], notes)
     # One horizontal row of buttons sized to their labels (wrapping on narrow screens), so "PNG" never
     # shrinks to "P…" in a fifth of an 800 px column.
     row = st.container(horizontal=True, gap="small", key=f"{key}_row")
@@ -332,6 +336,8 @@ def export_buttons(fig: go.Figure, rows: Sequence[Mapping[str, Any]] | None, key
                         key=f"{key}_html", on_click="ignore", width="content", help="Interactive chart, works offline")
     if frozen_rows is not None:
         context = csv_context(fig)
+        if notes:  # the data's caveats on every row, beside the data set they are about
+            context["data_caveats"] = " ".join(notes)
         row.download_button("CSV", data=lambda: rows_csv(frozen_rows, context=context), file_name=f"{base}.csv",
                             mime=MIME_TYPES["csv"], key=f"{key}_csv", on_click="ignore", width="content",
                             help="The numbers behind the chart")

@@ -26,6 +26,7 @@ NOISE_INPUTS: dict[str, tuple[tuple[str, str], ...]] = {
     "confident_gnmax": (("sigma", "σ₂ (vote noise)"), ("test_noise", "σ₁ (check noise)")),
     "sparse_vector": (("beta", "β (fallback votes)"), ("test_noise", "query noise scale"), ("threshold", "threshold w")),
     "pate_student": (("sigma", "σ (vote noise)"),),
+    "private_knn": (("sigma", "σ₂ (vote noise)"), ("test_noise", "σ₁ (check noise)")),
 }
 
 

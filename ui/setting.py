@@ -214,12 +214,20 @@ def setting_problems(side: SidebarSettings, s: Setting) -> tuple[list[str], list
         warnings.append("λ = auto chooses λ privately: 10 % of ε (and δ) pays for a noisy choice among 6 candidates "
                         "trained on 80 % of the data and scored on the rest; the release gets the other 90 %. It is "
                         "about 6× slower.")
-    if s.n is not None and side.info is not None and s.n > side.info.train_rows(s.classes):
-        warnings.append(augmentation_caveat(side.info.train_rows(s.classes), s.n, s.eps))
-    if s.dim is not None and side.info is not None and s.dim < side.info.dim:
-        warnings.append(f"D = {s.dim} uses PCA fitted on the training split: a data-dependent step that the privacy "
-                        "guarantee does not cover (fit it on public data to include it).")
+    warnings.extend(data_caveats(side, s))
     return errors, warnings
+
+
+def data_caveats(side: SidebarSettings, s: Setting) -> list[str]:
+    """Where the data, not the method, make the guarantee differ from the header: augmentation (group
+    privacy: about k epsilon for a real example shaping k rows) and PCA fitted on the private training split."""
+    out: list[str] = []
+    if s.n is not None and side.info is not None and s.n > side.info.train_rows(s.classes):
+        out.append(augmentation_caveat(side.info.train_rows(s.classes), s.n, s.eps))
+    if s.dim is not None and side.info is not None and s.dim < side.info.dim:
+        out.append(f"D = {s.dim} uses PCA fitted on the training split: a data-dependent step that the privacy "
+                   "guarantee does not cover (fit it on public data to include it).")
+    return out
 
 
 def setting_caveats(side: SidebarSettings, s: Setting) -> list[str]:

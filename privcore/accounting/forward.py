@@ -229,6 +229,15 @@ def spent_epsilon(method: str, noise: Mapping[str, Any], problem: Problem, delta
             cap = svt_cap(problem.budget)
         return sparse_vector_epsilon(_get(noise, "beta"), _get(noise, "threshold"), _get(noise, "test_noise"),
                                      int(cap), problem.budget, dlt)
+    if method == "private_knn":
+        from ..methods import ENTRIES
+        from ..methods.private_knn import PrivateKNN
+        from .private_knn import knn_epsilon
+
+        entry = ENTRIES.get(method) or PrivateKNN()  # its sampling rate gamma: the registered instance's
+        sigma, check = _get(noise, "sigma"), noise.get("test_noise")
+        ratio = {} if check is None else {"ratio": float(check) / sigma}  # sigma_1 / sigma_2 as given
+        return knn_epsilon(sigma, problem.budget, entry.sample_rate, dlt, **ratio)
     raise ValueError(f"no forward accountant for method {method!r}")
 
 
@@ -259,6 +268,7 @@ _ACCOUNTANTS = {
     "confident_gnmax": ("", "data-independent GNMax zCDP/RDP (every query charged)"),
     "pate_student": ("", "data-independent GNMax zCDP/RDP over the student's public labels"),
     "sparse_vector": ("", "sparse vector (Lyu, Su and Li 2017) plus zCDP of the capped fallback votes"),
+    "private_knn": ("", "Poisson-subsampled Gaussian votes and checks, dp_accounting PLD (pessimistic)"),
 }
 
 

@@ -15,6 +15,7 @@ from privcore.types import PrivacyBudget, Problem
 
 # Small DP-SGD (few steps) keeps the PLD accountant quick.
 PROBLEM = Problem(n=2000, batch_size=400, epochs=1, budget=10, teachers=10)
+PLD = ("dpsgd", "private_knn")
 SLOW = {("prediction_sensitivity", 1e-5, "corrected")}  # a bisection over the advanced composition
 
 
@@ -35,8 +36,19 @@ def test_round_trip_forward_meets_and_nearly_equals_the_target(method, delta, ac
     fwd = spent_epsilon(method, scale.to_dict(), PROBLEM, delta, accounting)
     # Prediction sensitivity's basic/advanced composition is inverted by bisection (upper end, 1e-7 relative).
     assert fwd <= eps * (1 + (2e-7 if (method, delta, accounting) in SLOW else 1e-9))
-    # DP-SGD: the calibration's search keeps a pessimistic margin; the others invert in closed form.
-    assert fwd >= eps * (0.99 if method == "dpsgd" else 1 - 1e-6), (method, fwd)
+    # The PLD methods (DP-SGD, Private-kNN): the calibration's search keeps a pessimistic margin; the others invert
+    # in closed form.
+    assert fwd >= eps * (0.99 if method in PLD else 1 - 1e-6), (method, fwd)
+
+
+@pytest.mark.parametrize("accounting", ["corrected", "tight"])
+def test_private_knn_round_trip(accounting):
+    """Private-kNN (registered or not): its forward epsilon is its accountant's, <= the target and close."""
+    from privcore.methods.private_knn import PrivateKNN
+
+    scale = PrivateKNN().calibrate(PrivacyBudget(1.5, 1e-5), PROBLEM, accounting)
+    fwd = spent_epsilon("private_knn", scale.to_dict(), PROBLEM, 1e-5, accounting)
+    assert 1.5 * 0.99 <= fwd <= 1.5
 
 
 def test_subsample_aggregate_paper_at_delta_zero_is_exactly_two_epsilon():
