@@ -96,6 +96,8 @@ def run_epsilon_command(args: argparse.Namespace) -> int:
     eps = spent_epsilon(args.method, {"noise": kind, **given}, problem, args.delta, judge)
     out = {"method": args.method, "epsilon": eps, "delta": args.delta, "accounting": judge,
            "neighbouring_relation": "replace-one", "accountant": accountant_text(args.method, args.delta), **given}
+    if args.method == "loss_perturbation" and "output_scale" not in given:
+        out["note"] = "no --output-scale: the exact minimiser is assumed (a solver's output needs the output noise)"
     if args.json:
         print(json.dumps({k: ("inf" if isinstance(v, float) and v == float("inf") else v) for k, v in out.items()}))
     else:

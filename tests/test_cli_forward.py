@@ -56,3 +56,10 @@ def test_statement_markdown_and_json(capsys):
     data = _json(["statement", "--method", "model_sensitivity", "--epsilon", "1", "--secure-noise"], capsys)
     assert data["epsilon"] == 1.0 and data["neighbouring_relation"].startswith("replace-one")
     assert "secure noise" in data["randomness"]
+
+
+def test_epsilon_names_a_missing_knob_and_the_exact_minimiser_assumption(capsys):
+    assert main(["epsilon", "--method", "loss_perturbation", "--sigma", "30"]) == 2
+    assert "loss_perturbation needs rho" in capsys.readouterr().err
+    out = _json(["epsilon", "--method", "loss_perturbation", "--sigma", "30", "--rho", "10"], capsys)
+    assert "exact minimiser" in out["note"] and out["epsilon"] > 0

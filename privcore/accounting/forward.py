@@ -169,7 +169,7 @@ def bisect_epsilon(noise_at, target: float, lo: float = 1e-9, rel_tol: float = 1
 def _get(noise: Mapping[str, Any], key: str) -> float:
     value = noise.get(key)
     if value is None:
-        raise ValueError(f"{noise.get('method', 'this method')} needs {key} to compute its epsilon")
+        raise ValueError(f"{noise.get('method') or 'this method'} needs {key} to compute its epsilon")
     return float(value)
 
 
@@ -183,6 +183,7 @@ def spent_epsilon(method: str, noise: Mapping[str, Any], problem: Problem, delta
     """
     check_choice("accounting", accounting, FORWARD_MODES)
     dlt = check_real("delta", delta, low=0.0, high=1.0, high_open=True)
+    noise = {**noise, "method": method}  # named in the message of a missing field
     kind = noise.get("noise")
     if kind == "none" or method == "non_private":
         return math.inf
