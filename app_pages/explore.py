@@ -13,7 +13,7 @@ from privcore.methods import REGISTRY, methods_of_family
 from privcore.inverse import score_rows
 from privcore.accounting.forward import real_epsilon_summary
 from privcore.recommend import recommend
-from ui import controls, display, inverse, progress, setting, sidebar, state, userdata
+from ui import controls, display, forward, inverse, progress, setting, sidebar, state, userdata
 from ui.caption import add_caption, leaders_text, rows_n, settings_of, try_this
 from ui.export import export_buttons
 from ui.figures import AXIS_SYMBOLS, BANDS, curve_figure, format_number, is_baseline, method_label
@@ -107,6 +107,13 @@ def show_point(rows: list[dict]) -> None:
             box.warning(summary + ". The table's “Real ε” column has every method's.")
         for caveat in setting.data_caveats(side, s):  # augmentation, PCA on the private split
             box.caption("What the guarantee covers: " + caveat)
+        try:  # the recommended method's privacy statement (any shown method can be chosen)
+            with box:
+                forward.statement_buttons([r["method"] for r in rows], setting.setting_problem(side.info, s),
+                                          float(s.eps), float(s.delta), side.accounting, setting.data_caveats(side, s),
+                                          first=rec.winner)
+        except (ValueError, TypeError) as err:
+            box.caption(f"No privacy statement at this setting: {err}")
     with table_area:
         st.subheader(f"Noise at the current setting (ε = {format_number(s.eps)}, δ = {format_number(s.delta)}, "
                      f"B = {s.budget:,})")

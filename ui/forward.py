@@ -74,14 +74,18 @@ def forward_section(scales: Mapping[str, Any], problem: Problem, delta: float, a
                     f"{accountant_text(method, delta)}; {judge} accountant)")
 
 
-def statement_buttons(scales: Mapping[str, Any], problem: Problem, epsilon: float, delta: float, accounting: str,
-                      preprocessing: Sequence[str] = ()) -> None:
-    """Download buttons for the privacy statement of a chosen method, in Markdown and JSON."""
+def statement_buttons(methods: Sequence[str], problem: Problem, epsilon: float, delta: float, accounting: str,
+                      preprocessing: Sequence[str] = (), *, first: str | None = None) -> None:
+    """Download buttons for the privacy statement of a chosen method (of ``methods``; ``first`` preselected),
+    in Markdown and JSON."""
     from privcore.statement import privacy_statement, statement_json, statement_markdown
 
-    usable = [m for m in METHOD_NAMES if isinstance(scales.get(m), NoiseScale)]
+    usable = [m for m in METHOD_NAMES if m in methods and get_method(m).supports(delta)]
     if not usable:
         return
+    if first in usable:
+        usable.remove(first)
+        usable.insert(0, first)
     row = st.container(horizontal=True, gap="small", key="statement_row")
     method = row.selectbox("Privacy statement for", usable, format_func=method_label, key="statement_method")
     try:
