@@ -52,17 +52,19 @@ def test_help_and_calibrate_import_no_heavy_package(tmp_path, monkeypatch):
     assert not set(HEAVY) & set(got["loaded"]), sorted(set(HEAVY) & set(got["loaded"]))
 
 
-#: What a calibration without DP-SGD's replace-one PLD needs: the standard library and numpy only.
+#: What a calibration without the replace-one PLD (DP-SGD, Private-kNN) needs: the standard library and numpy only.
 ACCOUNTANT_PACKAGES = ("scipy", "dp_accounting")
 
 
 def test_every_calibration_but_dpsgd_imports_neither_scipy_nor_dp_accounting(tmp_path, monkeypatch):
     # The analytic Gaussian (model and prediction sensitivity), loss perturbation's chi quantile and
     # PATE's zCDP conversion are standard-library code (issue 16): scipy.special alone costs more
-    # than the whole pure-DP start-up. Only DP-SGD's accountant (dp_accounting) may load them.
+    # than the whole pure-DP start-up. Only the replace-one PLD (dp_accounting) of DP-SGD and of
+    # Private-kNN (the same subsampled-Gaussian accountant) may load them.
     monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
     commands = [["calibrate", "--method", m, "--epsilon", e, "--delta", d, "--json"]
-                for m in METHOD_NAMES if m != "dpsgd" for e in ("0.3", "4") for d in ("0", "1e-5", "1e-9")]
+                for m in METHOD_NAMES if m not in ("dpsgd", "private_knn") for e in ("0.3", "4")
+                for d in ("0", "1e-5", "1e-9")]
     got = _probe(commands)
     assert got["codes"].count(0) >= len(METHOD_NAMES) * 2  # Gaussian (delta > 0) calibrations ran
     assert not set(ACCOUNTANT_PACKAGES) & set(got["loaded"]), sorted(set(ACCOUNTANT_PACKAGES) & set(got["loaded"]))

@@ -15,6 +15,7 @@ from .model_sensitivity import ModelSensitivity
 from .non_private import NonPrivate
 from .pate_student import PateStudent
 from .prediction_sensitivity import PredictionSensitivity
+from .private_knn import PrivateKNN
 from .sparse_vector import SparseVectorAggregate
 from .subsample_aggregate import SubsampleAggregate
 
@@ -23,7 +24,7 @@ __all__ = ["Method", "REGISTRY", "METHOD_NAMES", "BASELINE", "ENTRIES", "get_met
 REGISTRY: dict[str, Method] = {
     m.name: m
     for m in (ModelSensitivity(), LossPerturbation(), DPSGD(), PredictionSensitivity(), SubsampleAggregate(),
-              ConfidentGNMax(), SparseVectorAggregate(), PateStudent())  # beyond the paper's five
+              ConfidentGNMax(), SparseVectorAggregate(), PateStudent(), PrivateKNN())  # beyond the paper's five
 }
 METHOD_NAMES: tuple[str, ...] = tuple(REGISTRY)
 BASELINE: Method = NonPrivate()
