@@ -43,8 +43,10 @@ __all__ = ["PrivateKNN", "DEFAULT_NEIGHBOURS", "DEFAULT_SAMPLE_RATE", "knn_votes
 #: Picked from a small grid on mnist-5k's test queries (docs/benchmarks.md): optimistic there.
 DEFAULT_NEIGHBOURS: int = 25
 DEFAULT_SAMPLE_RATE: float = 0.1
-#: Queries per block of the distance / sort work (bounds memory at [block, N]).
+#: Queries per block of the distance / sort work: at most 256, and at most 2^24 distances per block
+#: (about 0.5 GB with the sort's indices at N = 10^6).
 _BLOCK = 256
+_BLOCK_ELEMENTS = 1 << 24
 
 
 def knn_votes(x_train: "torch.Tensor", y_train: "torch.Tensor", queries: "torch.Tensor", classes: int, k: int,
@@ -63,8 +65,9 @@ def knn_votes(x_train: "torch.Tensor", y_train: "torch.Tensor", queries: "torch.
     kk = min(int(k), n)
     sq = (xt * xt).sum(1)
     votes = torch.zeros(m, classes, dtype=torch.float64, device=xt.device)
-    for lo in range(0, m, _BLOCK):
-        q = xq[lo:lo + _BLOCK]
+    block = max(1, min(_BLOCK, _BLOCK_ELEMENTS // max(n, 1)))
+    for lo in range(0, m, block):
+        q = xq[lo:lo + block]
         # Entry (m, n) is a function of query m and row n alone (a dot product): no other row enters.
         dist = sq.unsqueeze(0) - 2.0 * (q @ xt.T)
         sampled = torch.rand(q.shape[0], n, generator=generator, dtype=torch.float64, device=xt.device) < sample_rate
