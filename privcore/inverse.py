@@ -27,6 +27,16 @@ from .validation import check_real, fmt_value
 __all__ = ["score_rows", "TargetEpsilon", "epsilon_for_accuracy", "max_true_positive_rate", "risk_sentence"]
 
 
+def _rows(rows: Any) -> list[Mapping[str, Any]]:
+    """``rows`` as a list after checking it is a sequence of mappings (result rows or dicts)."""
+    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Sequence):
+        raise TypeError(f"rows must be a sequence of result rows, got {fmt_value(rows)} ({type(rows).__name__})")
+    for i, r in enumerate(rows):
+        if not (isinstance(r, Mapping) or hasattr(r, "get")):
+            raise ValueError(f"rows[{i}] must be a result row (a mapping), got {fmt_value(r)} ({type(r).__name__})")
+    return list(rows)
+
+
 def score_rows(rows: Sequence[Mapping[str, Any]], answered_only: bool = False) -> list[Mapping[str, Any]]:
     """The rows, with methods that abstain scored on their answered queries when ``answered_only``.
 
@@ -35,6 +45,7 @@ def score_rows(rows: Sequence[Mapping[str, Any]], answered_only: bool = False) -
     queries (and its spread; the all-queries spread where a cached row has none). Other rows are
     returned as they are. ResultRows stay ResultRows; other mappings become dicts.
     """
+    rows = _rows(rows)
     if not answered_only:
         return list(rows)
     out: list[Mapping[str, Any]] = []
@@ -86,6 +97,7 @@ def epsilon_for_accuracy(rows: Sequence[Mapping[str, Any]], target: float) -> li
     an answer only if it meets the target there. Methods keep the order of their first row.
     """
     target = check_real("target accuracy", target, low=0.0, high=1.0)
+    rows = _rows(rows)
     baseline = set(methods_of_family("baseline"))
     curves: dict[str, list[tuple[float, float, float]]] = {}
     for i, r in enumerate(rows):

@@ -15,10 +15,50 @@ equally distributed draws on the two.)
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
-__all__ = ["sample_gamma", "sample_laplace_like", "sample_gaussian"]
+from .validation import check_int, check_real, fmt_value
+
+__all__ = ["sample_gamma", "sample_laplace_like", "sample_gaussian", "MAX_DRAWS"]
+
+#: Most numbers one call draws (2**33: 64 GiB in float64); a larger request is refused up front.
+MAX_DRAWS = 2**33
+
+
+def _generator(generator: Any) -> torch.Generator:
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {fmt_value(generator)} ({type(generator).__name__})")
+    return generator
+
+
+def _draws(count: Any, dim: Any) -> tuple[int, int]:
+    n, d = check_int("count", count, low=0), check_int("dim", dim, low=1)
+    if n * d > MAX_DRAWS:
+        raise ValueError(f"count x dim must be at most {MAX_DRAWS:,} numbers, got {n:,} x {d:,}")
+    return n, d
+
+
+def _scale(name: str, value: Any, count: int, *, positive: bool) -> float | torch.Tensor:
+    """A float, or a tensor of one value or ``count`` values, finite and > 0 (``positive``) or >= 0."""
+    if isinstance(value, torch.Tensor):
+        if not value.dtype.is_floating_point or value.numel() not in (1, count):
+            raise TypeError(f"{name} must be a float or a floating tensor of 1 or {count} values, got a "
+                            f"{value.dtype} tensor of shape {list(value.shape)}")
+        ok = torch.isfinite(value) & ((value > 0) if positive else (value >= 0))
+        if not bool(ok.all()):
+            raise ValueError(f"{name} must be finite and {'> 0' if positive else '>= 0'} everywhere, got "
+                             f"{fmt_value(value.detach().flatten()[~ok.flatten()][0].item())}")
+        return value
+    return check_real(name, value, low=0.0, low_open=positive)
+
+
+def _fits(name: str, scale: float | torch.Tensor, reach: float, dtype: torch.dtype, *, inverse: bool) -> None:
+    """Refuse a scale whose draws (up to ``reach`` units) would overflow ``dtype`` to infinity."""
+    extreme = float(scale.min() if inverse else scale.max()) if isinstance(scale, torch.Tensor) else float(scale)
+    if extreme > 0 and (reach / extreme if inverse else reach * extreme) > torch.finfo(dtype).max:
+        raise ValueError(f"{name}={extreme!r} gives draws beyond the range of {dtype} (they would be infinite)")
 
 
 def sample_gamma(shape: float, size: tuple[int, ...], generator: torch.Generator,
@@ -28,9 +68,13 @@ def sample_gamma(shape: float, size: tuple[int, ...], generator: torch.Generator
     Marsaglia and Tsang (2000) squeeze method for shape >= 1; shape < 1 uses the boost
     Gamma(a) = Gamma(a + 1) * U^(1/a). Vectorised rejection: redraw only the rejected entries.
     """
-    if shape <= 0:
-        raise ValueError(f"shape must be > 0, got {shape!r}")
-    device = generator.device
+    shape = check_real("shape", shape, low=0.0, low_open=True)  # NaN or inf looped for ever
+    if not isinstance(size, tuple):
+        raise TypeError(f"size must be a tuple of integers, got {fmt_value(size)} ({type(size).__name__})")
+    total = math.prod(check_int("size", s, low=0) for s in size)
+    if total > MAX_DRAWS:
+        raise ValueError(f"size must hold at most {MAX_DRAWS:,} numbers, got {total:,}")
+    device = _generator(generator).device
     a = shape + 1.0 if shape < 1.0 else shape
     d = a - 1.0 / 3.0
     c = 1.0 / math.sqrt(9.0 * d)
@@ -57,7 +101,10 @@ def sample_laplace_like(beta: float | torch.Tensor, count: int, dim: int, genera
 
     ``beta`` is a float or a tensor of shape [count] (one scale per draw). Returns [count, dim].
     """
-    device = generator.device
+    count, dim = _draws(count, dim)
+    beta = _scale("beta", beta, count, positive=True)
+    _fits("beta", beta, dim + 64.0 * math.sqrt(dim) + 64.0, dtype, inverse=True)  # the radius is Gamma(dim)
+    device = _generator(generator).device
     direction = torch.randn(count, dim, generator=generator, dtype=torch.float64, device=device)
     direction = direction / direction.norm(dim=1, keepdim=True)
     radius = sample_gamma(float(dim), (count,), generator)
@@ -71,7 +118,10 @@ def sample_gaussian(sigma: float | torch.Tensor, count: int, dim: int, generator
 
     ``sigma`` is a float or a tensor of shape [count].
     """
-    device = generator.device
+    count, dim = _draws(count, dim)
+    sigma = _scale("sigma", sigma, count, positive=False)
+    _fits("sigma", sigma, 64.0, dtype, inverse=False)  # a standard normal draw stays below 64
+    device = _generator(generator).device
     z = torch.randn(count, dim, generator=generator, dtype=torch.float64, device=device)
     sigma_t = torch.as_tensor(sigma, dtype=torch.float64, device=device).reshape(-1, 1)
     return (z * sigma_t).to(dtype)

@@ -7,11 +7,14 @@ these once, at construction; nothing downstream re-checks.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
-from typing import Any
+from typing import Any, Callable, TypeVar
 
-__all__ = ["check_real", "check_int", "check_choice", "fmt_value", "format_value"]
+__all__ = ["check_real", "check_int", "check_choice", "fmt_value", "format_value", "memoized"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 #: Largest integer any count may take: every integer up to 2**53 is exact as a float.
@@ -98,6 +101,32 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(choices)}, got {fmt_value(value)}")
     return value
+
+
+def memoized(maxsize: int) -> Callable[[_F], _F]:
+    """``functools.lru_cache(maxsize, typed=True)`` for a function that checks its arguments.
+
+    Typed, so ``True`` is never served the result memoised for ``1`` (the function's own check
+    refuses it); an argument that cannot be hashed (a list) skips the memo, so that check names
+    it instead of the memo failing with "unhashable type". ``cache_clear`` is kept.
+    """
+
+    def wrap(fn: _F) -> _F:
+        cached = functools.lru_cache(maxsize=maxsize, typed=True)(fn)
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                hash((args, tuple(kwargs.items())))
+            except TypeError:
+                return fn(*args, **kwargs)
+            return cached(*args, **kwargs)
+
+        call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        call.cache_info = cached.cache_info  # type: ignore[attr-defined]
+        return call  # type: ignore[return-value]
+
+    return wrap
 
 
 def format_value(v: Any) -> str:

@@ -436,6 +436,8 @@ def grr_product_delta(eps0: float, k: int, epsilon: float, t: float) -> float:
     k = _int("k", k, low=1)
     epsilon = _real("epsilon", epsilon, low=0.0, low_open=True)
     t = _real("t", t, low=0.0, high=1.0)
+    if not math.isfinite(k * eps0):
+        raise ValueError(f"eps0={eps0!r} with k={k}: the composed privacy loss k * eps0 overflows float64")
     log_delta, margin = _log_delta_at(eps0, k, epsilon, (1.0 - t) * eps0)
     if log_delta == -math.inf:
         return 0.0

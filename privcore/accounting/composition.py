@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
-from ..validation import check_int, check_real
+from ..validation import check_int, check_real, memoized
 from .gaussian import analytic_gaussian_sigma
 
 __all__ = [
@@ -39,11 +38,15 @@ def advanced_composition_epsilon(eps0: float, budget: int, delta_prime: float) -
     """Total epsilon of B eps0-DP mechanisms, advanced composition (Dwork, Rothblum, Vadhan 2010).
 
     epsilon = sqrt(2 B ln(1/delta')) eps0 + B eps0 (e^eps0 - 1), with total delta' (+ B delta0).
+    Infinite (no finite bound) where e^eps0 overflows float64 (eps0 above about 709).
     """
     eps0 = check_real("eps0", eps0, low=0.0)
     check_int("budget", budget, low=1)
     delta_prime = check_real("delta_prime", delta_prime, low=0.0, high=1.0, low_open=True, high_open=True)
-    return math.sqrt(2.0 * budget * math.log(1.0 / delta_prime)) * eps0 + budget * eps0 * math.expm1(eps0)
+    try:  # -log(delta'): 1/delta' overflows for a subnormal delta'
+        return math.sqrt(-2.0 * budget * math.log(delta_prime)) * eps0 + budget * eps0 * math.expm1(eps0)
+    except OverflowError:  # e^eps0 beyond float range: no finite bound
+        return math.inf
 
 
 def zcdp_per_query_epsilon(epsilon: float, delta_prime: float, budget: int) -> float:
@@ -56,7 +59,7 @@ def zcdp_per_query_epsilon(epsilon: float, delta_prime: float, budget: int) -> f
     epsilon = check_real("epsilon", epsilon, low=0.0, low_open=True)
     delta_prime = check_real("delta_prime", delta_prime, low=0.0, high=1.0, low_open=True, high_open=True)
     check_int("budget", budget, low=1)
-    log_term = math.log(1.0 / delta_prime)
+    log_term = -math.log(delta_prime)
     # Written as a difference quotient to avoid cancellation when epsilon << ln(1/delta').
     return math.sqrt(2.0 / budget) * epsilon / (math.sqrt(log_term + epsilon) + math.sqrt(log_term))
 
@@ -72,7 +75,7 @@ class AdvancedGaussian:
     branch: str  # "basic" or "advanced"
 
 
-@lru_cache(maxsize=4096)
+@memoized(maxsize=4096)
 def advanced_gaussian_sigma(epsilon: float, delta: float, budget: int, sensitivity: float) -> AdvancedGaussian:
     """sigma = min(sigma_basic, min over delta' of sigma_adv(delta')) for B Gaussian queries.
 
@@ -122,4 +125,7 @@ def exact_gaussian_sigma(epsilon: float, delta: float, budget: int, sensitivity:
     This is tight: no smaller sigma meets (epsilon, delta) for the worst-case pair of datasets.
     """
     b = check_int("budget", budget, low=1)
-    return math.sqrt(b) * analytic_gaussian_sigma(epsilon, delta, sensitivity)
+    sigma = math.sqrt(b) * analytic_gaussian_sigma(epsilon, delta, sensitivity)
+    if not math.isfinite(sigma):
+        raise ValueError(f"budget={b} and sensitivity={sensitivity!r}: the noise scale overflows float64 (above 1.8e308)")
+    return sigma

@@ -37,7 +37,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..types import CalibrationError
-from ..validation import check_choice, check_int, check_real
+from ..validation import check_choice, check_int, check_real, memoized
 
 __all__ = ["RDP_ORDERS", "DPSGD_ACCOUNTANTS", "NEIGHBOURING_RELATIONS", "PLD_GRIDS", "dpsgd_epsilon",
            "dpsgd_epsilon_replace_one", "dpsgd_noise_multiplier", "pld_interval"]
@@ -69,6 +69,11 @@ def pld_interval(epsilon: float, steps: int, sigma: float, sample_rate: float, r
                  grid: str = "moderate") -> float:
     """PLD value-discretisation interval for a target ``epsilon`` (see :data:`PLD_GRIDS`)."""
     b, points = PLD_GRIDS[check_choice("grid", grid, tuple(PLD_GRIDS))]
+    epsilon = _check("epsilon", epsilon, low=0.0, low_open=True)
+    steps = check_int("steps", steps, low=1)
+    sigma = _check("sigma", sigma, low=_MIN_SIGMA / 10.0, high=_MAX_SIGMA * 100.0)
+    sample_rate = _check("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
+    check_choice("relation", relation, NEIGHBOURING_RELATIONS)
     return max(1e-7, epsilon * b / math.sqrt(steps), _loss_range(sigma, sample_rate, relation) / points)
 
 
@@ -115,10 +120,14 @@ def dpsgd_epsilon_replace_one(noise_multiplier: float, sample_rate: float, steps
     q = _check("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
     k = check_int("steps", steps, low=1)
     dlt = _check("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-    rough = _pld_epsilon(z, q, k, dlt, "replace_one", max(1e-7, _loss_range(z, q, "replace_one") / 2000))
-    if not math.isfinite(rough) or rough <= 0.0:
-        return rough
-    return min(rough, _pld_epsilon(z, q, k, dlt, "replace_one", pld_interval(rough, k, z, q, "replace_one", grid)))
+    check_choice("grid", grid, tuple(PLD_GRIDS))
+    try:
+        rough = _pld_epsilon(z, q, k, dlt, "replace_one", max(1e-7, _loss_range(z, q, "replace_one") / 2000))
+        if not math.isfinite(rough) or rough <= 0.0:
+            return rough
+        return min(rough, _pld_epsilon(z, q, k, dlt, "replace_one", pld_interval(rough, k, z, q, "replace_one", grid)))
+    except (ArithmeticError, ValueError):  # a multiplier far outside what the PLD represents
+        raise _beyond("noise_multiplier", z) from None
 
 
 def dpsgd_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float,
@@ -129,13 +138,28 @@ def dpsgd_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta
     estimate plus ``eps_error``; a coarser ``eps_error`` is still safe, only less tight). For
     replace-one neighbours use :func:`dpsgd_epsilon_replace_one`.
     """
-    from opacus.accountants import PRVAccountant  # heavy imports, only when used
-
     check_choice("accountant", accountant, ("rdp", "prv"))
+    eps_error = _check("eps_error", eps_error, low=0.0, low_open=True)
     noise_multiplier = _check("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
     sample_rate = _check("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
     steps = check_int("steps", steps, low=1)
     delta = _check("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    try:
+        return _opacus_epsilon(noise_multiplier, sample_rate, steps, delta, accountant, eps_error)
+    except ArithmeticError:  # a multiplier far outside what the accountant represents
+        raise _beyond("noise_multiplier", noise_multiplier) from None
+
+
+def _beyond(name: str, value: float) -> CalibrationError:
+    return CalibrationError(f"dpsgd: {name}={value:g} is beyond what the accountant can evaluate (a numerical "
+                            "limit); use a value nearer 1")
+
+
+def _opacus_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float, accountant: str,
+                    eps_error: float) -> float:
+    """:func:`dpsgd_epsilon` (arguments checked)."""
+    from opacus.accountants import PRVAccountant  # heavy imports, only when used
+
     if accountant == "rdp":
         # Integer orders first; then only the fractional ones (milliseconds each, most of the
         # cost) next to the best integer order: epsilon is unimodal in the order, so no other
@@ -179,7 +203,7 @@ def _check(name: str, value, **bounds) -> float:
         raise CalibrationError(f"dpsgd: {exc}") from None
 
 
-@lru_cache(maxsize=2048)
+@memoized(maxsize=2048)
 def dpsgd_noise_multiplier(epsilon: float, delta: float, sample_rate: float, steps: int,
                            accountant: str = "pld", rel_tol: float = 1e-3, relation: str | None = None,
                            grid: str = "moderate") -> float:
@@ -201,6 +225,7 @@ def dpsgd_noise_multiplier(epsilon: float, delta: float, sample_rate: float, ste
     dlt = _check("delta", delta, low=0.0, high=1.0, high_open=True)
     q = _check("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
     k = check_int("steps", steps, low=1)
+    rel_tol = _check("rel_tol", rel_tol, low=0.0, low_open=True, high=0.5)
     check_choice("accountant", accountant, DPSGD_ACCOUNTANTS)
     check_choice("grid", grid, tuple(PLD_GRIDS))
     rel = check_choice("relation", relation or ("replace_one" if accountant == "pld" else "add_remove"),
@@ -213,6 +238,17 @@ def dpsgd_noise_multiplier(epsilon: float, delta: float, sample_rate: float, ste
             "dpsgd needs delta > 0 (Gaussian noise has no pure-DP guarantee): use delta > 0 such as 1e-5, "
             "or a delta = 0 method (model_sensitivity, loss_perturbation, prediction_sensitivity, subsample_aggregate)"
         )
+    try:
+        return _noise_multiplier(eps, dlt, q, k, accountant, float(rel_tol), rel, grid)
+    except ArithmeticError:  # far outside what the accountant represents (epsilon 1e6, sample rate 1e-320)
+        raise CalibrationError(f"dpsgd: epsilon={eps:g}, delta={dlt:g}, sample_rate={q:g}, steps={k} are beyond what "
+                               "the accountant can evaluate (a numerical limit); choose an epsilon of at most 1e4 "
+                               "and a sample rate of at least 1e-6") from None
+
+
+def _noise_multiplier(eps: float, dlt: float, q: float, k: int, accountant: str, rel_tol: float, rel: str,
+                      grid: str) -> float:
+    """:func:`dpsgd_noise_multiplier` (arguments checked)."""
     if accountant == "pld":
         # A repeated calibration (another CLI call, another visit) reads its verified answer from
         # the on-disk memo (privcore/accounting/memo.py), re-checked by pld_approx without scipy,

@@ -19,9 +19,9 @@ light. tests/accounting/test_scipy_free.py checks :func:`log_ndtr` against
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+import numbers
 
-from ..validation import check_real
+from ..validation import check_real, fmt_value, memoized
 
 __all__ = ["log_ndtr", "gaussian_delta", "analytic_gaussian_sigma", "analytic_gaussian_epsilon", "classical_gaussian_sigma"]
 
@@ -39,7 +39,12 @@ def log_ndtr(x: float) -> float:
     summed while its terms fall (they do up to the (x^2/2)-th, far past the 1e-17 reached at
     x = -20 after ten terms).
     """
-    x = float(x)
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"x must be a real number, got {fmt_value(x)} ({type(x).__name__})")
+    try:
+        x = float(x)
+    except OverflowError:  # an integer beyond float range: Phi is 0 or 1 to every digit
+        x = math.inf if x > 0 else -math.inf
     if math.isnan(x):
         return math.nan
     if x > 0.0:
@@ -89,7 +94,15 @@ def _bisect_decreasing(f, target: float, lo: float, hi: float, rel_tol: float = 
     return hi
 
 
-@lru_cache(maxsize=4096)
+def _overflow_check(value: float, **given: float) -> float:
+    """``value`` if finite, else a refusal naming the arguments that made the noise scale overflow."""
+    if not math.isfinite(value):
+        names = " and ".join(f"{k}={fmt_value(v)}" for k, v in given.items())
+        raise ValueError(f"{names}: the noise scale overflows float64 (above 1.8e308)")
+    return value
+
+
+@memoized(maxsize=4096)
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest std sigma of i.i.d. Gaussian noise making an L2-``sensitivity`` query (epsilon, delta)-DP.
 
@@ -112,7 +125,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     # The two Phi terms nearly cancel at tiny epsilon, so float64 can misjudge delta by ~1e-9
     # relative there (checked against 60-digit arithmetic); a 1e-8 relative margin on sigma (worth ~2e-7 relative in delta) keeps
     # the result on the safe side at a negligible cost in noise.
-    return sens * _bisect_decreasing(f, dlt, lo, hi) * (1.0 + 1e-8)
+    return _overflow_check(sens * _bisect_decreasing(f, dlt, lo, hi) * (1.0 + 1e-8), sensitivity=sens)
 
 
 def analytic_gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -133,6 +146,9 @@ def analytic_gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1
     hi = 1.0
     while f(hi) > dlt:
         hi *= 2.0
+        if hi > 1e12:  # sigma far below the sensitivity: no guarantee worth a number
+            raise ValueError(f"sigma={fmt_value(sig)} is too small for sensitivity {fmt_value(sens)} at "
+                             f"delta={fmt_value(dlt)}: epsilon would exceed 1e12")
     return _bisect_decreasing(f, dlt, 0.0, hi) * (1.0 + 1e-8)
 
 
@@ -144,4 +160,6 @@ def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 
     epsilon = check_real("epsilon", epsilon, low=0.0, low_open=True)
     delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
     sensitivity = check_real("sensitivity", sensitivity, low=0.0, low_open=True)
-    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    # log(1.25) - log(delta): 1.25 / delta overflows for a subnormal delta.
+    sigma = sensitivity * math.sqrt(2.0 * (math.log(1.25) - math.log(delta))) / epsilon
+    return _overflow_check(sigma, epsilon=epsilon, sensitivity=sensitivity)

@@ -39,13 +39,12 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up stays light)
     import torch
 
-from ..validation import check_int, check_real
+from ..validation import check_choice, check_int, check_real, fmt_value, memoized
 from .bounded_range import zcdp_beta
 from .gaussian import analytic_gaussian_sigma
 
@@ -66,9 +65,13 @@ def gnmax_query_mu(sigma_vote: float, sigma_check: float | None) -> float:
     ``sigma_check = None`` is plain GNMax (no threshold check): mu_q = sqrt(2) / sigma_2.
     """
     s2 = check_real("sigma_vote", sigma_vote, low=0.0, low_open=True)
-    mu2 = 2.0 / s2 ** 2
-    if sigma_check is not None:
-        mu2 += 1.0 / check_real("sigma_check", sigma_check, low=0.0, low_open=True) ** 2
+    s1 = None if sigma_check is None else check_real("sigma_check", sigma_check, low=0.0, low_open=True)
+    # (1/s)^2, not 1/s^2: s^2 overflows for s near 1e308 (mu is then 0, to every digit).
+    mu2 = 2.0 * (1.0 / s2) ** 2 + (0.0 if s1 is None else (1.0 / s1) ** 2)
+    if not math.isfinite(mu2):
+        small = "sigma_vote" if s1 is None or s2 <= s1 else "sigma_check"
+        raise ValueError(f"{small}={fmt_value(s2 if small == 'sigma_vote' else s1)} is too small: "
+                         "the noise protects nothing (its ratio to the sensitivity overflows)")
     return math.sqrt(mu2)
 
 
@@ -120,19 +123,20 @@ def zcdp_epsilon(rho: float, delta: float, conversion: str = "improved") -> floa
     standard = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
     if conversion == "standard":
         return standard
-    if conversion != "improved":
-        raise ValueError(f"conversion must be 'standard' or 'improved', got {conversion!r}")
+    check_choice("conversion", conversion, ("standard", "improved"))
     return min(standard, _improved_epsilon(rho, delta))
 
 
-@lru_cache(maxsize=4096)
+@memoized(maxsize=4096)
 def zcdp_rho(epsilon: float, delta: float, conversion: str = "improved") -> float:
     """The largest rho (to 1e-10 relative, rounded down) whose :func:`zcdp_epsilon` is <= epsilon."""
-    eps = check_real("epsilon", epsilon, low=0.0, low_open=True)
+    # Up to 1e100: the doubling search below reaches rho ~ epsilon, and 2 rho must stay finite.
+    eps = check_real("epsilon", epsilon, low=0.0, low_open=True, high=1e100)
     dlt = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_choice("conversion", conversion, ("standard", "improved"))
     # The standard conversion inverts in closed form; it is a lower bound on the answer. Written as
     # eps / (sqrt(L + eps) + sqrt(L)) (not sqrt(L + eps) - sqrt(L)), so a tiny epsilon does not cancel to 0.
-    log_inv = math.log(1.0 / dlt)
+    log_inv = -math.log(dlt)  # not log(1/delta): 1/delta overflows for a subnormal delta
     lo = (eps / (math.sqrt(log_inv + eps) + math.sqrt(log_inv))) ** 2
     if conversion == "standard":
         if not lo > 0.0:  # rho underflows: no noise scale is representable
@@ -196,7 +200,13 @@ def gnmax_epsilon(sigma_vote: float, sigma_check: float | None, budget: int, del
     """Epsilon at ``delta`` of ``budget`` (Confident-)GNMax queries under ``accounting`` (the inverse of gnmax_sigmas)."""
     mu_q = gnmax_query_mu(sigma_vote, sigma_check)
     b = check_int("budget", budget, low=1)
+    check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_choice("accounting", accounting, ("paper", "corrected", "tight"))
     rho = b * mu_q ** 2 / 2.0
+    if not math.isfinite(rho):
+        raise ValueError(f"budget={b} queries at sigma_vote={fmt_value(sigma_vote)}: the privacy loss overflows")
+    if rho == 0.0:  # noise beyond float range: nothing is learnt
+        return 0.0
     if accounting == "tight":
         from .gaussian import analytic_gaussian_epsilon
 
@@ -217,6 +227,10 @@ def distance_to_instability(votes: "torch.Tensor") -> "torch.Tensor":
     2, so d moves by at most 1 (sensitivity 1 under replace-one).
     """
     import torch
+
+    if not isinstance(votes, torch.Tensor) or votes.dim() < 1 or votes.shape[-1] < 2:
+        raise TypeError(f"votes must be a tensor of vote counts [..., C] with C >= 2, got {fmt_value(votes)} "
+                        f"({type(votes).__name__}{'' if not isinstance(votes, torch.Tensor) else f' of shape {list(votes.shape)}'})")
     top2 = votes.topk(2, dim=-1).values
     m = top2[..., 0] - top2[..., 1]
     return (torch.ceil(m / 2.0) - 1.0).clamp(min=0.0)
@@ -271,11 +285,16 @@ def svt_calibration(epsilon: float, delta: float, budget: int, cap: int) -> SVTS
     c = check_int("cap", cap, low=1)
     eps_svt, eps_f = eps / 2.0, eps / 2.0
     d_s, d_f = dlt / 2.0, dlt / 2.0
+    if d_s == 0.0:  # 5e-324 / 2 underflows
+        raise ValueError(f"delta={dlt!r} is too small to split in two: choose a delta of at least 1e-100")
     share = (2.0 * c) ** (2.0 / 3.0)
     eps1 = eps_svt / (1.0 + share)
     eps2 = eps_svt - eps1
     th_scale, q_scale = 1.0 / eps1, 2.0 * c / eps2
-    w = q_scale * math.log(b / d_s) + th_scale * math.log(1.0 / d_s)
+    # log B - log delta_s, not log(B / delta_s): the quotient overflows for a subnormal delta.
+    w = q_scale * (math.log(b) - math.log(d_s)) - th_scale * math.log(d_s)
+    if not math.isfinite(w):
+        raise ValueError(f"epsilon={fmt_value(eps)} is too small for a sparse-vector threshold (it overflows float64)")
     beta = max(eps_f / (2.0 * c), zcdp_beta(eps_f, d_f, c))
     formula = ("stable if d + Lap(2c/eps_2) >= w + Lap(1/eps_1), w = (2c/eps_2) ln(2B/delta) + (1/eps_1) ln(2/delta); "
                "unstable: noisy vote, beta = max(eps/(4c), beta''(eps/2, delta/2, c)); eps_1 + eps_2 = eps/2")

@@ -22,6 +22,8 @@ import math
 
 import numpy as np
 
+from ..validation import check_int, check_real
+
 __all__ = ["approx_delta", "approx_epsilon", "approx_noise_multiplier", "recheck", "RECHECK_SLACK"]
 
 _MAX_CELLS = 8_000
@@ -105,10 +107,27 @@ def _composed(z: float, q: float, steps: int, h: float, stdlib: bool = False) ->
     return losses[keep][order], np.clip(comp[keep], 0.0, None)[order]
 
 
+#: Above this multiplier the loss range underflows to nothing a lattice can hold (DP-SGD searches up to 1e4).
+_Z_MAX = 1e6
+
+
+def _mechanism(z: float, q: float, steps: int) -> tuple[float, float, int]:
+    """(z, q, steps) checked: z in [0.1, 1e6], q in (0, 1], steps >= 1 (named in the error, with range and value)."""
+    return (check_real("z", z, low=_Z_MIN, high=_Z_MAX), check_real("q", q, low=0.0, high=1.0, low_open=True),
+            check_int("steps", steps, low=1))
+
+
+def _interval(interval: float) -> float:
+    return check_real("interval", interval, low=0.0, low_open=True)
+
+
 def approx_delta(z: float, q: float, steps: int, epsilon: float, interval: float | None = None) -> float:
     """Approximate delta(epsilon) of ``steps`` replace-one Poisson(q)-subsampled Gaussian steps at z."""
+    z, q, steps = _mechanism(z, q, steps)
+    epsilon = check_real("epsilon", epsilon, low=0.0, low_open=True)
+    interval = _interval(interval) if interval is not None else epsilon * 1e-2 / math.sqrt(steps)
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        losses, p = _composed(z, q, steps, interval or epsilon * 1e-2 / math.sqrt(steps))
+        losses, p = _composed(z, q, steps, interval)
     keep = losses > epsilon
     return float(p[keep] @ -np.expm1(epsilon - losses[keep]))
 
@@ -121,6 +140,9 @@ def approx_epsilon(z: float, q: float, steps: int, delta: float, interval: float
     delta(eps) = S0 - e^eps S1 with S0, S1 the sums of p(l) and p(l) e^-l over l > eps: reverse
     cumulative sums give it at every lattice point, and e^eps = (S0 - delta) / S1 inside a cell.
     """
+    z, q, steps = _mechanism(z, q, steps)
+    delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    interval = _interval(interval)
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
         losses, p = _composed(z, q, steps, interval, stdlib)
     s0 = np.cumsum(p[::-1])[::-1]
@@ -147,6 +169,11 @@ def approx_noise_multiplier(epsilon: float, delta: float, q: float, steps: int, 
     Raises ValueError where the approximation cannot be formed or does not converge (the caller
     then starts from its own guess).
     """
+    epsilon = check_real("epsilon", epsilon, low=0.0, low_open=True)
+    delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    _, q, steps = _mechanism(1.0, q, steps)
+    z0 = check_real("z0", z0, low=0.0, low_open=True, high=_Z_MAX)
+    rel_tol = check_real("rel_tol", rel_tol, low=0.0, high=1.0, low_open=True, high_open=True)
     h = epsilon * 1e-2 / math.sqrt(steps)
     log_e = math.log(epsilon)
 
@@ -195,11 +222,16 @@ def recheck(z: float, epsilon: float, delta: float, q: float, steps: int) -> boo
     with its checksum would otherwise be trusted. Here z must also meet the target by this
     module's independent estimate, up to :data:`RECHECK_SLACK`. A multiplier it cannot judge (z
     below 0.1, a support too large) is refused too: the caller recomputes rather than trusts.
-    A refusal warns (RuntimeWarning).
+    A refusal warns (RuntimeWarning). A ``z`` that is not a positive number is refused the same
+    way (it comes from a file); the other arguments are the caller's and are checked.
     """
+    epsilon = check_real("epsilon", epsilon, low=0.0, low_open=True)
+    delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    _, q, steps = _mechanism(1.0, q, steps)
     try:
+        z = check_real("z", z, low=0.0, low_open=True)
         ok = approx_epsilon(z, q, steps, delta, epsilon * 1e-2 / math.sqrt(steps), stdlib=True) <= epsilon * RECHECK_SLACK
-    except (ValueError, ArithmeticError):
+    except (TypeError, ValueError, ArithmeticError):
         ok = False
     if not ok:
         import warnings
