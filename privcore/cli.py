@@ -207,6 +207,6 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"error: {detail}" + (f": {os.path.basename(str(err.filename))}" if err.filename else ""),
               file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C: every point, method or checkpoint stored before is kept
+        print("error: interrupted; finished results are kept in the cache", file=sys.stderr)
         return 130

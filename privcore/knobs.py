@@ -72,6 +72,9 @@ class Knob:
     label: str = ""
     grid: tuple[Any, ...] = ()
     ui_help: str = ""
+    #: A :mod:`privcore.limits` check (``check_n``, ``check_epochs``): an upper bound read when the
+    #: value is checked, so that its environment variable applies.
+    limit: str | None = None
 
     @property
     def tooltip(self) -> str:
@@ -102,8 +105,13 @@ class Knob:
         its range and the value. ``allow_auto=False``: lambda must be a number here."""
         nm = self.name
         if self.kind == "int":
-            return check_int(nm, value, low=None if self.low is None else int(self.low),
-                             high=None if self.high is None else int(self.high))
+            v = check_int(nm, value, low=None if self.low is None else int(self.low),
+                          high=None if self.high is None else int(self.high))
+            if self.limit is not None:
+                from . import limits
+
+                getattr(limits, self.limit)(nm, v)
+            return v
         if self.kind == "float_or_auto" and allow_auto and isinstance(value, str) and value == "auto":
             return "auto"
         if self.kind in ("float", "float_or_auto"):
@@ -137,7 +145,7 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
                "methods (model/loss perturbation, DP-SGD) do not depend on B.",
        grid=(1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000)),
     _K("n", "int", 4000, "training-set size N", low=1, log=True, url="n", per_dataset=True, url_low=10,
-       url_high=10_000_000, label="Training examples N",
+       url_high=10_000_000, label="Training examples N", limit="check_n",
        ui_help="A stratified subsample of the training split (the test set is unchanged).",
        grid=(100, 200, 300, 500, 1000, 1500, 2000, 3000, 4000, 6000, 8000, 10000, 20000, 40000, 60000)),
     _K("dim", "int", 784, "input dimension D", low=1, log=True, url="dim", per_dataset=True, url_low=1,
@@ -161,7 +169,7 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
        ui_help="Expected (Poisson) batch size; sampling rate q = batch / N.",
        grid=(16, 32, 64, 128, 256, 512, 1024, 2048)),
     _K("epochs", "int", 5, "DP-SGD passes over the data", low=1, log=True, url="epochs", url_low=1, url_high=200,
-       label="DP-SGD epochs",
+       label="DP-SGD epochs", limit="check_epochs",
        ui_help="Passes over the data; more steps need a larger noise multiplier for the same ε.", grid=(1, 2, 3, 5, 10, 20, 30, 50)),
     _K("clip", "float", 0.5, "DP-SGD per-example clipping norm nu", low=0.0, low_open=True, log=True, url="clip",
        url_low=1e-4, url_high=100.0, label="DP-SGD clip ν",

@@ -467,7 +467,7 @@ def test_stale_mnist_part_files_are_removed(tmp_path: Path, monkeypatch) -> None
     fresh = folder / ".t10k-labels-idx1-ubyte.gz.def456.part"   # a download in progress elsewhere
     fresh.write_bytes(b"half")
 
-    def offline(url, target, md5):
+    def offline(url, target, md5, **kw):
         raise OSError("offline")
 
     monkeypatch.setattr(mnist_download, "_download", offline)

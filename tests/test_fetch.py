@@ -53,14 +53,14 @@ def test_download_is_atomic_and_checked(tmp_path, monkeypatch):
     monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: io.BytesIO(blob))
     target = tmp_path / "file.bin"
     with pytest.raises(ValueError, match="the download has md5"):
-        download_verified("http://x/file.bin", target, "0" * 32)
+        download_verified("http://x/file.bin", target, "0" * 32, size=len(blob))
     assert list(tmp_path.iterdir()) == []  # no file, no .part
-    download_verified("http://x/file.bin", target, hashlib.md5(blob).hexdigest())
+    download_verified("http://x/file.bin", target, hashlib.md5(blob).hexdigest(), size=len(blob))
     assert target.read_bytes() == blob and file_md5(target) == hashlib.md5(blob).hexdigest()
     assert [p.name for p in tmp_path.iterdir()] == ["file.bin"]
 
 
 def test_a_folder_that_cannot_hold_the_temporary_file_is_named_as_such(tmp_path):
     with pytest.raises(FolderNotWritable) as info:
-        download_verified("http://x/file.bin", tmp_path / "missing" / "file.bin", "0" * 32)
+        download_verified("http://x/file.bin", tmp_path / "missing" / "file.bin", "0" * 32, size=10)
     assert isinstance(info.value, OSError) and "missing" in str(info.value)

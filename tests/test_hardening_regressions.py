@@ -438,7 +438,7 @@ def test_d15_a_killed_downloads_part_file_is_removed_next_time(tmp_path, monkeyp
     folder = tmp_path / "mnist"
     folder.mkdir()
 
-    def killed(url, target, md5):  # leave the .part behind like SIGKILL would
+    def killed(url, target, md5, **kw):  # leave the .part behind like SIGKILL would
         import tempfile
 
         fd, _ = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
@@ -454,7 +454,7 @@ def test_d15_a_killed_downloads_part_file_is_removed_next_time(tmp_path, monkeyp
     for p in parts:
         os.utime(p, (1, 1))                                         # from an old, dead process
 
-    def offline(url, target, md5):
+    def offline(url, target, md5, **kw):
         raise OSError("offline")
 
     monkeypatch.setattr(mnist_download, "_download", offline)

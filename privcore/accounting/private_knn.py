@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import limits
 from ..validation import check_choice, check_int, check_real
 
 __all__ = ["KNN_THRESHOLD_FRACTION", "KNN_SIGMA_RATIO", "KnnScales", "knn_vote_factor", "knn_sigmas",
@@ -77,6 +78,7 @@ def knn_sigmas(epsilon: float, delta: float, budget: int, sample_rate: float, ac
     eps = check_real("epsilon", epsilon, low=0.0, low_open=True)
     dlt = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
     b = check_int("budget", budget, low=1)
+    limits.check_compositions("Private-kNN's composition (B queries)", b, "use a smaller B")
     q = check_real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
     check_choice("accounting", accounting, ("paper", "corrected", "tight"))
     c = knn_vote_factor(ratio)
@@ -101,4 +103,6 @@ def knn_epsilon(sigma_vote: float, budget: int, sample_rate: float, delta: float
     from .dpsgd import dpsgd_epsilon_replace_one
 
     s2 = check_real("sigma_vote", sigma_vote, low=0.0, low_open=True)
+    limits.check_compositions("Private-kNN's composition (B queries)", check_int("budget", budget, low=1),
+                              "use a smaller B")
     return dpsgd_epsilon_replace_one(s2 / knn_vote_factor(ratio), sample_rate, budget, delta)

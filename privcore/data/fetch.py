@@ -2,7 +2,7 @@
 
 ``download_verified`` writes to a temporary ``.part`` file in the target folder and moves it into
 place with ``os.replace`` only after the MD5 matches, so an interrupted or corrupted download never
-leaves a file that a later run would trust. ``read_idx_gz`` parses the gzipped idx format of the
+leaves a file that a later run would trust; it reads no more than the file's published size. ``read_idx_gz`` parses the gzipped idx format of the
 MNIST family (unsigned bytes only), checking the header against the payload.
 """
 
@@ -37,21 +37,36 @@ def file_md5(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
-def download_verified(url: str, target: Path, md5: str, *, timeout: float = 60.0) -> None:
+def download_verified(url: str, target: Path, md5: str, *, size: int, timeout: float = 60.0) -> None:
     """Fetch ``url`` into ``target`` atomically, only if its MD5 is ``md5``.
 
-    Raises :class:`FolderNotWritable` (an ``OSError``) when no temporary file can be made next to
-    ``target``, ``ValueError`` on a checksum mismatch, and whatever ``urlopen`` raises (``OSError``,
+    ``size`` is the file's published size in bytes: a response that announces more, or sends more,
+    is abandoned at once (a server that never stops sending filled the disk before the checksum,
+    read at the end, could refuse it). Raises :class:`FolderNotWritable` (an ``OSError``) when no
+    temporary file can be made next to ``target``, ``ValueError`` on a checksum mismatch or an
+    oversized response, and whatever ``urlopen`` raises (``OSError``,
     ``http.client.HTTPException``) otherwise; the temporary file never survives a failure.
     """
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"size must be the file's size in bytes (an integer >= 1), got {size!r}")
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     except OSError as exc:
         raise FolderNotWritable(exc.errno, exc.strerror, exc.filename) from None
     try:
         h = hashlib.md5(usedforsecurity=False)
+        got = 0
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
-            for block in iter(lambda: resp.read(_BLOCK), b""):
+            announced = _content_length(resp)
+            if announced is not None and announced > size:
+                raise ValueError(f"the server announces {announced:,} bytes, more than the {size:,} expected")
+            while True:
+                block = resp.read(min(_BLOCK, size + 1 - got))  # at most one byte past the size
+                if not block:
+                    break
+                got += len(block)
+                if got > size:
+                    raise ValueError(f"the download is larger than the {size:,} bytes expected: stopped there")
                 h.update(block)
                 out.write(block)
         if h.hexdigest() != md5:
@@ -61,6 +76,15 @@ def download_verified(url: str, target: Path, md5: str, *, timeout: float = 60.0
         # Also on KeyboardInterrupt: a half-written file must never survive.
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def _content_length(resp) -> int | None:  # noqa: ANN001 - an HTTP response
+    headers = getattr(resp, "headers", None)
+    text = headers.get("Content-Length") if headers is not None else None
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
 
 
 def read_idx_gz(path: Path, ndim: int, what: str = "idx") -> np.ndarray:

@@ -8,6 +8,7 @@ that a later run would trust.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.client
 import logging
@@ -24,6 +25,7 @@ from .sources import RawSource, readonly
 
 __all__ = [
     "MNIST_FILES",
+    "MNIST_SIZES",
     "MNIST_MIRRORS",
     "default_cache_dir",
     "mnist_folder",
@@ -40,6 +42,13 @@ MNIST_FILES: dict[str, str] = {
     "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
     "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
     "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
+}
+#: Their sizes in bytes: a download stops there (privcore.data.fetch.download_verified).
+MNIST_SIZES: dict[str, int] = {
+    "train-images-idx3-ubyte.gz": 9_912_422,
+    "train-labels-idx1-ubyte.gz": 28_881,
+    "t10k-images-idx3-ubyte.gz": 1_648_877,
+    "t10k-labels-idx1-ubyte.gz": 4_542,
 }
 MNIST_MIRRORS: tuple[str, ...] = (
     "https://ossci-datasets.s3.amazonaws.com/mnist/",
@@ -129,9 +138,11 @@ def ensure_mnist_files(folder: Path) -> dict[str, Path]:
     try:
         for name in missing:
             _fetch_one(name, paths[name])
-    except DataUnavailableError:
-        if created and not any(folder.iterdir()):
-            folder.rmdir()
+    except BaseException:  # also Ctrl-C: a folder this call made and left empty goes again
+        if created:
+            with contextlib.suppress(OSError):
+                if not any(folder.iterdir()):
+                    folder.rmdir()
         raise
     return paths
 
@@ -148,7 +159,7 @@ def _fetch_one(name: str, target: Path) -> None:
     for mirror in MNIST_MIRRORS:
         log.info("downloading %s%s to %s", mirror, name, target)
         try:
-            _download(mirror + name, target, MNIST_FILES[name])
+            _download(mirror + name, target, MNIST_FILES[name], size=MNIST_SIZES[name])
             return
         except (OSError, ValueError, http.client.HTTPException) as exc:  # URLError, timeouts are OSError
             errors.append(f"{mirror}{name}: {_why(exc)}")

@@ -32,11 +32,13 @@ from ..data.errors import DataFileError, DataUnavailableError
 from ..data.fetch import FolderNotWritable, download_verified, file_md5
 from .images import ImageData
 
-__all__ = ["CIFAR_URL", "CIFAR_MD5", "CIFAR_ARCHIVE", "CIFAR_ENV", "cifar_dir", "ensure_cifar_archive",
+__all__ = ["CIFAR_URL", "CIFAR_MD5", "CIFAR_BYTES", "CIFAR_ARCHIVE", "CIFAR_ENV", "cifar_dir", "ensure_cifar_archive",
            "read_cifar_archive", "load_cifar10", "RestrictedUnpickler", "restricted_loads"]
 
 CIFAR_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 CIFAR_MD5 = "c58f30108f718f92721af3b95e74349a"
+#: Its size in bytes: a download stops there (privcore.data.fetch.download_verified).
+CIFAR_BYTES = 170_498_071
 CIFAR_ARCHIVE = "cifar-10-python.tar.gz"
 CIFAR_ENV = "PRIVCORE_CIFAR10_DIR"
 CIFAR_MEMBERS = tuple(f"cifar-10-batches-py/data_batch_{i}" for i in range(1, 6)) + ("cifar-10-batches-py/test_batch",)
@@ -94,7 +96,7 @@ def _offline_message(folder: Path, reason: str) -> str:
 
 
 def ensure_cifar_archive(directory: str | os.PathLike[str] | None = None, *, download: bool = True,
-                         url: str = CIFAR_URL, md5: str = CIFAR_MD5) -> Path:
+                         url: str = CIFAR_URL, md5: str = CIFAR_MD5, size: int = CIFAR_BYTES) -> Path:
     """The verified archive's path: a present file is checked (never overwritten), a missing one is
     downloaded atomically when ``download`` is true. Raises :class:`DataUnavailableError`."""
     folder = cifar_dir(directory)
@@ -113,7 +115,7 @@ def ensure_cifar_archive(directory: str | os.PathLike[str] | None = None, *, dow
     except OSError as exc:
         raise DataUnavailableError(_offline_message(folder, f"cannot write to the folder ({exc})")) from None
     try:
-        download_verified(url, target, md5, timeout=_TIMEOUT_S)
+        download_verified(url, target, md5, size=size, timeout=_TIMEOUT_S)
     except BaseException as exc:  # also KeyboardInterrupt (download_verified has removed its temporary file)
         if created:
             try:

@@ -14,6 +14,7 @@ ceil(epochs N / batch_size) steps, the numbers :func:`privcore.deep.dpsgd.train_
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,7 +35,7 @@ from .spec import DeepRow, DeepSpec, check_row
 from .teachers import teacher_predictions, train_teachers, votes_from_predictions
 from .votes import dpsgd_methods, private_vote_accuracy, vote_methods, vote_problem
 
-__all__ = ["run_deep", "DeepResult", "missing_units", "deep_dir", "TrainingCancelled", "cached_rows"]
+__all__ = ["run_deep", "DeepResult", "missing_units", "deep_dir", "TrainingCancelled", "cached_rows", "check_steps"]
 
 ProgressFn = Callable[[float, str], None]
 
@@ -130,6 +131,25 @@ def _weights(spec: DeepSpec, units: list[tuple], n: int) -> list[float]:
     return [1.3 * spec.epochs * n if u[0] == "dpsgd" else spec.teacher_epochs * n for u in units]
 
 
+def check_steps(spec: DeepSpec, n: int) -> None:
+    """Every training ``spec`` asks for on ``n`` images within :func:`privcore.limits.max_steps`, checked
+    before any starts: DP-SGD's ceil(epochs n / batch), the T teachers together (teacher_epochs passes
+    over a part of n / T images each) and the non-private reference on all n."""
+    from .. import limits
+
+    if any(m in dpsgd_methods() for m in spec.methods):
+        limits.check_steps("DP-SGD's training (ceil(epochs x N / batch))", math.ceil(spec.epochs * n / spec.batch_size))
+    part = max(n // spec.teachers, 1)
+    if any(m in vote_methods() for m in spec.methods):
+        limits.check_steps(f"training the {spec.teachers} teachers (teacher epochs x ceil(N / T / teacher batch) x T)",
+                           spec.teachers * spec.teacher_epochs * math.ceil(part / min(spec.teacher_batch, part)),
+                           advice="use fewer teacher epochs or a larger teacher batch")
+    if spec.baseline:
+        limits.check_steps("the non-private reference (teacher epochs x ceil(N / teacher batch))",
+                           spec.teacher_epochs * math.ceil(n / min(spec.teacher_batch, n)),
+                           advice="use fewer teacher epochs or a larger teacher batch")
+
+
 def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
              cache: ResultCache | None = None, use_cache: bool = True, batched_teachers: bool | None = None,
              checkpoint_every: float = 60.0) -> DeepResult:
@@ -143,6 +163,7 @@ def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Call
     start = time.perf_counter()
     device = resolve_device(spec.device)
     data = load_images(spec.dataset, spec.n_train, spec.n_test)
+    check_steps(spec, len(data.y_train))
     store = cache if cache is not None else ResultCache(enabled=use_cache)
     units = missing_units(spec, store, data)
     weights = _weights(spec, units, len(data.y_train))

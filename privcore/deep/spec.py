@@ -13,7 +13,7 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from .. import knobs
+from .. import knobs, limits
 from ..types import PrivacyBudget
 from ..validation import check_choice, check_int, check_real
 from .data import DEEP_DATASETS
@@ -96,6 +96,16 @@ class DeepSpec:
         for name in ("epochs", "batch_size", "teachers", "teacher_epochs", "teacher_batch", "repeats",
                      "physical_batch"):
             self._keep(name, check_int(name, getattr(self, name), low=1))
+        # The limits every command shares (privcore.limits): passes over the data, vote samplings, points.
+        for name in ("epochs", "teacher_epochs"):
+            limits.check_epochs(name, getattr(self, name))
+        knobs.check("repeats", self.repeats)
+        for name in ("n_train", "n_test"):
+            if getattr(self, name) is not None:
+                limits.check_n(name, getattr(self, name))
+        limits.check_points(len(self.methods) * len(self.epsilons) * len(self.budgets),
+                            f"{len(self.methods)} method(s) x {len(self.epsilons)} epsilon(s) x {len(self.budgets)} "
+                            "budget(s)")
         self._keep("seed", check_int("seed", self.seed, low=0))
         for name in ("lr", "clip", "teacher_lr"):
             self._keep(name, check_real(name, getattr(self, name), low=0.0, low_open=True))

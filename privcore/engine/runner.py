@@ -230,11 +230,7 @@ def check_features(dim: int) -> None:
     diagonalises a D x D matrix: 10,000 features took over 12 minutes, uncancellable)."""
     from .. import limits
 
-    if dim > limits.max_features():
-        raise ValueError(
-            f"the data have D = {dim:,} features, above the limit of {limits.max_features():,} for training (the "
-            f"solver diagonalises a D x D matrix, which is slow and cannot be cancelled): reduce D with PCA (the D "
-            f"control, or --dim, e.g. 100) ({limits.limit_hint('PRIVCORE_MAX_FEATURES')})")
+    limits.check_features(dim)
 
 
 def _variant_data(vspec: SweepSpec) -> tuple[Dataset, float, Problem]:

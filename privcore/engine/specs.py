@@ -142,6 +142,10 @@ class SweepSpec:
         for name in ("baseline", "secure_noise"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, got {fmt_value(getattr(self, name))}")
+        from .. import limits
+
+        points = f"{len(self.methods)} method(s) x {len(self.epsilons)} epsilon(s)"
+        limits.check_points(len(self.methods) * len(self.epsilons), points)
         # Validate the fixed knobs once through Problem (n is checked against the data later).
         Problem(n=max(self.teachers, self.batch_size), lam=knobs.fixed_lam(self.lam),
                 budget=self.budget, teachers=self.teachers, batch_size=self.batch_size, epochs=self.epochs,
@@ -154,6 +158,8 @@ class SweepSpec:
         values = _sequence("values", self.values, f"{self.vary} values")
         if not values:
             raise ValueError(f"values must list at least one {self.vary} when vary={self.vary!r}")
+        limits.check_points(len(self.methods) * len(self.epsilons) * len(values),
+                            f"{points} x {len(values)} {self.vary} value(s)")
         # Each value must make a valid variant; it is kept as that variant checked it (plain numbers).
         checked = [self.variant(v) for v in values]
         holder = "data" if self.vary in ("n", "dim", "classes") else None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .. import limits
 from ..accounting.dpsgd import dpsgd_epsilon_replace_one, dpsgd_noise_multiplier
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
@@ -95,6 +96,8 @@ class DPSGD(Method):
             raise CalibrationError(f"dpsgd batch_size must be at most N = {problem.n:,}, got {problem.batch_size:,}: "
                                    "lower the batch size")
         eps, dlt, q, k = budget.epsilon, budget.delta, problem.sample_rate, problem.steps
+        limits.check_compositions("DP-SGD's composition (ceil(epochs x N / batch))", k,
+                                  "use fewer epochs, a larger batch or a smaller N")
         where = f"q = {q:.4g}, steps = {k}; noise std = multiplier * clip"
         if accounting == "paper":
             z = dpsgd_noise_multiplier(eps, dlt, q, k, "rdp", relation="add_remove")
