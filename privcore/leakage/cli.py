@@ -97,7 +97,12 @@ def run_leakage_command(args: argparse.Namespace) -> int:
     trials = common.pop("audit_trials")
     specs = [LeakageSpec(method=m, epsilon=1.0 if m == NON_PRIVATE else args.epsilon,
                          audit_trials=audit_trials_for(m, trials), **common) for m in methods]
-    results = [run_leakage(s, use_cache=not args.no_cache) for s in specs]
+    from ..data import DataUnavailableError
+
+    try:
+        results = [run_leakage(s, use_cache=not args.no_cache) for s in specs]
+    except DataUnavailableError as err:  # a RuntimeError (full MNIST offline): one line, like sweep
+        raise ValueError(" ".join(str(err).split())) from None
     rows = leakage_rows(results, args.attack)
     if args.format == "csv":
         sys.stdout.write(csv_text(rows, list(rows[0]) if rows else []))

@@ -205,6 +205,9 @@ def run_leakage(spec: LeakageSpec, *, progress: ProgressFn | None = None, cancel
         if progress is not None:
             progress(1.0, "from the cache")
         return LeakageResult.from_dict(hit, cached=True)
+    from .. import limits
+
+    limits.check_features(ds.dim)  # the game diagonalises a D x D matrix, which cannot be cancelled
     result = _compute(spec, ds, progress, cancel)
     store.put(key, result.to_dict())
     return result
