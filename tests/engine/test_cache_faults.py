@@ -209,8 +209,12 @@ def test_a_disk_full_when_opening_serves_what_is_stored(tmp_path, monkeypatch):
 def _read_only_child(directory: str, queue) -> None:
     try:
         if os.geteuid() == 0:
-            os.setgid(65534)
-            os.setuid(65534)                                  # nobody: chmod now binds
+            try:
+                os.setgid(65534)
+                os.setuid(65534)                              # nobody: chmod now binds
+            except PermissionError as err:
+                queue.put({"skip": f"root without setuid here ({err}): a read-only folder cannot be made"})
+                return
         store = ResultCache(directory)
         hit = store.get("k1")
         store.put("k9", VALUE)
@@ -242,6 +246,8 @@ def test_a_read_only_folder_serves_what_it_holds_with_one_message(closed):
         child.start()
         out = queue.get(timeout=60)
         child.join(timeout=30)
+        if "skip" in out:
+            pytest.skip(out["skip"])
         assert "error" not in out, out
         assert out["hit"] == VALUE and out["readonly"] and out["len"] == 5    # cached results are used
         assert len(out["messages"]) == 1 and "read-only" in out["messages"][0], out["messages"]
