@@ -5,9 +5,12 @@ method pinned) and ``column_order`` (:func:`noise_table_order`: method and accur
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from .figures import _ordered_methods, format_number, is_baseline, method_label
+
+if TYPE_CHECKING:  # pandas is imported where a table is built
+    import pandas as pd
 
 __all__ = ["NOISE_NAMES", "noise_name", "noise_table", "NOISE_TABLE_HEADERS", "noise_table_order", "headed_config",
            "noise_table_config", "calibration_table"]
@@ -145,7 +148,7 @@ def noise_table_config(columns: Iterable[str]) -> dict[str, Any]:
 
 
 def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True,
-                      real: Mapping[str, float | None] | None = None):  # noqa: ANN201 - DataFrame
+                      real: Mapping[str, float | None] | None = None) -> "pd.DataFrame":
     """Noise scales of :func:`privcore.calibration.calibrate_all` as a table.
 
     scales: {method: NoiseScale or CalibrationError}; errors become a line with the message.

@@ -22,6 +22,8 @@ end. Every value returned is an upper bound on what the accountant certifies for
 
 from __future__ import annotations
 
+from typing import Callable
+
 import functools
 import math
 from typing import Any, Mapping, Sequence
@@ -144,7 +146,7 @@ def sparse_vector_epsilon(beta: float, threshold: float, query_scale: float, cap
     return eps1 + eps2 + exponential_vote_epsilon(beta, c, dlt - delta_s, "corrected")
 
 
-def bisect_epsilon(noise_at, target: float, lo: float = 1e-9, rel_tol: float = 1e-7) -> float:
+def bisect_epsilon(noise_at: "Callable[[float], float]", target: float, lo: float = 1e-9, rel_tol: float = 1e-7) -> float:
     """Smallest epsilon whose calibrated noise ``noise_at(eps)`` (decreasing in eps) is <= ``target``.
 
     ``lo``: a starting guess at or below the answer. The upper end of the final bracket is returned:
