@@ -50,8 +50,8 @@ _DEFAULTS = {
     "PRIVCORE_MAX_STEPS": 1_000_000,
     "PRIVCORE_MAX_POINTS": 10_000,
     # An upload is parsed as float64 (8 bytes a value) and kept as float32 twice (the parsed file
-    # and the split data set): 20 million values peak near 160 MB and keep about 160 MB
-    # (bench/bench_upload_memory.py).
+    # and the split data set) while a session uses it: bench/bench_upload_memory.py measures the
+    # peak and what is left after the session closes.
     "PRIVCORE_MAX_UPLOAD_CELLS": 20_000_000,
     "PRIVCORE_MAX_UPLOADS_MB": 2048,
     "PRIVCORE_UPLOAD_DAYS": 7,

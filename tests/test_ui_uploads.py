@@ -66,3 +66,118 @@ def test_stale_upload_leftovers_are_cleaned(uploads):
     fresh.write_text("x")
     uploads_mod.clean_leftovers(uploads)
     assert not stale.exists() and fresh.exists()
+
+
+# ---------------------------------------------------------------- bounds: values, disk, memory
+
+class _Upload:
+    def __init__(self, name: str, data: bytes) -> None:
+        self.name, self._data = name, data
+
+    def getvalue(self) -> bytes:
+        return self._data
+
+
+def _csv_bytes(rows: int, cols: int) -> bytes:
+    lines = [",".join([f"f{j}" for j in range(cols)] + ["label"])]
+    lines += [",".join(str((i + j) % 7) for j in range(cols)) + f",{i % 2}" for i in range(rows)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_an_upload_above_the_value_limit_is_refused_before_it_is_stored(uploads, monkeypatch):
+    import io
+
+    import numpy as np
+
+    monkeypatch.setenv("PRIVCORE_MAX_UPLOAD_CELLS", "100")
+    with pytest.raises(ValueError, match=r"wide\.csv has 30 rows x 5 columns = 150 values, above the limit of 100.*"
+                                         "PRIVCORE_MAX_UPLOAD_CELLS"):
+        uploads_mod.save_upload(_Upload("wide.csv", _csv_bytes(30, 5)))
+    buf = io.BytesIO()  # 2 MB of zeros declared in the header, a few KB on the wire (the issue's amplification)
+    np.savez_compressed(buf, x=np.zeros((2000, 1000), dtype=np.uint8), y=np.zeros(2000, dtype=np.int64))
+    with pytest.raises(ValueError, match="2,000 rows x 1,000 columns"):
+        uploads_mod.save_upload(_Upload("zeros.npz", buf.getvalue()))
+    assert list(uploads.iterdir()) == []  # nothing stored: a refused upload takes no disk
+
+
+def test_uploads_on_disk_keep_to_their_total_and_age_oldest_first_never_one_in_use(uploads, monkeypatch):
+    import time
+
+    monkeypatch.setenv("PRIVCORE_MAX_UPLOADS_MB", "1")
+    now = time.time()
+    files = []
+    for k in range(4):  # 300 KB each, oldest first
+        p = uploads / f"{k:064x}.csv"
+        p.write_bytes(b"x" * 300_000)
+        os.utime(p, (now - 1000 + k, now - 1000 + k))
+        files.append(p)
+    monkeypatch.setitem(uploads_mod._IN_USE, str(files[0].resolve()), {"a live session": now})
+    removed = uploads_mod.expire_uploads(uploads, incoming=300_000, now=now)
+    # 1.2 MB + 0.3 MB incoming > 1 MB: the two oldest that no session uses go; the one in use stays
+    assert removed == [files[1].name, files[2].name]
+    assert [p.exists() for p in files] == [True, False, False, True]
+    with pytest.raises(ValueError, match="no room for this upload.*PRIVCORE_MAX_UPLOADS_MB"):
+        uploads_mod.expire_uploads(uploads, incoming=2_000_000, now=now)
+    monkeypatch.setenv("PRIVCORE_UPLOAD_DAYS", "1")
+    assert uploads_mod.expire_uploads(uploads, now=now + 2 * 86400) == [files[3].name]  # too old; [0] is in use
+    assert files[0].exists()
+
+
+def _memo_entries(path) -> list:
+    """What the process keeps of ``path``: data sets built from it and its parsed versions."""
+    from privcore.data import loader, userfile
+
+    target = str(path.resolve())
+    return ([k for k in loader._MEMO._items if k[0] == "file" and k[1][0] == target]
+            + [k for k in userfile._PARSED if k[0] == target])
+
+
+def test_an_uploads_memory_is_released_when_its_session_ends_or_it_is_deleted(uploads, monkeypatch):
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    data = _csv_bytes(60, 4)
+    path = uploads / (hashlib.sha256(data).hexdigest() + ".csv")
+    path.write_bytes(data)
+    script = "from ui import sidebar\nside = sidebar.settings()\n"
+
+    def session() -> AppTest:
+        at = AppTest.from_string(script, default_timeout=120)
+        at.query_params["dataset"] = '"file"'
+        at.query_params["data_file"] = json.dumps(path.name)
+        at.run()
+        assert not at.exception
+        return at
+
+    session()
+    assert _memo_entries(path) and str(path.resolve()) in uploads_mod.in_use()
+    monkeypatch.setattr(uploads_mod, "_session_alive", lambda sid: False)  # every browser session closed
+    assert uploads_mod.sweep_sessions() == [str(path.resolve())]
+    assert not _memo_entries(path) and not uploads_mod.in_use()
+
+    monkeypatch.setattr(uploads_mod, "_session_alive", lambda sid: True)
+    at = session()
+    assert _memo_entries(path)
+    at.sidebar.button(key="delete_upload").click().run()
+    assert not path.exists() and not _memo_entries(path) and not uploads_mod.in_use()
+
+
+def test_a_stored_upload_above_a_lowered_limit_is_refused_unread(uploads, monkeypatch):
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    from apptest import texts
+
+    data = _csv_bytes(60, 4)
+    path = uploads / (hashlib.sha256(data).hexdigest() + ".csv")
+    path.write_bytes(data)
+    monkeypatch.setenv("PRIVCORE_MAX_UPLOAD_CELLS", "100")
+    at = AppTest.from_string("from ui import sidebar\nside = sidebar.settings()\n", default_timeout=120)
+    at.query_params["dataset"] = '"file"'
+    at.query_params["data_file"] = json.dumps(path.name)
+    at.run()
+    assert not at.exception
+    assert any("240 values, above the limit of 100" in t for t in texts(at.error)), texts(at.error)
+    assert not _memo_entries(path)

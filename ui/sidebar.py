@@ -99,7 +99,7 @@ def draw() -> SidebarSettings:
         st.warning("URL parameter data_file ignored: that upload is not on this server (it was deleted, or the link "
                    "comes from another server). Upload the file again.")
         state.put("data_file", None)
-    prep, label_column = "none", None
+    prep, label_column, too_big = "none", None, None
     if dataset == "file":
         up = sb.file_uploader("CSV (numeric columns and a label column, picked below) or NPZ (arrays x, y)", type=["csv", "npz"],
                               key=f"upload_file_{st.session_state.get('_upload_gen', 0)}")
@@ -114,13 +114,17 @@ def draw() -> SidebarSettings:
             if sb.button("Delete this upload", key="delete_upload",
                          help="Removes the file from the server; results computed from it stay cached"):
                 uploads.delete_upload(data_file)
+                uploads.use_upload(None)
                 state.put("data_file", None)
                 state.put("prep", "none")
                 state.put("label_col", None)
                 st.session_state["_upload_gen"] = st.session_state.get("_upload_gen", 0) + 1  # a fresh, empty uploader
                 st.rerun()
+            too_big = uploads.size_problem(data_file)  # stored before the limit was lowered: never parsed
             prep, label_column = userdata.draw_controls(sb, data_file)
-            userdata.show_preview(sb, data_file, label_column)
+            if too_big is None:
+                userdata.show_preview(sb, data_file, label_column)
+    uploads.use_upload(data_file)  # an upload this session left, and no other uses, leaves memory now
     k = knob("repeats")
     repeats = state.commit("repeats", sb.select_slider(
         k.label, options=with_value(k.grid, state.get("repeats")), key=state.bind("repeats"), help=k.tooltip))
@@ -141,6 +145,8 @@ def draw() -> SidebarSettings:
     info, error = None, None
     if dataset == "file" and not data_file:
         error = "Upload a CSV or NPZ file in the sidebar to use your own data set."
+    elif dataset == "file" and too_big:
+        error = f"Could not use your file: {too_big}"
     else:
         try:
             info = data_info(dataset, data_file if dataset == "file" else None, prep, label_column)

@@ -1,23 +1,38 @@
-"""Uploaded data files: stored by content hash, written atomically, read back only from the uploads folder.
+"""Uploaded data files: stored by content hash, written atomically, read back only from the uploads folder;
+bounded in size, on disk and in memory.
 
 A file name in the URL is never trusted: :func:`inside_uploads` accepts only a complete file inside
 ``<cache>/uploads`` whose name is the SHA-256 of its bytes. :func:`save_upload` and
 :func:`display_name` keep the user's own file name in Session State (for the caption only).
+
+Bounds (:mod:`privcore.limits`): an upload of more than ``max_upload_cells`` values (rows x
+columns) is refused before it is stored; all uploads together keep to ``max_uploads_bytes`` on
+disk and each at most ``upload_max_age_s``, the oldest removed first (never one a live session
+is using). In memory, what the server keeps of an upload (its parsed matrix, the data sets built
+from it, their training contexts) is released when the upload is deleted or the last session
+using it ends (:func:`use_upload`, :func:`sweep_sessions`; a background thread checks every
+:data:`SWEEP_INTERVAL_S` seconds).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from pathlib import Path
 
 import streamlit as st
 
+from privcore import limits
 from privcore.atomic import atomic_write as _atomic_write
 
 __all__ = ["inside_uploads", "uploads_dir", "content_matches_name", "atomic_write", "clean_leftovers",
-           "display_name", "save_upload", "delete_upload", "load_error_text"]
+           "display_name", "save_upload", "delete_upload", "load_error_text", "size_problem", "expire_uploads",
+           "use_upload", "sweep_sessions", "in_use", "SWEEP_INTERVAL_S"]
+
+#: Seconds between two checks for ended sessions (their uploads' memory is then released).
+SWEEP_INTERVAL_S = 15.0
 
 
 def inside_uploads(path: str | None) -> str | None:
@@ -99,25 +114,117 @@ def save_upload(upload) -> str:  # noqa: ANN001 - UploadedFile
     """Store an upload as ``uploads/<sha256>.<ext>`` (atomically) and return that path.
 
     The name is the content hash, so equal uploads share one file, and a file whose bytes do not
-    match its name (an interrupted write of an older version) is rewritten, never used.
+    match its name (an interrupted write of an older version) is rewritten, never used. Refused
+    before anything is written (ValueError naming the limit): more than ``max_upload_cells``
+    values, or no room left among the uploads on disk once the oldest unused ones are removed.
     """
     data = upload.getvalue()
     digest = hashlib.sha256(data).hexdigest()
     suffix = os.path.splitext(upload.name)[1].lower()
     if suffix not in _UPLOAD_SUFFIXES:
         raise ValueError(f"uploads must be .csv or .npz files, got {suffix or 'no extension'}")
+    shown = os.path.basename(upload.name)[-120:]
     folder = uploads_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    clean_leftovers(folder)
     path = folder / f"{digest}{suffix}"
+    # The uploader hands its file over at every rerun: checked and written only the first time.
     if not (path.is_file() and content_matches_name(path)):
+        if len(data) > limits.max_file_bytes():
+            raise ValueError(f"{shown} is {len(data) / 2**20:,.1f} MB, above the limit of "
+                             f"{limits.max_file_bytes() / 2**20:,.0f} MB ({limits.limit_hint('PRIVCORE_MAX_FILE_MB')})")
+        shape = _shape(data, suffix)
+        if shape is not None:  # an unreadable file is stored: the reader then says what is wrong with it
+            limits.check_upload_cells(*shape, shown)
+        folder.mkdir(parents=True, exist_ok=True)
+        clean_leftovers(folder)
+        expire_uploads(folder, incoming=len(data))
         atomic_write(path, data)
-    st.session_state.setdefault("_upload_names", {})[path.name] = os.path.basename(upload.name)[-120:]
+    with _SESSIONS_LOCK:
+        _LAST_USED[str(path.resolve())] = time.time()  # used again: the last to expire (its mtime is kept)
+    st.session_state.setdefault("_upload_names", {})[path.name] = shown
     return str(path)
 
 
+def _shape(data: bytes, suffix: str) -> tuple[int, int] | None:
+    from privcore.data.userfile import data_shape
+
+    return data_shape(data, suffix)
+
+
+def size_problem(path: str) -> str | None:
+    """Why a stored upload is not read (more values than an upload may have, e.g. stored before the
+    limit was lowered), or None. The shape is read once per file version."""
+    from privcore.data.userfile import data_shape
+
+    try:
+        key = _stat_key(Path(path))
+    except OSError:
+        return None
+    if key not in _SHAPES:
+        if len(_SHAPES) > 256:
+            _SHAPES.clear()
+        _SHAPES[key] = data_shape(path)
+    shape = _SHAPES[key]
+    if shape is None:
+        return None
+    try:
+        limits.check_upload_cells(*shape, f"'{display_name(path)}'")
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+_SHAPES: dict[tuple[str, int, int], tuple[int, int] | None] = {}
+
+
+def _stat_key(path: Path) -> tuple[str, int, int]:
+    st_ = path.stat()
+    return str(path), st_.st_mtime_ns, st_.st_size
+
+
+def expire_uploads(folder: Path | None = None, *, incoming: int = 0, now: float | None = None) -> list[str]:
+    """Remove uploads older than ``upload_max_age_s`` and, oldest first, as many as it takes for all of
+    them plus ``incoming`` new bytes to keep within ``max_uploads_bytes``; an upload a live session
+    uses is never removed. Returns the names removed; ValueError when ``incoming`` still does not fit."""
+    folder = folder or uploads_dir()
+    now = time.time() if now is None else now
+    keep = in_use()
+    files = []
+    try:
+        for p in folder.iterdir():
+            if p.suffix.lower() in _UPLOAD_SUFFIXES and len(p.stem) == 64 and p.is_file():
+                st_ = p.stat()
+                files.append((st_.st_mtime, st_.st_size, p))
+    except OSError:
+        return []
+    with _SESSIONS_LOCK:
+        used = dict(_LAST_USED)
+    # Oldest first, by the last time this server saw the upload used, else its modification time.
+    files = sorted((max(mtime, used.get(str(p.resolve()), 0.0)), size, p) for mtime, size, p in files)
+    unused = [(mtime, size, p) for mtime, size, p in files if str(p.resolve()) not in keep]
+    total = sum(size for _, size, _ in files) + incoming
+    most = limits.max_uploads_bytes()
+    if total - sum(size for _, size, _ in unused) > most:  # removing every unused upload would not do
+        raise ValueError(f"no room for this upload: the uploads in use on this server take "
+                         f"{(total - incoming - sum(s for _, s, _ in unused)) / 2**20:,.1f} of {most / 2**20:,.0f} MB; "
+                         f"try again later or a smaller file ({limits.limit_hint('PRIVCORE_MAX_UPLOADS_MB')})")
+    removed: list[str] = []
+    for mtime, size, p in unused:
+        if now - mtime > limits.upload_max_age_s() or total > most:
+            try:
+                p.unlink()
+            except OSError:
+                continue
+            _release(str(p.resolve()))
+            with _SESSIONS_LOCK:
+                _LAST_USED.pop(str(p.resolve()), None)
+            removed.append(p.name)
+            total -= size
+    return removed
+
+
 def delete_upload(path: str | None) -> bool:
-    """Delete an uploaded file (only one inside the uploads folder); True when it was removed."""
+    """Delete an uploaded file (only one inside the uploads folder) and release what the server keeps
+    of it in memory; True when it was removed."""
     inside = inside_uploads(path)
     if inside is None:
         return False
@@ -125,7 +232,110 @@ def delete_upload(path: str | None) -> bool:
         os.unlink(inside)
     except OSError:
         return False
+    with _SESSIONS_LOCK:
+        _IN_USE.pop(inside, None)
+        _LAST_USED.pop(inside, None)
+    _release(inside)
     return True
+
+
+# ---------------------------------------------------------------- memory: who uses which upload
+
+_SESSIONS_LOCK = threading.Lock()
+_IN_USE: dict[str, dict[str, float]] = {}  # upload path -> {session id: last run}
+_LAST_USED: dict[str, float] = {}  # upload path -> when a session last used it (for expiry, oldest first)
+_SWEEPER: list[threading.Thread] = []
+
+
+def _session_id() -> str | None:
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx(suppress_warning=True)
+    except Exception:  # noqa: BLE001 - outside a Streamlit run
+        return None
+    return getattr(ctx, "session_id", None)
+
+
+def _session_alive(session_id: str) -> bool:
+    """Whether the browser session ``session_id`` is still connected (True without a Streamlit server:
+    tests and bare runs end no session)."""
+    try:
+        from streamlit.runtime import Runtime
+
+        if not Runtime.exists():
+            return True
+        return bool(Runtime.instance().is_active_session(session_id))
+    except Exception:  # noqa: BLE001 - never release on doubt
+        return True
+
+
+def in_use() -> set[str]:
+    """The uploads (resolved paths) some live session is using."""
+    with _SESSIONS_LOCK:
+        return set(_IN_USE)
+
+
+def _release(path: str) -> None:
+    from privcore.engine.release import release_data_file
+
+    release_data_file(path)
+
+
+def use_upload(path: str | None) -> None:
+    """This session uses the upload ``path`` now (None: none); an upload that no session uses any
+    more is released from memory at once."""
+    sid = _session_id()
+    if sid is None:
+        return
+    path = str(Path(path).resolve()) if path else None
+    dropped = []
+    with _SESSIONS_LOCK:
+        for p, sessions in list(_IN_USE.items()):
+            if p != path and sessions.pop(sid, None) is not None and not sessions:
+                del _IN_USE[p]
+                dropped.append(p)
+        if path:
+            _IN_USE.setdefault(path, {})[sid] = _LAST_USED[path] = time.time()
+    for p in dropped:
+        _release(p)
+    _start_sweeper()
+
+
+def sweep_sessions() -> list[str]:
+    """Forget ended sessions; release (and return) the uploads no live session uses any more."""
+    with _SESSIONS_LOCK:
+        sessions = {sid for users in _IN_USE.values() for sid in users}
+    ended = {sid for sid in sessions if not _session_alive(sid)}
+    dropped = []
+    with _SESSIONS_LOCK:
+        for p, users in list(_IN_USE.items()):
+            for sid in ended & set(users):
+                del users[sid]
+            if not users:
+                del _IN_USE[p]
+                dropped.append(p)
+    for p in dropped:
+        _release(p)
+    return dropped
+
+
+def _start_sweeper() -> None:
+    with _SESSIONS_LOCK:
+        if _SWEEPER and _SWEEPER[0].is_alive():
+            return
+
+        def loop() -> None:
+            while True:
+                time.sleep(SWEEP_INTERVAL_S)
+                try:
+                    sweep_sessions()
+                except Exception:  # noqa: BLE001 - a check that fails is tried again
+                    pass
+
+        thread = threading.Thread(target=loop, name="privcore-upload-sweeper", daemon=True)
+        _SWEEPER[:] = [thread]
+        thread.start()
 
 
 def load_error_text(err: object, data_file: str | None) -> str:

@@ -28,7 +28,7 @@ from .sources import RawSource
 from .transforms import (clip_to_unit_ball, pca_apply, pca_fit, stratified_split, stratified_subsample,
                          unit_ball_float32)
 
-__all__ = ["DATASET_NAMES", "IMAGE_SOURCES", "MIN_N", "load_dataset", "clear_caches"]
+__all__ = ["DATASET_NAMES", "IMAGE_SOURCES", "MIN_N", "load_dataset", "clear_caches", "forget_file"]
 
 DATASET_NAMES: tuple[str, ...] = ("mnist-5k", "digits", "mnist", "file", "synthetic")
 IMAGE_SOURCES: tuple[str, ...] = ("mnist-5k", "mnist", "digits")
@@ -40,6 +40,7 @@ _MEMO_MAXSIZE = 8
 _MEMO_MAX_BYTES = 1 << 30
 _BUILD_GUARD = threading.Lock()
 _BUILDING: dict = {}  # memo key -> the lock its builder holds
+_FILE_PRINTS: dict[str, set[str]] = {}  # a user file's path -> fingerprints of the data sets built from it
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,9 @@ def load_dataset(
         if hit is None:
             hit = _build(args)
             _MEMO.put(key, hit)
+            if args.name == "file":  # kept after the memo drops it: forget_file finds its training contexts
+                with _BUILD_GUARD:
+                    _FILE_PRINTS.setdefault(key[1][0], set()).add(hit.fingerprint)
     with _BUILD_GUARD:
         _BUILDING.pop(key, None)
     return hit
@@ -114,6 +118,18 @@ def clear_caches(*, raw_sources: bool = True) -> None:
     sources.load_synthetic.cache_clear()
     userfile.clear_cache()
     mnist_download.clear_cache()
+
+
+def forget_file(path: str | os.PathLike[str]) -> set[str]:
+    """Forget every data set built from the user file at ``path`` (any n, PCA, preprocessing or
+    label column) and its parsed version; returns the forgotten data sets' fingerprints (their
+    training contexts can then be dropped too: :func:`privcore.engine.release.release_data_file`)."""
+    target = os.path.realpath(os.fspath(path))
+    gone = _MEMO.drop(lambda key: key[0] == "file" and isinstance(key[1], tuple) and key[1][0] == target)
+    userfile.forget(target)
+    with _BUILD_GUARD:
+        prints = _FILE_PRINTS.pop(target, set())
+    return prints | {ds.fingerprint for ds in gone}
 
 
 def _check_path(name: str, value: Any) -> str | None:
@@ -394,6 +410,12 @@ class _Memo:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+
+    def drop(self, which) -> list[Dataset]:  # noqa: ANN001 - a predicate on keys
+        """Remove the entries whose key satisfies ``which``; returns their data sets."""
+        with self._lock:
+            keys = [k for k in self._items if which(k)]
+            return [self._items.pop(k) for k in keys]
 
 
 _MEMO = _Memo(_MEMO_MAXSIZE, _MEMO_MAX_BYTES)

@@ -10,11 +10,13 @@ column and row, so that a user can fix the file without reading this code.
 from __future__ import annotations
 
 import csv
-import functools
+import io
 import math
 import os
+import threading
 import zipfile
 import zlib
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +25,8 @@ from .. import limits
 from .errors import DataFileError
 from .sources import RawSource, readonly
 
-__all__ = ["load_user_file", "csv_columns", "file_key", "clear_cache", "LABEL_COLUMNS", "MIN_ROWS"]
+__all__ = ["load_user_file", "csv_columns", "file_key", "clear_cache", "forget", "data_shape", "LABEL_COLUMNS",
+           "MIN_ROWS"]
 
 LABEL_COLUMNS: tuple[str, ...] = ("label", "y", "target", "class")
 MIN_ROWS = 10
@@ -81,17 +84,93 @@ def csv_columns(path: str | os.PathLike[str]) -> list[str]:
 
 def clear_cache() -> None:
     """Forget parsed user files."""
-    _load_cached.cache_clear()
+    with _PARSED_LOCK:
+        _PARSED.clear()
+
+
+def forget(path: str | os.PathLike[str]) -> int:
+    """Forget the parsed versions of the file at ``path`` (every label column); how many were held.
+
+    The dashboard calls it when an upload is deleted or its last session ends, so that its memory
+    goes back (the parsed matrix is the file's size as float32)."""
+    target = os.path.realpath(os.fspath(path))
+    with _PARSED_LOCK:
+        gone = [k for k in _PARSED if k[0] == target]
+        for k in gone:
+            del _PARSED[k]
+    return len(gone)
+
+
+def data_shape(source: str | os.PathLike[str] | bytes, suffix: str | None = None) -> tuple[int, int] | None:
+    """(rows, feature columns) of a CSV or NPZ file, read cheaply: a CSV's header and its non-blank
+    lines counted without parsing a number, an NPZ's array headers without inflating anything.
+
+    ``source`` is a path or the file's bytes (then ``suffix``, ``.csv`` or ``.npz``, says which).
+    None when the file cannot be read that far: the full reader then says what is wrong with it.
+    Used to refuse an upload above :func:`privcore.limits.max_upload_cells` before it is stored.
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        kind = (suffix or "").lower()
+        raw = io.BytesIO(bytes(source))
+    else:
+        kind = (suffix or Path(source).suffix).lower()
+        raw = None
+    try:
+        if kind == ".csv":
+            fh = (io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") if raw is not None
+                  else _open_text(os.fspath(source)))
+            with fh:
+                reader = csv.reader(fh)
+                header = next(reader, None)
+                if not header:
+                    return None
+                rows = sum(1 for row in reader if row and (len(row) > 1 or row[0].strip()))
+            return rows, max(len(header) - 1, 0)
+        if kind == ".npz":
+            with zipfile.ZipFile(raw if raw is not None else os.fspath(source)) as zf:
+                entries = {i.filename[:-4]: i for i in zf.infolist() if i.filename.endswith(".npy")}
+                key = "x" if "x" in entries else "X" if "X" in entries else None
+                if key is None:
+                    return None
+                shape, _ = _npy_header(zf, entries[key], "(upload)", key)
+            if len(shape) < 2:
+                return None
+            return int(shape[0]), int(math.prod(shape[1:]))
+    except (OSError, ValueError, UnicodeDecodeError, csv.Error, zipfile.BadZipFile, EOFError, RuntimeError,
+            NotImplementedError, zlib.error, DataFileError):
+        return None
+    return None
 
 
 def _os_reason(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or type(exc).__name__
 
 
-@functools.lru_cache(maxsize=4)
+#: Parsed files, most recent last: (path, mtime_ns, size, label column) -> RawSource. Few, because
+#: each holds a whole matrix; :func:`forget` drops one file's entries.
+_PARSED: OrderedDict[tuple, RawSource] = OrderedDict()
+_PARSED_SIZE = 4
+_PARSED_LOCK = threading.Lock()
+
+
 def _load_cached(path: str, mtime_ns: int, size: int, label_column: str | None = None) -> RawSource:
-    # mtime and size are part of the cache key only: an edited file gets a fresh entry.
-    del mtime_ns
+    # mtime and size are part of the key: an edited file gets a fresh entry.
+    key = (path, mtime_ns, size, label_column)
+    with _PARSED_LOCK:
+        hit = _PARSED.get(key)
+        if hit is not None:
+            _PARSED.move_to_end(key)
+            return hit
+    src = _parse(path, size, label_column)
+    with _PARSED_LOCK:
+        _PARSED[key] = src
+        _PARSED.move_to_end(key)
+        while len(_PARSED) > _PARSED_SIZE:
+            _PARSED.popitem(last=False)
+    return src
+
+
+def _parse(path: str, size: int, label_column: str | None) -> RawSource:
     name = _name(path)
     suffix = Path(path).suffix.lower()
     if suffix not in (".csv", ".npz"):
