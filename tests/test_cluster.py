@@ -271,7 +271,7 @@ def test_a_lost_scheduler_ends_the_command_in_one_line(tmp_path, monkeypatch, ca
 
     calls, work = [], runner.execute_unit
 
-    def slow_after_first(unit, poll=None):  # noqa: ANN001, ANN202 - the scheduler goes while the others run
+    def slow_after_first(unit, poll=None):  # the scheduler goes while the later units run
         calls.append(unit.index)
         if len(calls) > 1:
             time.sleep(2.0)

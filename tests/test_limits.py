@@ -8,13 +8,11 @@ from __future__ import annotations
 import http.server
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -187,7 +185,7 @@ class _Endless(http.server.BaseHTTPRequestHandler):
 
     sent = 0
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self.send_response(200)
         self.end_headers()
         block = b"\0" * 65536
