@@ -179,3 +179,8 @@ def test_an_extreme_epsilon_gets_its_true_power_of_ten():
     assert any("e^ε ≈ 10^2,171" in w for w in warnings), warnings
     _, warnings = setting.setting_problems(SIDE, Setting(eps=200.0, delta=0.0, methods=("model_sensitivity",)))
     assert any("e^ε ≈ 7.2e86" in w for w in warnings), warnings
+
+
+def test_the_neighbours_note_states_the_teachers_independence():
+    from ui import setting
+    assert "own part alone" in setting.NEIGHBOURS_NOTE and "one teacher" in setting.NEIGHBOURS_NOTE

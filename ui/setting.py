@@ -30,7 +30,9 @@ __all__ = [
 ]
 
 NEIGHBOURS_NOTE = ("Neighbouring datasets differ by replacing one example; λ is the average-form L2 weight, "
-                   "the same for every method that regularises (DP-SGD trains without it).")
+                   "the same for every method that regularises (DP-SGD trains without it). The teacher-vote "
+                   "methods train each teacher on its own part alone (its own basis, nothing shared), so one "
+                   "changed example changes one teacher.")
 #: The release mode, said on the pages that teach and calibrate (docs/spec.md, "Release mode").
 RELEASE_MODE_NOTE = ("The dashboard draws its noise from a public seed, so every result can be reproduced: right for "
                      "exploring, not for publishing, since anyone who knows the seed can recompute the noise. A release "
