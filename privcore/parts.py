@@ -36,6 +36,19 @@ PART_GROUP_BYTES = 256 << 20
 _ROW_BLOCK = 1 << 14
 
 
+def _eigh_each(mats: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.linalg.eigh`` of every matrix of mats [P, k, k], each a function of its own matrix.
+
+    On the CPU a batched call runs LAPACK on each matrix separately. On CUDA, PyTorch hands batches
+    of matrices of size <= 32 to cuSOLVER's batched Jacobi solver, whose documentation does not say
+    that its sweeps stop per matrix; such small matrices are decomposed one at a time there.
+    """
+    if mats.device.type == "cpu" or mats.shape[-1] > 32:
+        return torch.linalg.eigh(mats)
+    pairs = [torch.linalg.eigh(a) for a in mats]
+    return torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
+
+
 def part_preconditioner(x: torch.Tensor, null_tol: float = 1e-12) -> Preconditioner:
     """Per-part eigenbases of x [P, m, D]: ``basis`` [P, D, r], ``evals`` [P, r], ``x`` [P, m, r].
 
@@ -55,7 +68,7 @@ def part_preconditioner(x: torch.Tensor, null_tol: float = 1e-12) -> Preconditio
     pre = object.__new__(Preconditioner)
     if m <= d:
         x64 = x.to(torch.float64)
-        evals, u = torch.linalg.eigh(x64 @ x64.transpose(1, 2) / m)  # [P, m], [P, m, m]
+        evals, u = _eigh_each(x64 @ x64.transpose(1, 2) / m)  # [P, m], [P, m, m]
         keep = evals > null_tol
         scale = torch.where(keep, (m * evals.clamp_min(null_tol)).rsqrt(), torch.zeros_like(evals))
         pre.basis = x64.transpose(1, 2) @ (u * scale.unsqueeze(1))  # [P, D, m]
@@ -66,7 +79,7 @@ def part_preconditioner(x: torch.Tensor, null_tol: float = 1e-12) -> Preconditio
     for start in range(0, m, _ROW_BLOCK):
         block = x[:, start:start + _ROW_BLOCK].to(torch.float64)
         sigma += block.transpose(1, 2) @ block
-    evals, basis = torch.linalg.eigh(sigma / m)
+    evals, basis = _eigh_each(sigma / m)
     pre.evals = evals.clamp_min(0.0)  # rounding can leave a null direction's eigenvalue at -1e-17
     pre.basis = basis
     pre.x = torch.bmm(x, basis.to(x.dtype))
