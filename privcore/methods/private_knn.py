@@ -2,7 +2,8 @@
 
 Per query: a Poisson subsample (rate gamma, by index, a fresh draw per query from an explicit
 generator) of the whole private training set; the k subsampled rows nearest the query (squared
-Euclidean distance in the unit-ball input features, a fixed, data-independent space; ties broken
+Euclidean distance in the unit-ball input features, a fixed, data-independent space unless PCA,
+fitted on the training split and outside every guarantee, is asked for; ties broken
 by row index) vote; a noisy check of the top count against 0.3 k drops low-consensus queries
 (-1, "abstain"); a passing query gets the Gaussian noisy argmax:
 
@@ -96,7 +97,7 @@ class PrivateKNN(Method):
                "threshold drops low-consensus queries, the others get the Gaussian noisy argmax (Zhu et al. 2020).")
     wins_when = ("Few to moderately many queries on data where nearby inputs share labels: subsampling amplifies "
                  "privacy, and no model is trained; abstentions count as wrong.")
-    assumptions = ("Fixed feature space (the unit-ball inputs); a fresh Poisson subsample per query; one replaced "
+    assumptions = ("Fixed feature space (the unit-ball inputs; PCA fitted on the data is outside the guarantee); a fresh Poisson subsample per query; one replaced "
                    "example moves at most one of the k votes (histogram sensitivity √2, max 1); replace-one "
                    "amplification by subsampling (dp_accounting PLD); every query is charged, answered or not.")
     caveats = ("Private-kNN abstains on low-consensus queries; abstentions count as wrong answers "
