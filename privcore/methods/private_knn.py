@@ -97,7 +97,8 @@ class PrivateKNN(Method):
                "threshold drops low-consensus queries, the others get the Gaussian noisy argmax (Zhu et al. 2020).")
     wins_when = ("Few to moderately many queries on data where nearby inputs share labels: subsampling amplifies "
                  "privacy, and no model is trained; abstentions count as wrong.")
-    assumptions = ("Fixed feature space (the unit-ball inputs; PCA fitted on the data is outside the guarantee); a fresh Poisson subsample per query; one replaced "
+    assumptions = ("Fixed feature space (the unit-ball inputs; PCA fitted on the data is outside the guarantee); "
+                   "a fresh Poisson subsample per query; one replaced "
                    "example moves at most one of the k votes (histogram sensitivity √2, max 1); replace-one "
                    "amplification by subsampling (dp_accounting PLD); every query is charged, answered or not.")
     caveats = ("Private-kNN abstains on low-consensus queries; abstentions count as wrong answers "
