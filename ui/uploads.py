@@ -126,6 +126,8 @@ def save_upload(upload) -> str:  # noqa: ANN001 - UploadedFile
     shown = os.path.basename(upload.name)[-120:]
     folder = uploads_dir()
     path = folder / f"{digest}{suffix}"
+    if folder.is_dir():  # every upload (a repeated one too) removes old leftovers of interrupted writes
+        clean_leftovers(folder)
     # The uploader hands its file over at every rerun: checked and written only the first time.
     if not (path.is_file() and content_matches_name(path)):
         if len(data) > limits.max_file_bytes():
@@ -135,7 +137,6 @@ def save_upload(upload) -> str:  # noqa: ANN001 - UploadedFile
         if shape is not None:  # an unreadable file is stored: the reader then says what is wrong with it
             limits.check_upload_cells(*shape, shown)
         folder.mkdir(parents=True, exist_ok=True)
-        clean_leftovers(folder)
         expire_uploads(folder, incoming=len(data))
         atomic_write(path, data)
     with _SESSIONS_LOCK:
