@@ -299,7 +299,8 @@ class DaskExecutor(Executor):
 
                 if isinstance(err, KilledWorker):
                     raise ClusterError(f"unit {unit.index} ({unit.method}) was lost with its worker too many times "
-                                       f"({one_line(err)}); {finished} of {submitted} finished units are cached") from None
+                                       f"({one_line(err)}); the {finished} units finished of {submitted} sent "
+                                       "are cached") from None
                 if isinstance(err, ImportError) or type(err).__name__ == "UnpicklingError":
                     raise ClusterError(f"a worker could not unpack or run unit {unit.index} ({type(err).__name__}: "
                                        f"{one_line(err)}): install the driver's privcore version on every worker "
@@ -312,8 +313,8 @@ class DaskExecutor(Executor):
             except CancelledError:  # also distributed's FutureCancelledError (the state may change meanwhile)
                 if client.status != "running":  # the scheduler is gone: say so
                     Watch(client, self.worker_wait, self._where(client)).check(finished, submitted)
-                raise ClusterError(f"unit {unit.index} ({unit.method}) was cancelled by the cluster; {finished} of "
-                                   f"{submitted} finished units are cached") from None
+                raise ClusterError(f"unit {unit.index} ({unit.method}) was cancelled by the cluster; the {finished} "
+                                   f"units finished of {submitted} sent are cached") from None
             yield outcome  # the runner checks that it answers for this unit's points
 
 
