@@ -327,10 +327,15 @@ def _start_sweeper() -> None:
             return
 
         def loop() -> None:
+            from privcore.engine.release import trim_heap
+
             while True:
                 time.sleep(SWEEP_INTERVAL_S)
                 try:
                     sweep_sessions()
+                    # Streamlit frees a closed session's state up to 2 minutes later (it may reconnect):
+                    # hand the freed heap back then too.
+                    trim_heap()
                 except Exception:  # noqa: BLE001 - a check that fails is tried again
                     pass
 

@@ -17,7 +17,7 @@ import gc
 import os
 import sys
 
-__all__ = ["release_data_file", "trim_memory"]
+__all__ = ["release_data_file", "trim_memory", "trim_heap"]
 
 
 def release_data_file(path: str | os.PathLike[str]) -> int:
@@ -30,6 +30,11 @@ def release_data_file(path: str | os.PathLike[str]) -> int:
     with runner._CONTEXTS_LOCK:
         for key in [k for k in runner._CONTEXTS if k[0] in prints]:
             del runner._CONTEXTS[key]
+    if prints:  # lam = "auto"'s validation context is built from a subset: its own fingerprint
+        from . import tuning
+
+        with tuning._SUB_LOCK:
+            tuning._SUB_CONTEXT.clear()
     leakage = sys.modules.get("privcore.leakage.run")  # only if a leakage game was ever played here
     if leakage is not None:
         with leakage._GAMES_LOCK:
@@ -40,9 +45,14 @@ def release_data_file(path: str | os.PathLike[str]) -> int:
 
 
 def trim_memory() -> None:
-    """Collect garbage and return free heap pages to the operating system (glibc's ``malloc_trim``):
-    matrices below glibc's mmap threshold come from the heap, which otherwise keeps its peak size."""
+    """Collect garbage and return free heap pages to the operating system (:func:`trim_heap`)."""
     gc.collect()
+    trim_heap()
+
+
+def trim_heap() -> None:
+    """Return free heap pages to the operating system (glibc's ``malloc_trim``, every thread's arena):
+    matrices below glibc's mmap threshold come from the heap, which otherwise keeps its peak size."""
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL("libc.so.6").malloc_trim(0)
