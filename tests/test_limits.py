@@ -223,8 +223,9 @@ def test_a_download_stops_at_the_files_size(tmp_path, monkeypatch):
         with pytest.raises(mnist_download.DataUnavailableError, match="larger than the 9,912,422 bytes expected"):
             mnist_download.ensure_mnist_files(folder)
     assert not folder.exists() or not any(folder.iterdir())  # no partial file kept
-    # The client stopped reading at the size (the server may have written a few buffers more).
-    assert _Endless.sent < mnist_download.MNIST_SIZES["train-images-idx3-ubyte.gz"] + (8 << 20)
+    # The client stopped reading at the size; the server may have filled the socket buffers beyond it (a few MB
+    # on loopback), where the old code read on for as long as the server sent (gigabytes within the deadline).
+    assert _Endless.sent < mnist_download.MNIST_SIZES["train-images-idx3-ubyte.gz"] + (64 << 20)
 
 
 def test_ctrl_c_during_a_sweep_exits_130_in_one_line_and_keeps_finished_points(tmp_path):
