@@ -75,6 +75,9 @@ class ResultRow(Mapping):
     #: (:func:`privcore.accounting.forward.real_guarantee`). None elsewhere.
     real_epsilon: float | None = None
     guarantee: str | None = None
+    #: A tuned comparison's row (:mod:`privcore.engine.tuned`): the variant ("held-out: ..." or
+    #: "private: ...") and the knobs it picked. None in a comparison as configured.
+    tuned: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.method, str) or not self.method:

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from .. import knobs
-from ..methods import METHOD_NAMES, REGISTRY
+from ..methods import METHOD_NAMES, REGISTRY, check_method_name
 from ..types import PrivacyBudget, Problem
 from ..validation import check_choice, check_int, fmt_value
 
@@ -123,8 +123,7 @@ class SweepSpec:
         methods = _sequence("methods", self.methods, "method names such as ('dpsgd',)")
         if not methods:
             raise ValueError("methods must name at least one of " + ", ".join(REGISTRY))
-        for m in methods:
-            check_choice("method", m, tuple(REGISTRY))  # the live registry
+        methods = tuple(check_method_name(m) for m in methods)  # the live registry; variants by canonical name
         object.__setattr__(self, "methods", tuple(dict.fromkeys(methods)))  # a repeated name: once (not twice the rows)
         eps = _sequence("epsilons", self.epsilons, "numbers such as (0.1, 1.0)")
         if not eps:

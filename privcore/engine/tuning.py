@@ -42,13 +42,13 @@ import torch
 
 from ..data import Dataset
 from ..device import derive_seed, make_generator
-from ..methods import REGISTRY
+from ..methods import Method, get_method
 from ..types import PrivacyBudget, Problem
 from ..context import TrainContext
 from .specs import LAM_AUTO_GRID, SweepSpec
 
 __all__ = ["SELECTION_FRACTION", "LAM_AUTO_NOTE", "release_budget", "selection_budget", "selection_seed",
-           "choose_lams"]
+           "choose_lams", "private_choice"]
 
 #: Share of (epsilon, delta) spent on choosing lambda when ``lam = "auto"``.
 SELECTION_FRACTION = 0.1
@@ -85,6 +85,13 @@ def _sub_context(sub: Dataset, problem: Problem, seed: int, device, keep: bool =
     return known.with_problem(problem)
 
 
+def live_selection_context(fingerprint: str, seed: int, device: str) -> TrainContext | None:
+    """The fitting part's context this process holds for the data set ``fingerprint`` tuned with the
+    spec's ``seed`` on ``device`` (what lambda = auto's candidates already trained), or None."""
+    with _SUB_LOCK:
+        return _SUB_CONTEXT.get((fingerprint + ":auto-lam", selection_seed(seed), str(device)))
+
+
 def release_budget(budget: PrivacyBudget) -> PrivacyBudget:
     """What is left for the release after the selection."""
     return PrivacyBudget(budget.epsilon * (1.0 - SELECTION_FRACTION), budget.delta * (1.0 - SELECTION_FRACTION))
@@ -115,15 +122,34 @@ def choose_lams(method: str, ds: Dataset, spec: SweepSpec, budgets: list[Privacy
     Its randomness derives from ``noise_seed`` (secure noise: a secret seed) or, by default, from
     :func:`selection_seed` of the spec's seed; the split into fitting and validation parts is public
     (the spec's seed alone)."""
-    m = REGISTRY[method]
+    m = get_method(method)
     keep = noise_seed is None
     noise_seed = selection_seed(spec.seed) if noise_seed is None else noise_seed
-    sub, n_val = _split(ds, spec.seed)
-    k = len(LAM_AUTO_GRID)
+    cands = [(m, (lambda d, lam=lam: make_problem(d, lam))) for lam in LAM_AUTO_GRID]
+    picks = private_choice(cands, ds, spec.seed, spec.accounting, budgets, device, noise_seed,
+                           lambda j: derive_seed(noise_seed, "candidate", j), ("lam_auto_noisy_max", method), poll, keep)
+    return [float(LAM_AUTO_GRID[j]) for j in picks]
+
+
+def private_choice(candidates: list[tuple[Method, Callable[[Dataset], Problem]]], ds: Dataset, split_seed: int,
+                   accounting: str, budgets: list[PrivacyBudget], device: torch.device, noise_seed: int,
+                   candidate_seed: Callable[[int], int], max_label: tuple[str, str],
+                   poll: Callable[[float | None], None] | None = None, keep: bool = True) -> list[int]:
+    """Per budget, the index of the candidate (method, problem on the fitting part) that the private
+    selection of the module docstring picks: each candidate one release at (eps_s / k, delta_s / k)
+    on the fitting part (a prediction method answering every validation query), scored on the
+    validation part; report noisy max with Laplace(2 / (|V| eps_s)). ``noise_seed`` is the
+    selection's own seed (its contexts and teachers' partitions), ``candidate_seed(j)`` candidate
+    j's, ``max_label`` (label, method) names the noisy max's generator; the split depends on
+    ``split_seed`` alone (public)."""
+    sub, n_val = _split(ds, split_seed)
+    k = len(candidates)
+    if k == 0:
+        raise ValueError("a private selection needs at least one candidate")
     scores = np.zeros((len(budgets), k))
     base = None
-    for j, lam in enumerate(LAM_AUTO_GRID):
-        problem = make_problem(sub, lam)
+    for j, (m, make_problem) in enumerate(candidates):
+        problem = make_problem(sub)
         if m.family == "prediction":  # it answers every validation query
             problem = dataclasses.replace(problem, budget=n_val)
         base = _sub_context(sub, problem, noise_seed, device, keep) if base is None else base.with_problem(problem)
@@ -131,17 +157,17 @@ def choose_lams(method: str, ds: Dataset, spec: SweepSpec, budgets: list[Privacy
         # (two of them give theta_1 / s_1 - theta_2 / s_2 without noise). The candidates share the
         # fitting part's data-only work (its eigenbasis) and its solves, which are keyed by lambda:
         # each candidate's lambda is its own, so none reads another's.
-        ctx = dataclasses.replace(base, seed=derive_seed(noise_seed, "candidate", j))
+        ctx = dataclasses.replace(base, seed=candidate_seed(j))
         ctx.poll = poll
-        scales = [m.calibrate(selection_budget(b, k), problem, spec.accounting) for b in budgets]
+        scales = [m.calibrate(selection_budget(b, k), problem, accounting) for b in budgets]
         scores[:, j] = m.evaluate(ctx, scales, 1)[:, 0].cpu().numpy()
     chosen = []
     for i, b in enumerate(budgets):
         eps_s = b.epsilon * SELECTION_FRACTION
-        gen = make_generator(noise_seed, "lam_auto_noisy_max", method, repr(float(b.epsilon)))
+        gen = make_generator(noise_seed, max_label[0], max_label[1], repr(float(b.epsilon)))
         # Laplace(scale) as the difference of two exponentials, drawn from the explicit generator.
         e = torch.empty(2, k, dtype=torch.float64).exponential_(generator=gen).numpy()
         scale = 2.0 / (n_val * eps_s) if math.isfinite(eps_s) else 0.0
         noisy = scores[i] + scale * (e[0] - e[1])
-        chosen.append(float(LAM_AUTO_GRID[int(np.argmax(noisy))]))
+        chosen.append(int(np.argmax(noisy)))
     return chosen

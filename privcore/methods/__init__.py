@@ -7,6 +7,7 @@ both), so a new method is its module plus one line here.
 
 from __future__ import annotations
 
+from ..validation import check_choice
 from .base import Method
 from .confident_gnmax import ConfidentGNMax
 from .dpsgd import DPSGD
@@ -19,7 +20,8 @@ from .private_knn import PrivateKNN
 from .sparse_vector import SparseVectorAggregate
 from .subsample_aggregate import SubsampleAggregate
 
-__all__ = ["Method", "REGISTRY", "METHOD_NAMES", "BASELINE", "ENTRIES", "get_method", "methods_of_family"]
+__all__ = ["Method", "REGISTRY", "METHOD_NAMES", "BASELINE", "ENTRIES", "get_method", "methods_of_family",
+           "method_name", "check_method_name"]
 
 REGISTRY: dict[str, Method] = {
     m.name: m
@@ -37,8 +39,71 @@ def methods_of_family(family: str) -> tuple[str, ...]:
     return tuple(name for name, m in ENTRIES.items() if m.family == family)
 
 
+#: Parameterised instances made so far, by canonical name (instances are stateless: one per name).
+_VARIANTS: dict[str, Method] = {}
+
+
 def get_method(name: str) -> Method:
-    """The registry entry called ``name`` (a method or the baseline); ``ValueError`` listing the names otherwise."""
-    if not isinstance(name, str) or name not in ENTRIES:
+    """The registry entry called ``name`` (a method or the baseline), or a parameterised variant
+    ``base[param=value,...]`` of a method that declares those :attr:`Method.params`; ``ValueError``
+    naming the names, the parameters and the value otherwise."""
+    if isinstance(name, str) and name in ENTRIES:
+        return ENTRIES[name]
+    if not isinstance(name, str) or "[" not in name:
         raise ValueError(f"method must be one of {', '.join(ENTRIES)}, got {name!r}")
-    return ENTRIES[name]
+    known = _VARIANTS.get(name)
+    if known is not None:
+        return known
+    base, _, rest = name.partition("[")
+    if base not in REGISTRY or not rest.endswith("]"):
+        raise ValueError(f"method must be one of {', '.join(REGISTRY)} or base[param=value,...], got {name!r}")
+    entry = REGISTRY[base]
+    values: dict[str, str] = {}
+    for item in filter(None, rest[:-1].split(",")):
+        key, eq, text = item.partition("=")
+        key = key.strip()
+        if not eq or key not in entry.params:
+            allowed = ", ".join(entry.params) or "none"
+            raise ValueError(f"{base} takes the parameters {allowed}; got {item.strip()!r} in {name!r}")
+        values[key] = text.strip()
+    canonical = method_name(base, **{k: _parse(entry, k, v) for k, v in values.items()})
+    if canonical == base:
+        return entry
+    made = _VARIANTS.get(canonical)
+    if made is None:
+        kwargs = {**entry.param_values(), **{k: _parse(entry, k, v) for k, v in values.items()}}
+        made = type(entry)(**kwargs)
+        made.name = canonical  # the instance's name: its cache keys, rows and noise labels
+        _VARIANTS[canonical] = made
+    _VARIANTS[name] = made
+    return made
+
+
+def _parse(entry: Method, key: str, text: str) -> int | float:
+    default = getattr(entry, key)
+    try:
+        return int(text) if isinstance(default, int) else float(text)
+    except ValueError:
+        raise ValueError(f"{entry.name} parameter {key} must be a number, got {text!r}") from None
+
+
+def method_name(base: str, **params: int | float) -> str:
+    """The canonical name of ``base`` with ``params``: the base name itself at the default values,
+    else ``base[k=v,...]`` listing the non-default ones in declaration order."""
+    entry = REGISTRY.get(base)
+    if entry is None:
+        raise ValueError(f"method must be one of {', '.join(REGISTRY)}, got {base!r}")
+    unknown = sorted(set(params) - set(entry.params))
+    if unknown:
+        raise ValueError(f"{base} takes the parameters {', '.join(entry.params) or 'none'}; got {', '.join(unknown)}")
+    made = type(entry)(**{**entry.param_values(), **params})  # the constructor checks each value by name
+    diff = [f"{p}={getattr(made, p)!r}" for p in entry.params if getattr(made, p) != getattr(entry, p)]
+    return f"{base}[{','.join(diff)}]" if diff else base
+
+
+def check_method_name(name: object) -> str:
+    """``name`` as a private method's canonical name (a registry name or a parameterised variant)."""
+    if not isinstance(name, str) or "[" not in name:
+        check_choice("method", name, tuple(REGISTRY))  # the message names the registry
+        return name
+    return get_method(name).name

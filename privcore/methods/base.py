@@ -154,6 +154,24 @@ class Method(ABC):
     #: Standing caveats: true of the method or its data whatever the setting (the UI lists them in one
     #: collapsed note); notes about the current setting belong in :meth:`setting_warnings`.
     caveats: ClassVar[tuple[str, ...]] = ()
+    #: Constructor keywords that change the mechanism (Private-kNN's k and gamma, Confident-GNMax's
+    #: threshold and noise ratio). A non-default choice is part of the method's name,
+    #: ``base[k=v,...]`` (:func:`privcore.methods.get_method` parses it), so it reaches every cache
+    #: key, row and export through the name alone.
+    params: ClassVar[tuple[str, ...]] = ()
+    #: The tuned comparison's declared candidates (:mod:`privcore.engine.tuned`): knob -> values, the
+    #: knobs being SweepSpec fields the method uses or entries of :attr:`params`; the grid is their
+    #: product. Small on purpose: a private selection pays for every candidate.
+    tuning_grid: ClassVar[Mapping[str, tuple]] = {}
+
+    @property
+    def base_name(self) -> str:
+        """The registry name without parameters."""
+        return type(self).name
+
+    def param_values(self) -> dict[str, Any]:
+        """This instance's :attr:`params` and their values."""
+        return {p: getattr(self, p) for p in self.params}
 
     def calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str = "corrected") -> NoiseScale:
         """Noise scale meeting ``budget`` for ``problem`` under ``accounting`` (paper|corrected|tight)."""

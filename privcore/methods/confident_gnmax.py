@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from ..accounting.pate import GNMAX_SIGMA_RATIO, GNMAX_THRESHOLD_FRACTION, gnmax_sigmas
 from ..types import NoiseScale, PrivacyBudget, Problem
-from ..validation import format_value as _fmt
+from ..validation import check_real, format_value as _fmt
 from .teachers import TeacherVoteMethod
 from .base import CostPart, WinContext
 
@@ -80,19 +80,31 @@ class ConfidentGNMax(TeacherVoteMethod):
                "(the answered fraction is shown beside the accuracy).",
                "Confident-GNMax: " + DATA_DEPENDENT_DISCLOSURE[0].upper() + DATA_DEPENDENT_DISCLOSURE[1:] + ".")
 
+    params = ("threshold_fraction", "sigma_ratio")
+    #: T from few to PATE's hundreds, the threshold at PATE's 0.8 T and lower, the check noise at PATE's
+    #: ratio and at half of it.
+    tuning_grid = {"teachers": (16, 64, 256), "threshold_fraction": (0.6, 0.8), "sigma_ratio": (1.875, 3.75)}
+
+    def __init__(self, threshold_fraction: float = GNMAX_THRESHOLD_FRACTION,
+                 sigma_ratio: float = GNMAX_SIGMA_RATIO) -> None:
+        self.threshold_fraction = check_real("threshold_fraction", threshold_fraction, low=0.0, high=1.0,
+                                             low_open=True)
+        self.sigma_ratio = check_real("sigma_ratio", sigma_ratio, low=0.0, low_open=True)
+
     def win_reason(self, s: WinContext) -> str:
         return (f"the Gaussian noisy argmax over T = {_fmt(s.teachers)} teachers, answering only confident queries, "
                 f"is the most accurate way to answer B = {_fmt(s.budget)} queries here")
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         self.check_teachers(problem)
-        g = gnmax_sigmas(budget.epsilon, budget.delta, problem.budget, accounting, GNMAX_SIGMA_RATIO)
+        g = gnmax_sigmas(budget.epsilon, budget.delta, problem.budget, accounting, self.sigma_ratio)
         notes = (DATA_INDEPENDENT_NOTE,)
         if accounting == "paper":
             notes += ("paper: PATE's data-independent RDP with the standard RDP-to-(eps, delta) conversion",)
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=g.sigma_vote, sensitivity=2 ** 0.5,
-                          threshold=GNMAX_THRESHOLD_FRACTION * problem.teachers, test_noise=g.sigma_check,
-                          formula=f"sigma_1 = {GNMAX_SIGMA_RATIO:g} sigma_2, threshold = 0.8 T; {g.formula}", notes=notes)
+                          threshold=self.threshold_fraction * problem.teachers, test_noise=g.sigma_check,
+                          formula=(f"sigma_1 = {self.sigma_ratio:g} sigma_2, threshold = {self.threshold_fraction:g} T; "
+                                   f"{g.formula}"), notes=notes)
 
     def cost_parts(self, problem: Problem, points: int, repeats: int) -> list[CostPart]:
         """The teacher methods' pieces, plus PATE's data-dependent epsilon once per point (its smooth

@@ -63,6 +63,8 @@ class DPSGD(Method):
     marker = "x"
     dash = "longdash"
     uses = ("batch_size", "epochs", "clip", "learning_rate")
+    #: Clip norm and step size around the defaults (0.5, 10).
+    tuning_grid = {"clip": (0.5, 2.0), "learning_rate": (3.0, 10.0)}
     family = "training"
     trains_per_release = True
     supports_pure = False

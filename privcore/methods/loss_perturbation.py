@@ -118,6 +118,8 @@ class LossPerturbation(Method):
     marker = "diamond"
     dash = "dot"
     uses = ("lam",)
+    #: The average-form L2 weight over the lam = auto grid (engine.specs.LAM_AUTO_GRID).
+    tuning_grid = {"lam": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)}
     family = "training"
     trains_per_release = True
     summary = "Add a random linear term (and extra L2 weight ρ) to the objective, solve it to a certified tolerance."

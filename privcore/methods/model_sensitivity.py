@@ -39,6 +39,8 @@ class ModelSensitivity(Method):
     marker = "circle"
     dash = "solid"
     uses = ("lam",)
+    #: The average-form L2 weight over the lam = auto grid (engine.specs.LAM_AUTO_GRID).
+    tuning_grid = {"lam": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)}
     family = "training"
     summary = "Train the regularised model (to a certified gradient norm), then add noise to its weights once."
     wins_when = "N λ is large (noise shrinks as 1/(N λ ε)), D·C small, many predictions needed, δ > 0."

@@ -58,6 +58,8 @@ class PateStudent(TeacherVoteMethod):
     marker = "cross"
     dash = "1px,5px"
     uses = ("lam", "teachers")
+    #: The labelling teachers: from the default to PATE's hundreds.
+    tuning_grid = {"teachers": (16, 64, 256)}
     family = "training"
     supports_pure = False
     uses_budget = False

@@ -36,6 +36,8 @@ class PredictionSensitivity(Method):
     marker = "square"
     dash = "dashdot"
     uses = ("lam", "budget")
+    #: The average-form L2 weight over the lam = auto grid (engine.specs.LAM_AUTO_GRID).
+    tuning_grid = {"lam": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)}
     family = "prediction"
     uses_budget = True
     releases = "logits"

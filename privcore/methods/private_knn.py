@@ -105,6 +105,10 @@ class PrivateKNN(Method):
                "(the answered fraction is shown beside the accuracy).",
                "Private-kNN keeps the whole training set to answer queries (no model is released).")
 
+    params = ("neighbours", "sample_rate")
+    #: k around the default (mnist-5k's 25) and gamma at half, once and twice the default.
+    tuning_grid = {"neighbours": (10, 25, 50), "sample_rate": (0.05, 0.1, 0.2)}
+
     def __init__(self, neighbours: int = DEFAULT_NEIGHBOURS, sample_rate: float = DEFAULT_SAMPLE_RATE) -> None:
         self.neighbours = check_int("neighbours", neighbours, low=1)
         self.sample_rate = check_real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)

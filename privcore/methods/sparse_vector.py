@@ -92,6 +92,8 @@ class SparseVectorAggregate(TeacherVoteMethod):
     marker = "star"
     dash = "12px,4px,2px,4px,2px,4px"
     uses = ("lam", "budget", "teachers")
+    #: The stability test needs many teachers: from the default to PATE's hundreds.
+    tuning_grid = {"teachers": (16, 64, 256)}
     family = "prediction"
     supports_pure = False
     uses_budget = True

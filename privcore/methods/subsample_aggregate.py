@@ -61,6 +61,8 @@ class SubsampleAggregate(TeacherVoteMethod):
     marker = "triangle-up"
     dash = "8px,3px,2px,3px"
     uses = ("lam", "budget", "teachers")
+    #: Few to many teachers: more votes per unit of noise against weaker teachers.
+    tuning_grid = {"teachers": (8, 16, 32, 64, 128)}
     family = "prediction"
     uses_budget = True
     releases = "labels"

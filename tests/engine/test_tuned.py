@@ -1,0 +1,129 @@
+"""The tuned comparison: candidates, parameterised methods, both variants and what they claim."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from privcore.engine.cache import ResultCache
+from privcore.engine.specs import DataSpec, SweepSpec
+from privcore.engine.tuned import candidates, run_tuned, tuned_seed
+from privcore.engine.tuning import SELECTION_FRACTION, release_budget, selection_budget, selection_seed
+from privcore.methods import REGISTRY, get_method, method_name
+from privcore.types import PrivacyBudget, Problem
+
+
+def _spec(**kw) -> SweepSpec:
+    base = dict(data=DataSpec(name="synthetic"), methods=("model_sensitivity", "subsample_aggregate"),
+                epsilons=(1.0, 10.0), delta=1e-5, repeats=2, teachers=8, lam=1e-2, device="cpu")
+    base.update(kw)
+    return SweepSpec(**base)
+
+
+# ---------------------------------------------------------------- parameterised methods
+
+def test_parameterised_names_are_canonical_and_default_is_the_registry_entry():
+    assert get_method("private_knn[neighbours=25]") is REGISTRY["private_knn"]
+    a = get_method("private_knn[sample_rate=0.2, neighbours=10]")
+    assert a.name == "private_knn[neighbours=10,sample_rate=0.2]" == method_name("private_knn", sample_rate=0.2,
+                                                                                   neighbours=10)
+    assert (a.neighbours, a.sample_rate) == (10, 0.2) and a.base_name == "private_knn"
+    assert get_method(a.name) is a
+    assert SweepSpec(methods=("private_knn[sample_rate=0.2,neighbours=10]",)).methods == (a.name,)
+
+
+@pytest.mark.parametrize("bad, words", [("private_knn[k=3]", "neighbours, sample_rate"),
+                                        ("private_knn[neighbours=x]", "must be a number"),
+                                        ("private_knn[neighbours=0]", "neighbours"),
+                                        ("dpsgd[clip=1]", "takes the parameters none"),
+                                        ("nope[a=1]", "method must be one of")])
+def test_bad_parameterised_names_say_what_is_wrong(bad, words):
+    with pytest.raises(ValueError, match=words.replace("[", r"\[")):
+        SweepSpec(methods=(bad,))
+
+
+def test_a_parameter_reaches_the_calibration():
+    problem = Problem(n=4000, dim=20, classes=3, teachers=50, budget=10)
+    m = get_method("confident_gnmax[threshold_fraction=0.6,sigma_ratio=2]")
+    s = m.calibrate(PrivacyBudget(1.0, 1e-5), problem)
+    d = REGISTRY["confident_gnmax"].calibrate(PrivacyBudget(1.0, 1e-5), problem)
+    assert s.threshold == pytest.approx(30.0) and d.threshold == pytest.approx(40.0)
+    assert s.test_noise == pytest.approx(2.0 * s.sigma)
+
+
+# ---------------------------------------------------------------- candidates
+
+def test_candidates_start_with_the_configured_knobs_and_skip_the_swept_axis():
+    spec = _spec(teachers=6)
+    c = candidates("subsample_aggregate", spec, 4000)
+    assert dict(c[0].knobs) == {"teachers": 6} and len(c) == 1 + len(REGISTRY["subsample_aggregate"].tuning_grid["teachers"])
+    assert candidates("subsample_aggregate", _spec(vary="teachers", values=(4, 8)), 4000) == [
+        candidates("subsample_aggregate", _spec(vary="teachers", values=(4, 8)), 4000)[0]]
+    assert all(dict(x.knobs)["teachers"] <= 40 for x in candidates("subsample_aggregate", spec, 40))
+    knn = candidates("private_knn", _spec(methods=("private_knn",)), 4000)
+    assert len(knn) == 9 and knn[0].method == "private_knn"
+
+
+# ---------------------------------------------------------------- the two variants
+
+def test_held_out_is_at_least_as_configured_and_says_it_is_not_private(tmp_path):
+    spec = _spec()
+    cache = ResultCache(tmp_path)
+    plain = {(r.method, r.epsilon): r.accuracy_mean for r in run_tuned(spec, "configured", cache=cache).rows}
+    tuned = run_tuned(spec, "held-out", cache=cache)
+    assert {(r.method, r.epsilon) for r in tuned.rows} == set(plain)
+    for r in tuned.rows:
+        assert r.accuracy_mean >= plain[(r.method, r.epsilon)]
+        if r.method != "non_private":
+            assert r.tuned.startswith("held-out: ") and "not a private result" in r.note
+
+
+def test_private_rows_spend_the_release_budget_and_report_the_total(tmp_path):
+    spec = _spec(epsilons=(1.0, 10.0))
+    rows = run_tuned(spec, "private", cache=ResultCache(tmp_path)).rows
+    for r in rows:
+        if r.method == "non_private":
+            continue
+        assert r.tuned.startswith("private: ") and r.epsilon in spec.epsilons and r.delta == spec.delta
+        knobs = dict(kv.split("=") for kv in r.tuned[len("private: "):].split(" (")[0].split(", "))
+        problem = Problem(n=r.n, dim=r.dim, classes=r.classes, lam=float(knobs.get("lam", r.lam)),
+                          teachers=int(knobs.get("teachers", r.teachers)), budget=r.budget)
+        want = get_method(r.method).calibrate(release_budget(PrivacyBudget(r.epsilon, r.delta)), problem)
+        assert r.sigma == pytest.approx(want.sigma, rel=1e-12) or r.beta == pytest.approx(want.beta, rel=1e-12)
+        # The total, by an independent sum: k selection releases of (eps_s / k) and the release.
+        k = int(r.tuned.split("among ")[1].split(" ")[0])
+        spent = k * selection_budget(PrivacyBudget(r.epsilon, r.delta), k).epsilon + \
+            release_budget(PrivacyBudget(r.epsilon, r.delta)).epsilon
+        assert spent <= r.epsilon * (1 + 1e-12) and math.isclose(spent, r.epsilon, rel_tol=1e-12)
+    assert SELECTION_FRACTION < 1
+
+
+def test_private_choice_does_not_depend_on_the_other_methods(tmp_path):
+    alone = run_tuned(_spec(methods=("subsample_aggregate",)), "private", cache=ResultCache(tmp_path / "a")).rows
+    both = run_tuned(_spec(), "private", cache=ResultCache(tmp_path / "b")).rows
+    pick = {(r.method, r.epsilon): (r.tuned, r.accuracy_mean) for r in both}
+    for r in alone:
+        assert pick[(r.method, r.epsilon)] == (r.tuned, r.accuracy_mean)
+
+
+def test_the_selection_seed_is_its_own():
+    seeds = {tuned_seed(0), selection_seed(0), 0}
+    assert len(seeds) == 3 and tuned_seed(0) != tuned_seed(1)
+
+
+def test_a_cached_selection_is_reused_and_secure_noise_is_never_cached(tmp_path):
+    cache = ResultCache(tmp_path)
+    spec = _spec(methods=("subsample_aggregate",), epsilons=(1.0,))
+    first = run_tuned(spec, "private", cache=cache)
+    keys = set(cache.keys())
+    again = run_tuned(spec, "private", cache=cache)
+    assert [r.accuracy_mean for r in again.rows] == [r.accuracy_mean for r in first.rows] and set(cache.keys()) == keys
+    secure = run_tuned(_spec(methods=("subsample_aggregate",), epsilons=(1.0,), secure_noise=True), "private",
+                       cache=cache)
+    assert secure.rows and set(cache.keys()) == keys
+
+
+def test_unknown_mode_is_named():
+    with pytest.raises(ValueError, match="tuning"):
+        run_tuned(_spec(), "best")
