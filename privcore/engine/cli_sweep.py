@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from .. import knobs
 from ..csvtext import csv_text
-from ..methods import BASELINE, METHOD_NAMES
+from ..methods import BASELINE, METHOD_NAMES, check_method_name
 from .specs import VARY_AXES, DataSpec, SweepSpec
 
 __all__ = ["add_sweep_parser", "run_sweep_command", "format_rows"]
@@ -37,14 +37,31 @@ def _csv_list(kind: Callable[[str], Any], what: str) -> Callable[[str], tuple]:
 def _methods(text: str) -> tuple[str, ...]:
     if text.strip() == "all":
         return METHOD_NAMES
-    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    names = tuple(t.strip() for t in _top_level_commas(text) if t.strip())
     if "all" in names:  # "all" alone means every method; in a list it is not a method's name
         raise argparse.ArgumentTypeError(f"'all' cannot be combined with method names, got {text!r}: give 'all' "
                                          "alone or a list of names")
     for name in names:
-        if name not in METHOD_NAMES:
+        if "[" in name:  # a parameterised method, private_knn[neighbours=10,sample_rate=0.2]
+            try:
+                check_method_name(name)
+            except ValueError as err:
+                raise argparse.ArgumentTypeError(str(err)) from None
+        elif name not in METHOD_NAMES:
             raise argparse.ArgumentTypeError(f"unknown method {name!r}; choose from all, {', '.join(METHOD_NAMES)}")
     return names
+
+
+def _top_level_commas(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets (a method's parameters keep theirs)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
 
 
 def _value(text: str) -> Any:
@@ -82,6 +99,10 @@ def add_sweep_parser(sub, add_problem_args, number, epsilon) -> None:  # noqa: A
                     help="draw every noise from a fresh seed from the operating system's entropy, never shown or "
                          "stored (use it for a release you may publish: with a known --seed anyone can recompute "
                          "the noise); --seed then fixes only the data splits; nothing is cached")
+    sw.add_argument("--tuning", choices=("configured", "held-out", "private"), default="configured",
+                    help="configured: every method at the knobs given; held-out: each method at the best of its "
+                         "declared knob grid on the test queries (optimistic, not private); private: the grid "
+                         "point chosen by a private selection paid for out of each row's epsilon")
     sw.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_problem_args(sw)
     from .executor import add_executor_args
@@ -89,13 +110,15 @@ def add_sweep_parser(sub, add_problem_args, number, epsilon) -> None:  # noqa: A
     add_executor_args(sw)
 
 
-def format_rows(rows: list[dict[str, Any]], fmt: str) -> str:
-    """Rows as CSV (header + one line per row) or a JSON array, with the CLI's columns."""
-    picked = [{k: r.get(k) for k in _CLI_COLUMNS} for r in rows]
+def format_rows(rows: list[dict[str, Any]], fmt: str, tuned: bool = False) -> str:
+    """Rows as CSV (header + one line per row) or a JSON array, with the CLI's columns (and the
+    knobs a tuned comparison picked, when ``tuned``)."""
+    columns = _CLI_COLUMNS + (("tuned",) if tuned else ())
+    picked = [{k: r.get(k) for k in columns} for r in rows]
     if fmt == "json":
         return json.dumps([{k: ("inf" if isinstance(v, float) and math.isinf(v) else v) for k, v in r.items()}
                            for r in picked], indent=1)
-    return csv_text(picked, _CLI_COLUMNS).rstrip("\n")
+    return csv_text(picked, columns).rstrip("\n")
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
@@ -133,7 +156,14 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
     executor = executor_from_args(args)
     try:
-        result = run_sweep(spec, progress=progress, use_cache=not args.no_cache, executor=executor)
+        if args.tuning == "configured":
+            result = run_sweep(spec, progress=progress, use_cache=not args.no_cache, executor=executor)
+        else:
+            from .cache import ResultCache
+            from .tuned import run_tuned
+
+            result = run_tuned(spec, args.tuning, progress=progress, cache=ResultCache(enabled=not args.no_cache),
+                               executor=executor)
     except DataUnavailableError as err:  # a RuntimeError: report it like bad input
         raise ValueError(str(err).replace("\n", " ")) from None
     except DataFileError:
@@ -147,7 +177,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         print("error: none of the requested methods can run at this setting (the warnings above say why)",
               file=sys.stderr)
         return 2
-    print(format_rows(result.rows, args.format))
+    print(format_rows(result.rows, args.format, tuned=args.tuning != "configured"))
     if not args.quiet:
         print(f"{len(result.rows)} rows in {result.seconds:.1f} s on {result.device} "
               f"({result.computed} computed, {result.cached} from cache)", file=sys.stderr)

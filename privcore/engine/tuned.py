@@ -100,16 +100,18 @@ def tuned_seed(seed: int) -> int:
 
 
 def run_tuned(spec: SweepSpec, tuning: str, *, progress: ProgressFn | None = None,
-              cancel: Callable[[], bool] | None = None, cache: ResultCache | None = None) -> SweepResult:
+              cancel: Callable[[], bool] | None = None, cache: ResultCache | None = None,
+              executor: Any = None) -> SweepResult:
     """The rows of ``spec`` with every method at its tuned knobs (see the module docstring).
 
-    ``tuning = "configured"`` is :func:`run_sweep` itself. The result's rows keep the spec's method
+    ``tuning = "configured"`` is :func:`run_sweep` itself; ``executor`` runs every sweep's batches
+    (the private selections run in this process). The result's rows keep the spec's method
     names and budgets; ``ResultRow.tuned`` says the variant and the knobs picked."""
     check_choice("tuning", tuning, TUNING_MODES)
     if not isinstance(spec, SweepSpec):
         raise TypeError(f"spec must be a SweepSpec, got {type(spec).__name__}")
     if tuning == "configured":
-        return run_sweep(spec, progress=progress, cancel=cancel, cache=cache)
+        return run_sweep(spec, progress=progress, cancel=cancel, cache=cache, executor=executor)
     start = time.perf_counter()
     store = cache if cache is not None else ResultCache()
     result = SweepResult(spec=spec)
@@ -118,7 +120,7 @@ def run_tuned(spec: SweepSpec, tuning: str, *, progress: ProgressFn | None = Non
     else:
         runs = _private_runs(spec, store, progress, cancel, result)
     for i, (sub, relabel) in enumerate(runs):
-        part = run_sweep(sub, progress=_scaled(progress, i, len(runs)), cancel=cancel, cache=store)
+        part = run_sweep(sub, progress=_scaled(progress, i, len(runs)), cancel=cancel, cache=store, executor=executor)
         result.warnings.extend(w for w in part.warnings if w not in result.warnings)
         result.computed += part.computed
         result.cached += part.cached
