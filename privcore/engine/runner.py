@@ -186,6 +186,11 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
                         f"{type(executor).__name__}")
     if cache is not None and not isinstance(cache, ResultCache):
         raise TypeError(f"cache must be a ResultCache or None, got {type(cache).__name__}")
+    if spec.tuning != "configured":  # each method at the best point of its grid: sweeps of it (engine.tuned)
+        from .tuned import run_tuned
+
+        return run_tuned(spec, progress=progress, cancel=cancel, executor=executor,
+                         cache=cache if cache is not None else ResultCache(enabled=use_cache))
     store = cache if cache is not None else ResultCache(enabled=use_cache)
     if spec.secure_noise:  # a cached row is a reproducible one; a secure one is for this call only
         store = ResultCache(enabled=False)
@@ -265,6 +270,8 @@ def read_cached(spec: SweepSpec, cache: ResultCache | None = None) -> SweepResul
     Loads (memoised) each variant's data set to fingerprint it. Points :func:`run_sweep` skips
     (a method without a guarantee at the sweep's delta) do not count.
     """
+    if getattr(spec, "tuning", "configured") != "configured":  # its sweeps and selections are read by run_sweep (cheap once cached)
+        return None
     if not isinstance(spec, SweepSpec):
         raise TypeError(f"spec must be a SweepSpec, got {type(spec).__name__}")
     if cache is not None and not isinstance(cache, ResultCache):

@@ -19,11 +19,13 @@ from ..methods import METHOD_NAMES, REGISTRY, check_method_name
 from ..types import PrivacyBudget, Problem
 from ..validation import check_choice, check_int, fmt_value
 
-__all__ = ["compact_data", "DataSpec", "SweepSpec", "VARY_AXES", "LAM_AUTO_GRID"]
+__all__ = ["compact_data", "DataSpec", "SweepSpec", "VARY_AXES", "LAM_AUTO_GRID", "TUNING_MODES"]
 
 #: Axes a sweep may vary besides epsilon (the paper's Figures 2-6).
 VARY_AXES: tuple[str, ...] = ("budget", "delta", "n", "dim", "classes", "lam", "teachers")
 #: lambda candidates for ``lam="auto"`` (the paper cross-validated in [1e-5, 0.5]).
+#: How a sweep sets each method's knobs (:mod:`privcore.engine.tuned`).
+TUNING_MODES: tuple[str, ...] = ("configured", "held-out", "private")
 LAM_AUTO_GRID: tuple[float, ...] = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)
 
 
@@ -95,6 +97,9 @@ class SweepSpec:
     entropy, never shown or stored, and each epsilon from its own (the mode for a release that may
     be published; ``seed`` then fixes only the data splits). Such a sweep never reads or writes the
     result cache, and its rows cannot be reproduced.
+    ``tuning``: "configured" (every method at these knobs), "held-out" or "private" (each method at
+    the best point of its declared knob grid, picked on the test queries or by a private selection
+    paid for out of each row's epsilon: :mod:`privcore.engine.tuned`).
     """
 
     data: DataSpec = field(default_factory=DataSpec)
@@ -116,6 +121,7 @@ class SweepSpec:
     values: tuple[Any, ...] = ()
     baseline: bool = True
     secure_noise: bool = False
+    tuning: str = "configured"
 
     def __post_init__(self) -> None:
         if not isinstance(self.data, DataSpec):
@@ -138,6 +144,7 @@ class SweepSpec:
             value = knobs.check(name, getattr(self, name))
             if type(getattr(self, name)) not in (int, float, str):  # plain values kept as given: same keys as before
                 object.__setattr__(self, name, value)
+        check_choice("tuning", self.tuning, TUNING_MODES)
         for name in ("baseline", "secure_noise"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, got {fmt_value(getattr(self, name))}")
@@ -192,6 +199,8 @@ class SweepSpec:
         raw["data"] = compact_data(raw["data"])
         if not raw["secure_noise"]:  # the exploratory mode keeps the keys it always had
             raw.pop("secure_noise")
+        if raw["tuning"] == "configured":  # likewise: a comparison as configured keeps its keys
+            raw.pop("tuning")
         return json.dumps(_jsonable(raw), sort_keys=True)
 
     @classmethod

@@ -41,12 +41,11 @@ from ..validation import check_choice
 from .cache import ResultCache, point_key
 from .rows import ResultRow
 from .runner import ProgressFn, SweepCancelled, SweepResult, run_sweep
-from .specs import SweepSpec
+from .specs import TUNING_MODES, SweepSpec
 from .tuning import SELECTION_FRACTION, private_choice, release_budget
 
 __all__ = ["TUNING_MODES", "TUNING_LABELS", "Candidate", "candidates", "run_tuned", "tuned_seed"]
 
-TUNING_MODES: tuple[str, ...] = ("configured", "held-out", "private")
 TUNING_LABELS: dict[str, str] = {
     "configured": "as configured",
     "held-out": "tuned: best on held-out data (optimistic, not private)",
@@ -99,22 +98,24 @@ def tuned_seed(seed: int) -> int:
     return derive_seed(seed, "tuned_selection")
 
 
-def run_tuned(spec: SweepSpec, tuning: str, *, progress: ProgressFn | None = None,
+def run_tuned(spec: SweepSpec, tuning: str | None = None, *, progress: ProgressFn | None = None,
               cancel: Callable[[], bool] | None = None, cache: ResultCache | None = None,
               executor: Any = None) -> SweepResult:
     """The rows of ``spec`` with every method at its tuned knobs (see the module docstring).
 
-    ``tuning = "configured"`` is :func:`run_sweep` itself; ``executor`` runs every sweep's batches
+    ``tuning`` (default: ``spec.tuning``) ``= "configured"`` is :func:`run_sweep` itself; ``executor`` runs every sweep's batches
     (the private selections run in this process). The result's rows keep the spec's method
     names and budgets; ``ResultRow.tuned`` says the variant and the knobs picked."""
-    check_choice("tuning", tuning, TUNING_MODES)
     if not isinstance(spec, SweepSpec):
         raise TypeError(f"spec must be a SweepSpec, got {type(spec).__name__}")
+    tuning = spec.tuning if tuning is None else tuning
+    check_choice("tuning", tuning, TUNING_MODES)
+    spec = dataclasses.replace(spec, tuning="configured")  # every sweep below runs as configured
     if tuning == "configured":
         return run_sweep(spec, progress=progress, cancel=cancel, cache=cache, executor=executor)
     start = time.perf_counter()
     store = cache if cache is not None else ResultCache()
-    result = SweepResult(spec=spec)
+    result = SweepResult(spec=dataclasses.replace(spec, tuning=tuning))
     if tuning == "held-out":
         runs = _held_out_runs(spec)
     else:

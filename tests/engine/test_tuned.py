@@ -127,3 +127,20 @@ def test_a_cached_selection_is_reused_and_secure_noise_is_never_cached(tmp_path)
 def test_unknown_mode_is_named():
     with pytest.raises(ValueError, match="tuning"):
         run_tuned(_spec(), "best")
+
+
+def test_tuning_is_a_spec_field_that_keeps_the_configured_keys(tmp_path):
+    from privcore.engine.runner import read_cached, run_sweep
+
+    spec = _spec(methods=("subsample_aggregate",), epsilons=(1.0,))
+    assert "tuning" not in spec.to_json() and '"tuning": "private"' in _spec(tuning="private").to_json()
+    tuned = SweepSpec.from_json(_spec(tuning="held-out").to_json())
+    assert tuned.tuning == "held-out"
+    with pytest.raises(ValueError, match="tuning"):
+        _spec(tuning="best")
+    cache = ResultCache(tmp_path)
+    via_sweep = run_sweep(_spec(methods=("subsample_aggregate",), epsilons=(1.0,), tuning="held-out"), cache=cache)
+    direct = run_tuned(spec, "held-out", cache=cache)
+    assert [r.to_dict() | {"seconds": 0, "cached": 0} for r in via_sweep.rows] == \
+        [r.to_dict() | {"seconds": 0, "cached": 0} for r in direct.rows]
+    assert via_sweep.spec.tuning == "held-out" and read_cached(via_sweep.spec, cache) is None
