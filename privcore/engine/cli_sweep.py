@@ -140,7 +140,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                      lam=args.lam, teachers=args.teachers, batch_size=args.batch_size, epochs=args.epochs,
                      clip=args.clip, learning_rate=args.lr, accounting=args.accounting, repeats=args.repeats,
                      seed=args.seed, device=args.device, vary=args.vary, values=args.values,
-                     secure_noise=args.secure_noise)
+                     secure_noise=args.secure_noise, tuning=args.tuning)
 
     last: list = [None, -1.0]  # message and fraction of the last printed line
 
@@ -156,14 +156,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
     executor = executor_from_args(args)
     try:
-        if args.tuning == "configured":
-            result = run_sweep(spec, progress=progress, use_cache=not args.no_cache, executor=executor)
-        else:
-            from .cache import ResultCache
-            from .tuned import run_tuned
-
-            result = run_tuned(spec, args.tuning, progress=progress, cache=ResultCache(enabled=not args.no_cache),
-                               executor=executor)
+        result = run_sweep(spec, progress=progress, use_cache=not args.no_cache, executor=executor)
     except DataUnavailableError as err:  # a RuntimeError: report it like bad input
         raise ValueError(str(err).replace("\n", " ")) from None
     except DataFileError:

@@ -62,6 +62,8 @@ def cli_command(spec: SweepSpec, *, data_file_name: str | None = None, secure_no
         args += [knobs.knob(kname).cli_flag, _num(getattr(spec, fname))]
     if spec.vary is not None:
         args += ["--vary", spec.vary, "--values", ",".join(_num(v) for v in spec.values)]
+    if spec.tuning != "configured":
+        args += ["--tuning", spec.tuning]
     if secure_noise or spec.secure_noise:
         args.append("--secure-noise")
     return " ".join(shlex.quote(a) for a in args)

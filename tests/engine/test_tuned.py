@@ -144,3 +144,11 @@ def test_tuning_is_a_spec_field_that_keeps_the_configured_keys(tmp_path):
     assert [r.to_dict() | {"seconds": 0, "cached": 0} for r in via_sweep.rows] == \
         [r.to_dict() | {"seconds": 0, "cached": 0} for r in direct.rows]
     assert via_sweep.spec.tuning == "held-out" and read_cached(via_sweep.spec, cache) is None
+
+
+def test_copy_as_code_carries_the_tuning():
+    from privcore.engine.code import cli_command, python_code
+
+    spec = _spec(tuning="private")
+    assert "--tuning private" in cli_command(spec) and "tuning='private'" in python_code(spec)
+    assert "--tuning" not in cli_command(_spec()) and "tuning" not in python_code(_spec())
