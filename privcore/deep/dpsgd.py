@@ -40,11 +40,11 @@ from .loop import (generator_states, load_checkpoint, lr_at, momentum_step, rest
                    save_checkpoint)
 
 __all__ = ["SGDConfig", "CLIPPING_METHODS", "per_sample_grads", "clip_and_sum", "clipped_sum", "add_noise", "scale",
-           "dpsgd_step", "train_dpsgd",
+           "dpsgd_step", "train_dpsgd", "channels_last",
            "evaluate_model"]
 
 
-CLIPPING_METHODS = ("auto", "ghost", "torch-func")
+CLIPPING_METHODS = ("auto", "ghost", "torch-func", "mixed")
 #: Whether "auto" takes ghost clipping for the project's models, per device type, by speed: on a CPU
 #: ghost clipping is faster than torch.func, on an H100 torch.func is faster than ghost clipping with its
 #: norms in full float32 (``bench/bench_deep.py`` measures both; figures in docs/benchmarks.md and
@@ -65,6 +65,9 @@ class SGDConfig:
     lr_drops: int = 3
     amp: bool = False  # bfloat16 autocast on CUDA (an option, off: no faster on an H100, docs/gpu.md)
     clipping: str = "auto"  # one of CLIPPING_METHODS: how the clipped sum is computed (same result)
+    # Images and convolution weights in channels-last memory order (the same values and results up to
+    # float rounding; a speed option for CUDA, off by default, never chosen by "auto").
+    channels_last: bool = False
 
     def __post_init__(self) -> None:
         if self.clipping not in CLIPPING_METHODS:
@@ -111,23 +114,30 @@ def clipped_sum(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict
                 x: torch.Tensor, y: torch.Tensor, clip: float, method: str = "auto", amp: bool = False
                 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """The clipped sum and the norms [b] of the examples (x, y), by ``method`` (see ``SGDConfig.clipping``):
-    "ghost" (:func:`privcore.deep.ghost.ghost_clip_and_sum`), "torch-func" (:func:`per_sample_grads`
-    then :func:`clip_and_sum`), "auto" (ghost for this project's ResNet-20 and small CNN where
-    ``AUTO_GHOST`` says it is the faster on this device, else torch-func)."""
+    "ghost" (:func:`privcore.deep.ghost.ghost_clip_and_sum`, each convolution by the device's rule), "mixed"
+    (ghost clipping with each convolution's route chosen by cost, :mod:`privcore.deep.routes`),
+    "torch-func" (:func:`per_sample_grads` then :func:`clip_and_sum`), "auto" (ghost for this project's
+    ResNet-20 and small CNN where ``AUTO_GHOST`` says it is the faster on this device, else torch-func)."""
     if method not in CLIPPING_METHODS:
         raise ValueError(f"clipping must be one of {', '.join(CLIPPING_METHODS)}, got {method!r}")
     # "auto": ghost only for the project's own models, whose forward passes are tested against a naive
     # loop (ghost norms would be too small for a forward that used a layer's weight outside its call).
-    ghost_ok = supports_ghost(model) and (method == "ghost" or (isinstance(model, (ResNet20, SmallCNN))
-                                                                and AUTO_GHOST.get(x.device.type, False)))
-    if method == "ghost" and not ghost_ok:
-        raise ValueError("clipping='ghost' needs a model whose parameters all belong to Linear, Conv2d and "
+    named = method in ("ghost", "mixed")
+    ghost_ok = supports_ghost(model) and (named or (isinstance(model, (ResNet20, SmallCNN))
+                                                    and AUTO_GHOST.get(x.device.type, False)))
+    if named and not ghost_ok:
+        raise ValueError(f"clipping={method!r} needs a model whose parameters all belong to Linear, Conv2d and "
                          f"GroupNorm layers; use 'auto' or 'torch-func' for {type(model).__name__}")
     if ghost_ok and method != "torch-func":
-        return ghost_clip_and_sum(model, params, buffers, x, y, clip, amp)
+        return ghost_clip_and_sum(model, params, buffers, x, y, clip, amp, "cost" if method == "mixed" else "device")
     if x.shape[0] == 0:
         return {k: torch.zeros_like(v) for k, v in params.items()}, x.new_zeros(0)
     return clip_and_sum(per_sample_grads(model, params, buffers, x, y, amp), clip)
+
+
+def channels_last(params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The 4-D (convolution) tensors in channels-last memory order; the values are unchanged."""
+    return {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v for k, v in params.items()}
 
 
 def _std_up(std: float, dtype: torch.dtype) -> float:
@@ -163,6 +173,8 @@ def dpsgd_step(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[
         xb = to_float(x_u8[part], data.mean, data.std)
         if cfg.augment:
             xb = augment_batch(xb, gens["augment"], 4 if data.shape[1] >= 32 else 2)
+        if cfg.channels_last:
+            xb = xb.contiguous(memory_format=torch.channels_last)
         summed, _ = clipped_sum(model, params, buffers, xb, y[part], clip, cfg.clipping, cfg.amp)
         for k in total:
             total[k] += summed[k]
@@ -183,6 +195,8 @@ def train_dpsgd(model: nn.Module, data: ImageData, cfg: SGDConfig, clip: float, 
     n = y.shape[0]
     steps = cfg.steps(n)
     params = {k: v.detach().clone() for k, v in model.named_parameters()}
+    if cfg.channels_last:
+        params = channels_last(params)
     buffers = {k: v.detach() for k, v in model.named_buffers()}
     buf = {k: torch.zeros_like(v) for k, v in params.items()}
     gens = {name: make_generator(seed, "deep-dpsgd", name, device=device) for name in ("sample", "noise", "augment")}

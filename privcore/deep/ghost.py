@@ -40,8 +40,19 @@ from torch.nn import functional as F
 from torch.nn.grad import conv2d_weight
 
 from ..precision import exact_fp32
+from .routes import GRAM_CHUNK_ELEMENTS, conv_route as cost_route
 
-__all__ = ["supports_ghost", "ghost_clip_and_sum"]
+__all__ = ["supports_ghost", "ghost_clip_and_sum", "CONV_ROUTES"]
+
+#: How each convolution's norm is formed: "device" (``GHOST_FACTOR`` / ``PER_EXAMPLE_ROUTE`` of the device:
+#: what clipping="ghost" and "auto" have always done, so their results are unchanged), "cost" (mixed ghost
+#: clipping: the cheaper of ghost norm and per-example gradients per layer, :func:`privcore.deep.routes.conv_route`),
+#: "gram" (the ghost norm everywhere) or "per-example" (per-example weight gradients everywhere). On the
+#: last three the per-example weight gradients are formed before the clipping arithmetic, with the
+#: forward's precision (TF32 on CUDA may round them, as torch.func's per-example gradients): their norms
+#: and the clipped sum are then computed from those same tensors in full float32, so each example still
+#: adds at most the clip. The Gram route's norm and sum come from different kernels and stay in full float32.
+CONV_ROUTES = ("device", "cost", "gram", "per-example")
 
 _LAYERS = (nn.Linear, nn.Conv2d, nn.GroupNorm)
 # A convolution's norms take the Gram (ghost-norm) route when GHOST_FACTOR[device] L^2 <= C_out C_in k k,
@@ -76,28 +87,55 @@ def _kept(t: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
     return t if keep is None else torch.where(keep.view(-1, *([1] * (t.dim() - 1))), t, torch.zeros_like(t))
 
 
-def _conv_terms(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor, weight: torch.Tensor
-                ) -> tuple[torch.Tensor, object]:
-    """Squared per-example norm of the weight gradient, and either the per-example weight gradients
-    [n, ...] (when they are the smaller object) or a closure for the clipped sum."""
+def _takes_per_example(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor, route: str) -> bool:
+    """Whether this layer's norm comes from its per-example weight gradients (else the Gram route)."""
+    L = b[0, 0].numel()
+    cin_kk = module.in_channels * module.kernel_size[0] * module.kernel_size[1]
+    if route == "device":
+        return L * L * GHOST_FACTOR.get(a.device.type, 1.0) > module.out_channels * cin_kk
+    if route == "cost":
+        return cost_route(L, cin_kk, module.out_channels) == "per-example"
+    return route == "per-example"
+
+
+def _per_example_conv(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor, weight_shape: torch.Size
+                      ) -> torch.Tensor:
+    """This layer's per-example weight gradients [n, *weight_shape], by PER_EXAMPLE_ROUTE: one grouped
+    convolution weight-backward with the batch folded into the channels (groups = n), or unfold + bmm."""
+    n, cout = b.shape[0], b.shape[1]
+    if PER_EXAMPLE_ROUTE.get(a.device.type, "grouped") == "unfold":
+        unfolded = F.unfold(a, module.kernel_size, module.dilation, module.padding, module.stride)
+        return torch.bmm(b.reshape(n, cout, -1), unfolded.transpose(1, 2)).reshape(n, *weight_shape)
+    return conv2d_weight(a.reshape(1, n * a.shape[1], *a.shape[2:]), (n * cout, *weight_shape[1:]),
+                         b.reshape(1, n * cout, *b.shape[2:]), module.stride, module.padding,
+                         module.dilation, n).reshape(n, *weight_shape)
+
+
+def _gram_norms(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Squared per-example norms <a_i^T a_i, b_i^T b_i>, in chunks of examples holding at most
+    GRAM_CHUNK_ELEMENTS Gram entries each (memory bounded whatever the batch)."""
     n, cout = b.shape[0], b.shape[1]
     L = b[0, 0].numel()
-    cin_kk = weight[0].numel()
-    if L * L * GHOST_FACTOR.get(a.device.type, 1.0) > cout * cin_kk:
-        # This layer's per-example weight gradients, by PER_EXAMPLE_ROUTE: one grouped convolution
-        # weight-backward with the batch folded into the channels (groups = n), or unfold + bmm.
-        if PER_EXAMPLE_ROUTE.get(a.device.type, "grouped") == "unfold":
-            unfolded = F.unfold(a, module.kernel_size, module.dilation, module.padding, module.stride)
-            per = torch.bmm(b.reshape(n, cout, L), unfolded.transpose(1, 2)).reshape(n, *weight.shape)
-        else:
-            per = conv2d_weight(a.reshape(1, n * a.shape[1], *a.shape[2:]), (n * cout, *weight.shape[1:]),
-                                b.reshape(1, n * cout, *b.shape[2:]), module.stride, module.padding,
-                                module.dilation, n).reshape(n, *weight.shape)
+    chunk = max(1, GRAM_CHUNK_ELEMENTS // (L * L))
+    out = []
+    for lo in range(0, n, chunk):
+        unfolded = F.unfold(a[lo:lo + chunk], module.kernel_size, module.dilation, module.padding, module.stride)
+        bl = b[lo:lo + chunk].reshape(-1, cout, L)
+        out.append((torch.bmm(unfolded.transpose(1, 2), unfolded) * torch.bmm(bl.transpose(1, 2), bl)).sum(dim=(1, 2)))
+    return torch.cat(out)
+
+
+def _conv_terms(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor, weight: torch.Tensor,
+                route: str = "device", per: torch.Tensor | None = None) -> tuple[torch.Tensor, object]:
+    """Squared per-example norm of the weight gradient, and either the per-example weight gradients
+    [n, ...] (``per`` when formed already, or formed here on the per-example route) or a closure for the
+    clipped sum (the Gram route)."""
+    if per is None and _takes_per_example(module, a, b, route):
+        per = _per_example_conv(module, a, b, weight.shape)
+    if per is not None:
         return per.flatten(1).pow(2).sum(1), per
     # Ghost norm: <a_i^T a_i, b_i^T b_i> with two L x L Gram matrices per example.
-    unfolded = F.unfold(a, module.kernel_size, module.dilation, module.padding, module.stride)  # [n, Cin k k, L]
-    bl = b.reshape(n, cout, L)
-    sq = (torch.bmm(unfolded.transpose(1, 2), unfolded) * torch.bmm(bl.transpose(1, 2), bl)).sum(dim=(1, 2))
+    sq = _gram_norms(module, a, b)
 
     def weighted(c: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
         return conv2d_weight(_kept(a, keep), weight.shape, _kept(b, keep) * c.view(-1, 1, 1, 1), module.stride,
@@ -108,13 +146,16 @@ def _conv_terms(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor, weight: tor
 
 
 def ghost_clip_and_sum(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor],
-                       x: torch.Tensor, y: torch.Tensor, clip: float, amp: bool = False
-                       ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+                       x: torch.Tensor, y: torch.Tensor, clip: float, amp: bool = False,
+                       conv_route: str = "device") -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Same result as ``clip_and_sum(per_sample_grads(...), clip)``: the clipped sum and the norms [b].
 
     ``model`` must satisfy :func:`supports_ghost`. The loss is the sum over examples of each one's
-    cross-entropy, so each example's gradient is its own loss's gradient.
+    cross-entropy, so each example's gradient is its own loss's gradient. ``conv_route``: one of
+    :data:`CONV_ROUTES` (how each convolution's norm is formed; the same result).
     """
+    if conv_route not in CONV_ROUTES:
+        raise ValueError(f"conv_route must be one of {', '.join(CONV_ROUTES)}, got {conv_route!r}")
     n = x.shape[0]
     if n == 0:
         return {k: torch.zeros_like(v) for k, v in params.items()}, x.new_zeros(0)
@@ -141,19 +182,30 @@ def ghost_clip_and_sum(model: nn.Module, params: dict[str, torch.Tensor], buffer
         for h in handles:
             h.remove()
 
+    formed: dict[int, torch.Tensor] = {}
+    if conv_route != "device":  # per-example weight gradients with the forward's precision (see CONV_ROUTES)
+        acc = torch.promote_types(next(iter(params.values())).dtype, torch.float32)
+        for i, ((module, a, _), b) in enumerate(zip(records, grads)):
+            if isinstance(module, nn.Conv2d) and _takes_per_example(module, a, b, conv_route):
+                formed[i] = _per_example_conv(module, a.to(acc), b.to(acc), module.weight.shape)
     # The norms and the clipped sum in full float32 on CUDA (no TF32): see privcore.precision.
     with exact_fp32(x.device):
-        return _clip_records(records, grads, names, live, params, n, x.device, clip)
+        return _clip_records(records, grads, names, live, params, n, x.device, clip, formed,
+                             "device" if conv_route == "device" else "gram")
 
 
 def _clip_records(records: list, grads: tuple, names: dict, live: dict, params: dict, n: int,
-                  device: torch.device, clip: float) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    """The per-example squared norms of every layer, the factors and the clipped sums."""
+                  device: torch.device, clip: float, formed: dict[int, torch.Tensor] | None = None,
+                  conv_route: str = "device") -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """The per-example squared norms of every layer, the factors and the clipped sums (``formed``: the
+    per-example weight gradients of the convolutions [by record index] formed already; the others take
+    ``conv_route``)."""
     acc = torch.promote_types(next(iter(params.values())).dtype, torch.float32)  # bfloat16 (amp) -> float32
     sq = torch.zeros(n, device=device, dtype=acc)
     # (parameter name, per-example tensor [n, ...] or closure (factors, finite rows or None) -> sum)
     pending: list[tuple[str, object]] = []
-    for (module, a, _), b in zip(records, grads):
+    formed = formed or {}
+    for i, ((module, a, _), b) in enumerate(zip(records, grads)):
         prefix = names[module] + "." if names[module] else ""
         a, b = a.to(acc), b.to(acc)
         if isinstance(module, nn.Linear):
@@ -166,7 +218,8 @@ def _clip_records(records: list, grads: tuple, names: dict, live: dict, params: 
                 sq = sq + b.pow(2).sum(1)
                 pending.append((prefix + "bias", b))
         elif isinstance(module, nn.Conv2d):
-            w_sq, weighted = _conv_terms(module, a, b, live[prefix + "weight"].to(acc))
+            w_sq, weighted = _conv_terms(module, a, b, live[prefix + "weight"].to(acc), conv_route,
+                                         formed.get(i))
             sq = sq + w_sq
             pending.append((prefix + "weight", weighted))
             if module.bias is not None:
