@@ -33,26 +33,144 @@ def tiny_preset(tmp_path, monkeypatch):
                                                     batch_size=60, teachers=4, teacher_epochs=1, teacher_batch=30))
 
 
+def _charts(at) -> list[dict]:
+    import json
+
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def _exports(at, prefix: str) -> list[str]:
+    return [b.proto.id for b in at.get("download_button") if f"{prefix}_" in b.proto.id]
+
+
 def test_deep_page_computes_missing_points_and_draws_figure_7(tiny_preset):
     at = run(PAGE, {}).run()
     assert not at.exception
     assert any("No GPU here" in t and "GPU job" in t for t in texts(at.info))
     button = [b for b in at.button if b.key == "deep_compute"]
     assert button and "missing points" in button[0].label
-    assert len(at.get("plotly_chart")) == 2  # empty charts before computing
-    import json
-
-    axes = [json.loads(c.proto.spec)["layout"]["xaxis"] for c in at.get("plotly_chart")]
+    assert any(t.startswith("Estimated time: about") for t in texts(at.caption)), texts(at.caption)
+    charts = _charts(at)
+    assert len(charts) == 4  # the shipped run's two panels, then the two empty ones of training here
+    axes = [c["layout"]["xaxis"] for c in charts[2:]]
     assert all(10 ** a["range"][1] < 2_000 for a in axes)  # the planned grid, not a log axis to 10^6
-    assert [s.options for s in at.selectbox if s.key == "deep_dataset"] == [["Fashion-MNIST", "CIFAR-10"]]
-    assert not at.get("download_button")  # nothing to export yet
+    assert [s.options for s in at.selectbox if s.key == "w:deep_data"] == [["Fashion-MNIST", "CIFAR-10"]]
+    assert not _exports(at, "deep_export")  # nothing of this training to export yet
     button[0].click().run()
     assert not at.exception, at.exception
     assert not at.error, texts(at.error)
     assert not [b for b in at.button if b.key == "deep_compute"]  # nothing missing any more
-    assert len(at.get("plotly_chart")) == 2
-    keys = {b.proto.id for b in at.get("download_button")}
+    assert not any(t.startswith("Estimated time") for t in texts(at.caption))
+    assert len(at.get("plotly_chart")) == 4
+    keys = _exports(at, "deep_export")
     assert sum("deep_export_a_csv" in k for k in keys) == 1 and sum("deep_export_b_csv" in k for k in keys) == 1
+
+
+def test_the_shipped_figure_7_shows_before_anyone_trains(tmp_path, monkeypatch):
+    """Without any training data the page still draws both shipped panels (bands where the teacher methods
+    have repetitions), the paper's CIFAR-10 findings beside them and where S&A leads in the shipped run."""
+    from privcore.deep import fashion
+    from privcore.deep.shipped import read_rows, shipped_runs
+
+    monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))  # no data: nothing can train
+    at = run(PAGE, {}).run()
+    assert not at.exception, at.exception
+    assert any("dataset-fashion-mnist" in t for t in texts(at.error))  # training says why it cannot
+    charts = _charts(at)
+    assert len(charts) == 2
+    shipped = shipped_runs()[0]
+    for chart, path, x in zip(charts, (shipped.panel_a, shipped.panel_b), ("epsilon", "budget")):
+        names = [t.get("name", "") for t in chart["data"]]
+        assert any(n.startswith("DP-SGD") for n in names) and any("band bottom" in n for n in names), names
+        rows = read_rows(path)
+        sa = {r[x]: r["accuracy_mean"] for r in rows if r["method"] == "subsample_aggregate" and r["budget"] in
+              ((10,) if x == "epsilon" else (r["budget"],))}
+        line = next(t for t in chart["data"] if t.get("name", "").startswith("Subsample") and t.get("mode") ==
+                    "lines+markers")
+        assert dict(zip(line["x"], line["y"])) == pytest.approx(sa)  # the shipped numbers, drawn
+        stds = [r["accuracy_std"] for r in rows if r["method"] == "subsample_aggregate"]
+        band = next(t for t in chart["data"] if t.get("name", "").startswith("Subsample") and "band top" in t["name"])
+        assert any(s > 0 for s in stds) and any(top > y for top, y in zip(band["y"], line["y"]))
+    words = " ".join(texts(at.markdown))
+    assert "only for a small number of queries B and a large ε" in words and "B = 5" in words
+    assert "Here subsample-and-aggregate leads DP-SGD at B = 1 (0.724 against 0.666 at B = 1); DP-SGD from B = 3" \
+        in words, words
+    assert [s.value for s in at.selectbox if s.key == "w:deep_shipped"] == [shipped.tag]
+    assert sum("deep_shipped_export_a_csv" in k for k in _exports(at, "deep_shipped_export")) == 1
+
+
+def _second_run(tmp_path):
+    """A figures folder holding the shipped run and a copy under another card and the paper's epochs."""
+    import shutil
+
+    from privcore.deep.shipped import shipped_runs
+
+    real = shipped_runs()[0]
+    for p in (real.panel_a, real.panel_b):
+        shutil.copy(p, tmp_path / p.name)
+        shutil.copy(p, tmp_path / p.name.replace("_h100_e10_t50", "_h200"))
+    return real.tag, "fashion-mnist_resnet20_h200"
+
+
+def _param(at, name: str) -> str:
+    got = at.query_params[name]
+    return got[-1] if isinstance(got, list) else got
+
+
+def test_the_page_choices_live_in_the_url(tmp_path, monkeypatch):
+    from privcore.deep import fashion
+    from privcore.deep.shipped import FIGURES_ENV
+
+    figures = tmp_path / "figures"
+    figures.mkdir()
+    old, new = _second_run(figures)
+    monkeypatch.setenv(FIGURES_ENV, str(figures))
+    monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))  # no data: fast
+    at = run(PAGE, {}).run()
+    assert not at.exception, at.exception
+    box = next(s for s in at.selectbox if s.key == "w:deep_shipped")
+    assert box.options[0].startswith("Fashion-MNIST, ResNet-20, H200, DP-SGD 100 epochs, teachers 500 (the paper's)")
+    assert box.value == new and "deep_shipped" not in at.query_params  # the first run is the default
+    box.set_value(old).run()
+    from ui.state import encode
+
+    assert _param(at, "deep_shipped") == encode(old)
+    next(s for s in at.selectbox if s.key == "w:deep_data").set_value("cifar-10").run()
+    assert not at.exception, at.exception
+    assert _param(at, "deep_data") == encode("cifar-10")
+    again = run(PAGE, {"deep_shipped": f'"{old}"', "deep_data": '"cifar-10"'}).run()  # a shared link
+    assert not again.exception, again.exception
+    assert next(s for s in again.selectbox if s.key == "w:deep_shipped").value == old
+    assert next(s for s in again.selectbox if s.key == "w:deep_data").value == "cifar-10"
+
+
+def test_a_link_to_what_this_machine_cannot_show_is_adjusted_and_said(tmp_path, monkeypatch):
+    from privcore.deep import fashion
+
+    monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))
+    at = run(PAGE, {"deep_preset": '"paper"', "deep_shipped": '"no_such_run"'}).run()
+    assert not at.exception, at.exception
+    warnings = " ".join(texts(at.warning))
+    assert "deep_preset" in warnings and "need a GPU" in warnings, warnings
+    assert "deep_shipped" in warnings and "no shipped run has that name" in warnings, warnings
+    assert next(s for s in at.selectbox if s.key == "w:deep_preset").value == "cpu-small"
+
+
+def test_a_broken_shipped_csv_is_an_error_not_a_chart(tmp_path, monkeypatch):
+    from privcore.deep import fashion
+    from privcore.deep.shipped import FIGURES_ENV
+
+    figures = tmp_path / "figures"
+    figures.mkdir()
+    for panel in "ab":
+        (figures / f"fig7{panel}_fashion-mnist_small-cnn.csv").write_text("dataset,model,method\nx,y,z\n")
+    monkeypatch.setenv(FIGURES_ENV, str(figures))
+    monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))
+    at = run(PAGE, {}).run()
+    assert not at.exception, at.exception
+    assert any("does not read as Figure 7 rows" in t for t in texts(at.error)), texts(at.error)
+    assert not at.get("plotly_chart")
+    assert " ".join(texts(at.markdown)).count("B = 5") == 1  # the paper's findings still shown
 
 
 def test_a_cancelled_training_says_so(tiny_preset, monkeypatch):

@@ -13,7 +13,8 @@ from .progress import cancel_clicked, cancellable_bar, device_text
 from .text import escape_markdown, server_safe
 
 __all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "cached_all", "compute", "gpu_work_text",
-           "panel_rows", "preset_label", "DATASET_LABELS"]
+           "panel_rows", "preset_label", "DATASET_LABELS", "shipped", "lead_text", "PAPER_FINDINGS", "estimate_text",
+           "CPU_SMALL_SECONDS"]
 
 DATASET_LABELS = {"fashion-mnist": "Fashion-MNIST", "cifar-10": "CIFAR-10"}  # data set id -> its name
 
@@ -138,3 +139,72 @@ def gpu_work_text(dataset: str) -> str:
             f"{dp / 50 / 86400:.0f} days; on one H100 {'about' if dataset == 'fashion-mnist' else 'at least'} "
             f"{minutes:.0f} minutes (rates measured on Fashion-MNIST with fewer epochs; docs/gpu.md has the results "
             f"of that run).")
+
+
+# ---------------------------------------------------------------- results shown before anyone trains
+
+#: What the paper reports for its Figure 7 (CIFAR-10, ResNet-20 with GroupNorm, delta = 1e-5), in words: the
+#: project has no offline CIFAR-10, so these are the paper's statements, not numbers computed here.
+PAPER_FINDINGS = (
+    "**The paper's Figure 7 (CIFAR-10).** ResNet-20 with group normalisation, δ = 1e-5; DP-SGD 100 epochs, "
+    "teachers 500 epochs, batch 600, learning rate 0.1 divided by 10 three times, flips and random crops.\n\n"
+    "- Subsample-and-aggregate beats DP-SGD **only for a small number of queries B and a large ε**.\n"
+    "- At ε = 1, DP-SGD wins from about **B = 5** queries on.\n"
+    "- DP-SGD's model answers any number of queries at one privacy cost, so its curve is flat in B; every "
+    "teacher-vote answer spends privacy, so those curves fall as B grows.")
+
+
+def shipped() -> list:
+    """The Figure 7 runs shipped in docs/figures (:mod:`privcore.deep.shipped`), the paper's epochs first."""
+    from privcore.deep.shipped import shipped_runs
+
+    return shipped_runs()
+
+
+def shipped_rows(run) -> tuple[list[dict], list[dict]] | None:  # noqa: ANN001
+    """(panel a's rows at B = FIG7_B, panel b's rows) of a shipped run, or None after saying why not."""
+    from privcore.deep.shipped import read_rows
+    from privcore.deep.spec import FIG7_B
+
+    try:
+        return panel_rows(read_rows(run.panel_a), FIG7_B), read_rows(run.panel_b)
+    except ValueError as err:
+        st.error(escape_markdown(server_safe(err)))
+        return None
+
+
+def lead_text(rows_b: list[dict]) -> str:
+    """Where subsample-and-aggregate leads DP-SGD in panel (b)'s rows, in words (empty without both)."""
+    acc = {}
+    for r in rows_b:
+        if r["method"] in ("dpsgd", "subsample_aggregate"):
+            acc.setdefault(int(r["budget"]), {})[r["method"]] = float(r["accuracy_mean"])
+    both = sorted(b for b, v in acc.items() if len(v) == 2)
+    if not both:
+        return ""
+    ahead = [b for b in both if acc[b]["subsample_aggregate"] > acc[b]["dpsgd"]]
+    if not ahead:
+        return f"Here DP-SGD leads at every B from {both[0]:,} to {both[-1]:,}."
+    first = ahead[0]
+    text = (f"Here subsample-and-aggregate leads DP-SGD at B = {', '.join(f'{b:,}' for b in ahead)} "
+            f"({acc[first]['subsample_aggregate']:.3f} against {acc[first]['dpsgd']:.3f} at B = {first:,})")
+    after = [b for b in both if b > ahead[-1]]
+    return text + (f"; DP-SGD from B = {after[0]:,} on." if after else ".")
+
+
+#: Seconds for both panels of the cpu-small preset on Fashion-MNIST from a fresh cache (``python -m privcore
+#: deep --figure7 DIR`` on the 2-core development machine; docs/benchmarks.md).
+CPU_SMALL_SECONDS = 55.0
+
+
+def estimate_text(preset: str, dataset: str, missing: int, total: int) -> str:
+    """How long training the ``missing`` of ``total`` points should take here, from the measured rates."""
+    if not missing:
+        return ""
+    share = missing / max(total, 1)
+    if preset == "cpu-small":
+        seconds = max(CPU_SMALL_SECONDS * share, 5.0)
+        how = "about" if dataset == "fashion-mnist" else "at least"  # larger images than the ones measured
+        return (f"Estimated time: {how} {seconds:.0f} s on a CPU ({CPU_SMALL_SECONDS:.0f} s measured for both "
+                f"panels on Fashion-MNIST on a 2-core machine).")
+    return gpu_work_text(dataset)

@@ -148,6 +148,12 @@ def _column_name(value: str) -> str:
     return value.strip()
 
 
+def _shipped_tag(value: str) -> str:
+    if not 1 <= len(value) <= 100 or not all(c.isalnum() or c in "-_" for c in value):
+        raise ValueError("deep_shipped must name a shipped Figure 7 run (letters, digits, - and _)")
+    return value
+
+
 def _fields() -> dict[str, Field]:
     from privcore.knobs import EPSILON_RANGE, KNOBS
 
@@ -165,6 +171,11 @@ def _fields() -> dict[str, Field]:
         Field("augment", False, "bool"),  # Who wins
         Field("map_eps", [0.3, 1.0, 3.0, 10.0, 30.0, 100.0], "floats", 1e-3, 1e4),
         Field("compare", True, "bool"),  # Calibrate
+        # Deep models: the shipped run shown (a tag of privcore.deep.shipped; None: the first), the data set and
+        # preset trained here (privcore.deep.data.DEEP_DATASETS, privcore.deep.spec.PRESETS)
+        Field("deep_shipped", None, "str", validator=_shipped_tag),
+        Field("deep_data", "fashion-mnist", "str", choices=("fashion-mnist", "cifar-10")),
+        Field("deep_preset", "cpu-small", "str", choices=("cpu-small", "paper")),
     ]
     return {f.name: f for f in knob_fields + page_fields}
 
