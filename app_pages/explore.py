@@ -12,6 +12,7 @@ from privcore.methods import REGISTRY, methods_of_family
 
 from privcore.inverse import score_rows
 from privcore.accounting.forward import real_epsilon_summary
+from privcore.engine.rows import knobs_picked
 from privcore.recommend import recommend
 from ui import controls, display, forward, inverse, progress, setting, sidebar, state, userdata
 from ui.caption import add_caption, leaders_text, rows_n, settings_of, try_this
@@ -96,6 +97,9 @@ def show_point(rows: list[dict]) -> None:
             (box.success if rec.significant or rec.runner_up is None else box.info)(head)
         box.markdown(rec.reason)
         winner_row = next((r for r in rows if r.get("method") == rec.winner), {})
+        if side.tuning != "configured":  # what the comparison is, and the knobs the winner was run at
+            box.caption(setting.TUNING_NOTES[side.tuning] + f" {method_label(rec.winner)}'s: "
+                        + (knobs_picked(winner_row.get("tuned")) or "as configured") + ".")
         real = winner_row.get("real_epsilon")
         # The attacker sentence speaks of what is really guaranteed (the header's ε where that holds).
         box.caption(inverse.risk_caption(s.eps if real is None else float(real), s.delta)

@@ -6,6 +6,8 @@ from dataclasses import replace
 
 import streamlit as st
 
+from privcore.engine.specs import TUNING_LABELS
+
 from privcore.inverse import score_rows
 from ui import controls, display, inverse, progress, setting, sidebar, state, userdata
 from ui.caption import add_caption, rows_n, settings_of
@@ -38,8 +40,14 @@ if n_note:
     st.warning(n_note)
     state.put("n", n_checked)
 s = replace(s, n=n_checked)
-st.caption(f"Fixed: λ = {format_number(s.lam)}, T = {s.teachers}, DP-SGD clip {format_number(s.clip)}, "
-           f"{s.epochs} epoch{'s' if s.epochs != 1 else ''}, batch {s.batch_size}; {side.repeats} repetitions; {side.accounting} accounting.")
+if side.tuning == "configured":
+    st.caption(f"Fixed: λ = {format_number(s.lam)}, T = {s.teachers}, DP-SGD clip {format_number(s.clip)}, "
+               f"{s.epochs} epoch{'s' if s.epochs != 1 else ''}, batch {s.batch_size}; {side.repeats} repetitions; "
+               f"{side.accounting} accounting.")
+else:  # the tuned map: every cell has each method at its own best knobs
+    st.info(f"**Tuned map** ({TUNING_LABELS[side.tuning]}). {setting.TUNING_NOTES[side.tuning]} The sidebar's "
+            "“Each method's knobs” switches back to the knobs as configured. "
+            f"{side.repeats} repetitions; {side.accounting} accounting.")
 if not eps_list:
     st.error("Choose at least one ε value.")
     st.stop()

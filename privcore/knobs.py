@@ -183,6 +183,13 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
        choices_=ACCOUNTING_MODES, url="accounting", label="Accounting",
        ui_help="paper: the published calibrations (some are too optimistic). corrected: fixed proofs. tight: exact "
                "Gaussian / optimal bounded-range composition, finer replace-one PLD grid for DP-SGD."),
+    _K("tuning", "choice", "configured", "configured, held-out (best on the test queries: optimistic, not private) "
+       "or private (a private selection paid for out of each row's epsilon)",
+       choices_=("configured", "held-out", "private"), url="tuning", label="Each method's knobs",
+       ui_help="as configured: every method at the knobs on the page. Tuned: each method at the best point of its "
+               "own small grid (λ; T; threshold and noise ratio; k and sampling rate; clip and step size), "
+               "picked on the test queries (an optimistic upper bound, not private) or by a private selection "
+               "whose cost is taken out of each row's ε."),
     _K("repeats", "int", 20, "independent releases (noise draws) per point", low=1, high=10_000, log=True,
        url="repeats", url_low=2, url_high=200, label="Repetitions R (noise draws per point)",
        grid=(2, 3, 5, 10, 20, 50, 100),

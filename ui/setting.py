@@ -97,6 +97,8 @@ class SidebarSettings:
     #: A user file's declared preprocessing (privcore.data.preprocess text form) and label column.
     preprocess: str = "none"
     label_column: str | None = None
+    #: How each method's knobs are set: "configured", "held-out" or "private" (privcore.engine.tuned).
+    tuning: str = "configured"
 
     def data_spec(self, *, n: int | None = None, dim: int | None = None, classes: int | None = None,
                   augment: bool = False) -> DataSpec:
@@ -261,6 +263,16 @@ def augmentation_caveat(n_real: int, n: int, eps: float) -> str:
 
 # ---------------------------------------------------------------- specs and problems
 
+#: What a tuned comparison's rows are, said once above its results (privcore.engine.tuned).
+TUNING_NOTES = {
+    "held-out": ("Each method at the best point of its own knob grid, picked on the test queries: an optimistic, "
+                 "non-private upper bound of what tuning gives (no privacy guarantee covers the choice)."),
+    "private": ("Each method at the point of its own knob grid that a private selection picked (report noisy max "
+                "over one private release per candidate on 80 % of the training data, scored on the other 20 %); "
+                "the selection spends 10 % of ε and δ, the release the rest: ε and δ are the totals."),
+}
+
+
 def make_spec(side: SidebarSettings, s: Setting, *, epsilons: Sequence[float], vary: str | None = None,
               values: Sequence[Any] = (), methods: Sequence[str] | None = None, baseline: bool = True,
               seed: int = 0) -> SweepSpec:
@@ -280,7 +292,7 @@ def make_spec(side: SidebarSettings, s: Setting, *, epsilons: Sequence[float], v
         methods=meths, epsilons=tuple(float(e) for e in epsilons), delta=float(s.delta), budget=int(s.budget),
         lam=s.lam, teachers=int(s.teachers), batch_size=int(s.batch_size), epochs=int(s.epochs), clip=float(s.clip),
         learning_rate=float(s.learning_rate), accounting=side.accounting, repeats=int(side.repeats), seed=seed, device=side.device, vary=vary,
-        values=tuple(values), baseline=baseline)
+        values=tuple(values), baseline=baseline, tuning=side.tuning)
 
 
 def explore_specs(info: DataInfo, values: dict[str, Any] | None = None) -> list[SweepSpec]:

@@ -15,6 +15,7 @@ from typing import Iterator
 
 import streamlit as st
 
+from privcore.engine.specs import TUNING_LABELS
 from privcore.knobs import knob
 
 from . import state, uploads, userdata
@@ -132,6 +133,9 @@ def draw() -> SidebarSettings:
     modes = [k.default] + [m for m in k.choices if m != k.default]
     accounting = state.commit("accounting", sb.radio(
         k.label, modes, key=state.bind("accounting"), format_func=ACCOUNTING_LABELS.get, help=k.tooltip))
+    k = knob("tuning")
+    tuning = state.commit("tuning", sb.radio(
+        k.label, list(k.choices), key=state.bind("tuning"), format_func=TUNING_LABELS.get, help=k.tooltip))
     import torch
 
     k = knob("device")
@@ -159,5 +163,5 @@ def draw() -> SidebarSettings:
     else:
         sb.caption(f"{info.n_train:,} training / {info.n_test:,} test examples, D = {info.dim}, C = {info.classes}")
     settings = SidebarSettings(dataset, data_file if dataset == "file" else None, int(repeats), accounting, device,
-                               info, error, prep, label_column)
+                               info, error, prep, label_column, tuning)
     return settings

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
+from privcore.engine.rows import knobs_picked
+
 from .figures import _ordered_methods, format_number, is_baseline, method_label
 
 if TYPE_CHECKING:  # pandas is imported where a table is built
@@ -65,6 +67,9 @@ def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas Dat
             # Where the row's accounting claims more than its noise gives (paper; tight S&A): the real epsilon.
             **({"Real ε (replace-one)": format_number(r.get("real_epsilon"))} if any(
                 rr.get("real_epsilon") is not None for rr in rows) else {}),
+            # A tuned comparison (privcore.engine.tuned): the knobs each method was run at.
+            **({"Knobs picked": knobs_picked(r.get("tuned"))} if any(
+                rr.get("tuned") for rr in rows) else {}),
             "Formula": r.get("formula") or ("no noise (ε = ∞)" if is_baseline(method) else ""),
             "Note": r.get("note") or "",
         })

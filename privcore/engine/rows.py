@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Iterator
 
-__all__ = ["ResultRow", "RESULT_COLUMNS"]
+__all__ = ["ResultRow", "RESULT_COLUMNS", "knobs_picked"]
 
 
 @dataclass(frozen=True)
@@ -107,3 +107,9 @@ class ResultRow(Mapping):
 #: Columns of every result row, in the order of CSV exports.
 RESULT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(ResultRow))
 _COLUMN_SET = frozenset(RESULT_COLUMNS)
+
+
+def knobs_picked(tuned: str | None) -> str:
+    """The knobs of a row's ``tuned`` text (``"held-out: lam=0.1"`` -> ``"lam=0.1"``; a private
+    row's selection terms in brackets dropped), or "" for a row as configured."""
+    return str(tuned).split(": ", 1)[-1].split(" (chosen")[0] if tuned else ""

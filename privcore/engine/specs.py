@@ -19,13 +19,18 @@ from ..methods import METHOD_NAMES, REGISTRY, check_method_name
 from ..types import PrivacyBudget, Problem
 from ..validation import check_choice, check_int, fmt_value
 
-__all__ = ["compact_data", "DataSpec", "SweepSpec", "VARY_AXES", "LAM_AUTO_GRID", "TUNING_MODES"]
+__all__ = ["compact_data", "DataSpec", "SweepSpec", "VARY_AXES", "LAM_AUTO_GRID", "TUNING_MODES", "TUNING_LABELS"]
 
 #: Axes a sweep may vary besides epsilon (the paper's Figures 2-6).
 VARY_AXES: tuple[str, ...] = ("budget", "delta", "n", "dim", "classes", "lam", "teachers")
 #: lambda candidates for ``lam="auto"`` (the paper cross-validated in [1e-5, 0.5]).
 #: How a sweep sets each method's knobs (:mod:`privcore.engine.tuned`).
 TUNING_MODES: tuple[str, ...] = ("configured", "held-out", "private")
+TUNING_LABELS: dict[str, str] = {
+    "configured": "as configured",
+    "held-out": "tuned: best on held-out data (optimistic, not private)",
+    "private": "tuned: selected privately (its cost counted in ε)",
+}
 LAM_AUTO_GRID: tuple[float, ...] = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)
 
 

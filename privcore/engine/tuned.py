@@ -41,16 +41,14 @@ from ..validation import check_choice
 from .cache import ResultCache, point_key
 from .rows import ResultRow
 from .runner import ProgressFn, SweepCancelled, SweepResult, run_sweep
-from .specs import TUNING_MODES, SweepSpec
+from .specs import TUNING_LABELS, TUNING_MODES, SweepSpec
 from .tuning import SELECTION_FRACTION, private_choice, release_budget
 
 __all__ = ["TUNING_MODES", "TUNING_LABELS", "Candidate", "candidates", "run_tuned", "tuned_seed"]
 
-TUNING_LABELS: dict[str, str] = {
-    "configured": "as configured",
-    "held-out": "tuned: best on held-out data (optimistic, not private)",
-    "private": "tuned: selected privately (its cost counted in ε)",
-}
+#: How a held-out row's ``tuned`` text starts (then the knobs picked); a private row's starts
+#: "private: " and ends with the selection's terms in brackets. TUNING_LABELS say what each means.
+HELD_OUT_PREFIX = "held-out: "
 #: Knobs of a SweepSpec a grid may set (anything else in a grid is a method parameter).
 _SPEC_KNOBS = ("lam", "teachers", "clip", "learning_rate", "batch_size", "epochs")
 
@@ -155,7 +153,7 @@ def _held_out_runs(spec: SweepSpec) -> list[tuple[SweepSpec, Callable[[ResultRow
             if row.method not in by_name:  # the baseline
                 return row
             base, c = by_name[row.method]
-            return dataclasses.replace(row, method=base, tuned="held-out: " + c.describe())
+            return dataclasses.replace(row, method=base, tuned=HELD_OUT_PREFIX + c.describe())
         runs.append((sub, relabel))
     return runs
 
@@ -167,10 +165,7 @@ def _best(rows: list[ResultRow], spec: SweepSpec) -> list[ResultRow]:
         key = (r.method, repr(r.value), r.epsilon)
         if key not in best or r.accuracy_mean > best[key].accuracy_mean:
             best[key] = r
-    note = "tuned on the test queries (best on held-out data): an optimistic upper bound, not a private result"
-    out = [dataclasses.replace(r, note="; ".join(x for x in (r.note, note) if x)) if r.tuned else r
-           for r in best.values()]
-    return _ordered(out, spec)
+    return _ordered(list(best.values()), spec)
 
 
 # ---------------------------------------------------------------- selected privately
