@@ -30,7 +30,8 @@ from collections import defaultdict
 from pathlib import Path
 
 
-from privcore.engine import runner
+from privcore.engine import context
+from privcore.engine.plan import variant_data
 from privcore.engine.cache import ResultCache
 from privcore.engine.executor import DaskExecutor, LocalExecutor
 from privcore.engine.runner import run_sweep
@@ -72,7 +73,7 @@ def load() -> str:
 
 
 def one(name: str, spec: SweepSpec, executor) -> dict:
-    runner._CONTEXTS.clear()  # no solve from an earlier run of this process
+    context.clear()  # no solve from an earlier run of this process
     timed = Timed(executor)
     before = load()
     t0 = time.perf_counter()
@@ -94,7 +95,7 @@ def run_config(config: str, repeats: int, ns: tuple[int, ...]) -> list[dict]:
     sweeps = specs(repeats, ns)
     for spec in sweeps.values():  # load (and memoise) the data sets first: every executor then plans alike
         for _, vspec in spec.variants():
-            runner._variant_data(vspec)
+            variant_data(vspec)
     import torch
 
     records = []

@@ -52,10 +52,10 @@ def design(quick: bool):  # [(label, SweepSpec)]
 
 
 def fresh_process_state() -> None:
-    from privcore.engine import runner, tuning
+    from privcore.engine import context, tuning
 
-    runner._CONTEXTS.clear()
-    tuning._SUB_CONTEXT.clear()
+    context.clear()
+    tuning.clear_selection_context()
 
 
 def main() -> None:
@@ -74,9 +74,9 @@ def main() -> None:
     measured = {k: cost.DEFAULT_COEFFS[k] for k in cost.MEASURED_KINDS}
     sizes = cost.data_sizes(runs[0][1])
     for _, spec in runs:  # warm the data loader (PCA, class subsets): loading is not what is fitted
-        from privcore.engine.runner import _variant_data
+        from privcore.engine.plan import variant_data
 
-        _variant_data(spec)
+        variant_data(spec)
     for label, spec in runs:  # first calls (imports, allocator): not what is fitted either
         if label.endswith(" ref"):
             run_sweep(spec, use_cache=False)

@@ -94,6 +94,14 @@ class TrainContext:
         ctx._rows_precond = self._rows_precond
         return ctx
 
+    def held_pieces(self) -> set[tuple]:
+        """The data-only work this context holds (shared with every context made by :meth:`with_problem`):
+        ``("eig",)`` once the eigenbasis of X^T X / N is built, and the key of every non-private solve
+        (``("np", lam)``) and teacher set (``("teachers", T, lam)``); the time model does not price them again."""
+        out: set[tuple] = {("eig",)} if self._precond else set()
+        out.update(key for key in self._solves if key[0] in ("np", "teachers"))
+        return out
+
     def checkpoint(self, fraction: float | None = None) -> None:
         """Let the caller report progress or cancel (see ``poll``) in the middle of a batch."""
         if self.poll is not None:

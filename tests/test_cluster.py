@@ -24,7 +24,7 @@ import cloudpickle  # noqa: E402  (a dependency of distributed)
 import torch  # noqa: E402
 
 from privcore.cli import main  # noqa: E402
-from privcore.engine import runner  # noqa: E402
+from privcore.engine import context, runner  # noqa: E402
 from privcore.engine.cache import ResultCache  # noqa: E402
 from privcore.engine.executor import ClusterError, DaskExecutor, LocalExecutor, local_cluster_kwargs  # noqa: E402
 from privcore.engine.runner import SweepCancelled, run_sweep  # noqa: E402
@@ -49,10 +49,10 @@ def one_torch_thread():
     solver's last digits with it, whatever the executor."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    runner._CONTEXTS.clear()
+    context.clear()
     yield
     torch.set_num_threads(threads)
-    runner._CONTEXTS.clear()
+    context.clear()
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def _rows(result) -> list[dict]:
 def test_dask_rows_are_bit_for_bit_the_local_ones(threads_client, tmp_path):
     local_cache, dask_cache = ResultCache(tmp_path / "local"), ResultCache(tmp_path / "dask")
     local = run_sweep(SPEC, cache=local_cache, executor=LocalExecutor())
-    runner._CONTEXTS.clear()  # the workers share this process: make them solve everything again
+    context.clear()  # the workers share this process: make them solve everything again
     seen = []
     remote = run_sweep(SPEC, cache=dask_cache, executor=DaskExecutor(client=threads_client),
                        progress=lambda f, m: seen.append((f, m)))

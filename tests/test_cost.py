@@ -211,7 +211,7 @@ def test_lambda_auto_candidates_held_by_the_process_are_not_predicted_again(tmp_
     # lambda = auto's curve after its current setting: the candidates' teachers and solves on the
     # fitting part are already trained in this process (they took 0.03 s, predicted 12 s before)
     monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
-    from privcore.engine import runner, tuning
+    from privcore.engine import context, tuning
     from privcore.engine.cache import ResultCache
 
     store = ResultCache(tmp_path / "results")
@@ -225,7 +225,7 @@ def test_lambda_auto_candidates_held_by_the_process_are_not_predicted_again(tmp_
     after = cost.estimate(spec, cost.data_sizes(spec), missing=missing, warm=warm)
     assert after.seconds < 0.5 * cold.seconds
     tuning._SUB_CONTEXT.clear()
-    runner._CONTEXTS.clear()
+    context.clear()
 
 
 def test_lambda_auto_candidates_pay_no_data_dependent_epsilon():

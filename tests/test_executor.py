@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from privcore.engine import runner
+from privcore.engine import context
 from privcore.engine.cache import SCHEMA_VERSION, ResultCache, point_key
 from privcore.engine.executor import ClusterError, Executor, LocalExecutor, WorkUnit
 from privcore.engine.runner import execute_unit, run_sweep
@@ -38,7 +38,10 @@ def test_units_are_plain_and_a_worker_with_other_data_or_code_refuses_them(tmp_p
     stored = ResultCache(tmp_path / "c")
     assert result.computed == 2
     assert [v["accuracies"] for _, v in outcome.results] == [stored.get(k)["accuracies"] for k, _ in outcome.results]
+    assert unit.keys == tuple(k for k, _ in outcome.results)  # the unit carries its keys: the worker plans nothing
     for bad, why in ((dataclasses.replace(unit, fingerprint="0" * 64), "data set loaded here differs"),
+                     (dataclasses.replace(unit, problem=dataclasses.replace(unit.problem, n=unit.problem.n - 1)),
+                      "data set loaded here differs"),
                      (dataclasses.replace(unit, schema=SCHEMA_VERSION + 1), "cache schema"),
                      (dataclasses.replace(unit, points=({**unit.points[0], "repeats": 3}, unit.points[1])),
                       "describes the points differently")):
@@ -49,7 +52,7 @@ def test_units_are_plain_and_a_worker_with_other_data_or_code_refuses_them(tmp_p
 @pytest.mark.slow
 def test_the_default_executor_is_the_local_one(tmp_path):
     a = run_sweep(SPEC, cache=ResultCache(tmp_path / "a"))
-    runner._CONTEXTS.clear()
+    context.clear()
     b = run_sweep(SPEC, cache=ResultCache(tmp_path / "b"), executor=LocalExecutor())
     strip = lambda res: [{k: v for k, v in r.items() if k != "seconds"} for r in res.rows]  # noqa: E731
     assert strip(a) == strip(b) and a.device == b.device == "cpu"

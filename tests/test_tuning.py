@@ -159,10 +159,10 @@ def test_noisy_max_noise_is_laplace_of_twice_the_sensitivity_over_epsilon(monkey
 def _draws(monkeypatch, spec: SweepSpec) -> tuple[list[tuple], list[tuple], list[float]]:
     """(selection's, release's) generators as (context seed, labels), and the lambdas chosen, of one sweep."""
     from privcore.context import TrainContext
-    from privcore.engine import runner
+    from privcore.engine import runner, units
 
     inside, selection, release, chosen = [False], [], [], []
-    generator, choose = TrainContext.generator, runner.choose_lams
+    generator, choose = TrainContext.generator, units.choose_lams
 
     def spy_generator(self, *labels):
         (selection if inside[0] else release).append((self.seed, labels, self.problem.lam))
@@ -181,7 +181,7 @@ def _draws(monkeypatch, spec: SweepSpec) -> tuple[list[tuple], list[tuple], list
     tuning._SUB_CONTEXT.clear()
     with monkeypatch.context() as mp:  # undone on return: a second call spies on the originals
         mp.setattr(TrainContext, "generator", spy_generator)
-        mp.setattr(runner, "choose_lams", spy_choose)
+        mp.setattr(units, "choose_lams", spy_choose)  # where a unit of the sweep is computed
         run_sweep(spec, use_cache=False)
     return selection, release, chosen
 

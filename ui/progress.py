@@ -17,6 +17,7 @@ import streamlit as st
 from .display import show_error
 
 __all__ = ["BAR_INTERVAL_S", "BarThrottle", "POLL_S", "run_with_progress", "wait_in_background", "waiting", "quick_part", "was_cancelled", "device_text", "fmt_seconds", "estimate_seconds",
+           "plan_and_estimate",
            "compute_approved", "show_previous", "has_previous"]
 
 
@@ -149,15 +150,27 @@ def cancellable_bar(key: str, sig: str, label: str, device: str, *, what: str = 
     return holder, progress
 
 
+def plan_and_estimate(spec):  # noqa: ANN001, ANN201 - SweepSpec -> (SweepPlan | None, float | None)
+    """The spec's plan (:func:`privcore.engine.plan.make_plan`: data, points, keys, cache hits) and the
+    predicted seconds of computing what it found missing (privcore's cost model); (None, None) when
+    either cannot be made (the run then reports the problem itself). The run uses the same plan."""
+    from privcore.engine.cost import estimate_plan
+    from privcore.engine.plan import make_plan
+
+    try:
+        plan = make_plan(spec)
+    except (ValueError, TypeError, RuntimeError, OSError):
+        return None, None
+    try:
+        return plan, float(estimate_plan(plan).seconds)
+    except (ValueError, TypeError, RuntimeError, OSError):
+        return plan, None
+
+
 def estimate_seconds(spec) -> float | None:  # noqa: ANN001 - SweepSpec
     """Predicted seconds of computing what is not cached of ``spec`` (privcore's cost model), or
     None when it cannot say (the run then reports the problem itself)."""
-    from privcore.engine.cost import estimate_spec
-
-    try:
-        return float(estimate_spec(spec).seconds)
-    except (ValueError, TypeError, RuntimeError, OSError):
-        return None
+    return plan_and_estimate(spec)[1]
 
 
 def compute_approved(key: str, sig: str, label: str, predicted: float | None, device: str) -> bool:
@@ -286,7 +299,7 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
     if was_cancelled(spec, key):
         cancellable_bar(key, sig, label, device, what="points")  # the Resume box
         return None
-    predicted = estimate_seconds(spec)
+    plan, predicted = plan_and_estimate(spec)
     if ask and not compute_approved(key, sig, label, predicted, device):
         return None
     box = cancellable_bar(key, sig, label, device, what="points", predicted=predicted)
@@ -295,7 +308,7 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
     holder, progress = box
 
     try:
-        result = run_sweep(spec, progress=progress)
+        result = run_sweep(spec, progress=progress, plan=plan)
     except SweepCancelled:
         holder.empty()
         st.info(f"{label}: cancelled; finished points are cached.")

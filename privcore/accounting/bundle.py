@@ -3,12 +3,12 @@
 A first replace-one DP-SGD calibration imports dp_accounting (about 1 s of scipy.signal, .stats and
 .optimize, 9-11x a bare Python start here) before its few accountant evaluations. For the settings a
 first visitor and a first ``python -m privcore calibrate --method dpsgd`` meet, the answer is
-computed once, here, by the same verified search (``dpsgd._pld_noise_multiplier``: every multiplier
+computed once, here, by the same verified search (``dpsgd.pld_noise_multiplier``: every multiplier
 it returns was evaluated by dp_accounting's pessimistic PLD and met the target), and shipped as
 ``calibrations_bundled.json`` beside this file, in the on-disk memo's own format and keys
 (privcore/accounting/memo.py). :func:`privcore.accounting.memo.lookup` consults it after the
 user's memo, for replace-one calibrations only, and only when the file's sha256 is
-:data:`TABLE_SHA256` (so changing the table takes changing this code); every multiplier read from it
+:data:`~privcore.accounting.table.TABLE_SHA256` (so changing the table takes changing the code); every multiplier read from it
 is also re-checked on reading against the independent numpy privacy-loss distribution
 (``pld_approx.recheck``) exactly like a memo entry, and a refused one is recomputed by the accountant.
 That re-check refuses a multiplier more than about 0.5 % too small, not one just below: over this
@@ -20,7 +20,7 @@ The keys hold a hash of the calibration code and the installed dp-accounting, nu
 versions, so the table only answers for the code and libraries that computed it; anything else
 misses and calibrates as before. ``tests/accounting/test_bundle.py`` fails when the table no longer
 matches the code (regenerate it with ``python -m privcore.accounting.bundle`` and put the sha256 it
-prints in :data:`TABLE_SHA256`), checks every entry against the accountant's own condition (the
+prints in ``TABLE_SHA256``, privcore/accounting/table.py), checks every entry against the accountant's own condition (the
 pessimistic PLD epsilon on the search's grid at most the target), recomputes a few exactly, and
 shows that a tampered entry is refused.
 
@@ -37,16 +37,15 @@ import math
 import sys
 from pathlib import Path
 
-__all__ = ["BUNDLED_PATH", "DATASETS", "settings", "build", "covers"]
+from .table import BUNDLED_PATH, TABLE_SHA256
 
-BUNDLED_PATH = Path(__file__).resolve().with_name("calibrations_bundled.json")
+__all__ = ["BUNDLED_PATH", "TABLE_SHA256", "DATASETS", "settings", "build", "covers"]
+
 #: Data sets whose default DP-SGD settings are bundled (mnist-5k's N = 4,000 is also the CLI's default N).
 DATASETS: tuple[str, ...] = ("mnist-5k", "digits")
 #: Training-set sizes of :data:`DATASETS` (checked against the loaders by the tests; kept here so
 #: that :func:`covers` needs no data).
 TRAIN_SIZES: dict[str, int] = {"mnist-5k": 4000, "digits": 1438}
-#: sha256 of calibrations_bundled.json as built (printed by :func:`build`): a table with another digest is ignored.
-TABLE_SHA256 = "e0358e21eedb3b21cf6e7c502fe458a9361493d818601bb38abfb12e029713cd"
 _GRID = "moderate"
 _REL_TOL = 1e-3
 
@@ -89,13 +88,13 @@ def build(path: Path = BUNDLED_PATH, *, log=print) -> int:  # noqa: ANN001 - a p
     out: a lookup would refuse them anyway. Returns the number of entries written.
     """
     from . import memo
-    from .dpsgd import _pld_noise_multiplier
+    from .dpsgd import pld_noise_multiplier
     from .pld_approx import recheck
 
     entries: dict[str, list] = {}
     for i, args in enumerate(settings()):
         eps, delta, q, steps, rel, rel_tol, grid = args
-        z = _pld_noise_multiplier(eps, delta, q, steps, rel, rel_tol, grid)
+        z = pld_noise_multiplier(eps, delta, q, steps, rel, rel_tol, grid)
         if z >= 0.1 and recheck(z, eps, delta, q, steps):
             key = memo.key("dpsgd_noise_multiplier", args)
             entries[key] = [z, memo.checksum(key, z)]
@@ -111,4 +110,4 @@ if __name__ == "__main__":  # python -m privcore.accounting.bundle
     json.loads(BUNDLED_PATH.read_text(encoding="utf-8"))  # readable back
     digest = hashlib.sha256(BUNDLED_PATH.read_bytes()).hexdigest()
     print(f"wrote {written} verified multipliers to {BUNDLED_PATH}; put its sha256 in TABLE_SHA256 "
-          f"(privcore/accounting/bundle.py):\n{digest}", file=sys.stderr)
+          f"(privcore/accounting/table.py):\n{digest}", file=sys.stderr)

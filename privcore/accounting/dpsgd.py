@@ -261,7 +261,7 @@ def _noise_multiplier(eps: float, dlt: float, q: float, k: int, accountant: str,
         hit = memo.lookup("dpsgd_noise_multiplier", args, bundled=rel == "replace_one")
         if hit is not None and (rel != "replace_one" or _recheck(hit, eps, dlt, q, k)):
             return hit
-        z = _pld_noise_multiplier(eps, dlt, q, k, rel, rel_tol, grid)
+        z = pld_noise_multiplier(eps, dlt, q, k, rel, rel_tol, grid)
         memo.store("dpsgd_noise_multiplier", args, z)
         return z
     # PRV's grid grows as 1/eps_error: a relative error keeps large-epsilon calls fast.
@@ -270,7 +270,7 @@ def _noise_multiplier(eps: float, dlt: float, q: float, k: int, accountant: str,
     return _search(eps_at, eps, dlt, q, k, _guess(eps, dlt, q, k, rel), rel_tol, 0.02)[0]
 
 
-def _pld_noise_multiplier(eps: float, dlt: float, q: float, k: int, rel: str, rel_tol: float, grid: str) -> float:
+def pld_noise_multiplier(eps: float, dlt: float, q: float, k: int, rel: str, rel_tol: float, grid: str) -> float:
     """:func:`dpsgd_noise_multiplier` with the PLD accountant (arguments checked)."""
     z0 = _guess(eps, dlt, q, k, rel)
     # Start next to the root, then let the accountant decide. Replace-one: a numpy privacy-loss

@@ -63,7 +63,7 @@ def bundled_path() -> Path | None:
     """The table shipped with privcore, or None when it is switched off (either variable ``off``)."""
     if _off("PRIVCORE_CALIBRATION_MEMO") or _off("PRIVCORE_CALIBRATION_BUNDLE"):
         return None
-    from .bundle import BUNDLED_PATH
+    from .table import BUNDLED_PATH
 
     return BUNDLED_PATH
 
@@ -133,8 +133,8 @@ def _read(path: Path) -> dict[str, list]:
 @lru_cache(maxsize=2)
 def _bundled_entries(path: Path) -> dict[str, list]:
     """The table's entries, read once per process; {} with a warning when its sha256 is not the one
-    privcore/accounting/bundle.py names (editing the table takes editing the code too)."""
-    from .bundle import TABLE_SHA256
+    privcore/accounting/table.py names (editing the table takes editing the code too)."""
+    from .table import TABLE_SHA256
 
     try:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -142,7 +142,7 @@ def _bundled_entries(path: Path) -> dict[str, list]:
         return {}
     if digest != TABLE_SHA256:
         warnings.warn(f"ignoring the calibration table {path}: its sha256 {digest[:16]}... is not the one "
-                      "privcore/accounting/bundle.py names (rebuild it: python -m privcore.accounting.bundle)",
+                      "privcore/accounting/table.py names (rebuild it: python -m privcore.accounting.bundle)",
                       RuntimeWarning, stacklevel=3)
         return {}
     return _read(path)

@@ -28,7 +28,7 @@ import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .. import knobs
 from ..methods import BASELINE, get_method
@@ -36,8 +36,11 @@ from ..methods.base import CostPart, data_work
 from ..types import Problem
 from .specs import LAM_AUTO_GRID, SweepSpec
 
+if TYPE_CHECKING:
+    from .plan import SweepPlan
+
 __all__ = ["DEFAULT_COEFFS", "MEASURED_KINDS", "THRESHOLD_SECONDS", "threshold_seconds", "DataSizes", "Estimate", "estimate", "coefficients",
-           "coefficients_path", "save_coefficients", "slowdown", "fit_slowdown", "DEFAULT_FIT_SLOWDOWN", "data_sizes", "plan_state", "estimate_spec", "eta"]
+           "coefficients_path", "save_coefficients", "slowdown", "fit_slowdown", "DEFAULT_FIT_SLOWDOWN", "data_sizes", "plan_state", "estimate_plan", "estimate_spec", "job_weights", "eta"]
 
 #: Seconds per unit of work of each kind of piece, fitted by ``bench/bench_cost.py --write`` on the 2-core
 #: development machine when idle (OMP_NUM_THREADS=1), rescaled to a median predicted/measured ratio of 1.
@@ -292,43 +295,56 @@ def estimate(spec: SweepSpec, sizes: DataSizes, *, missing: Mapping[tuple[int, s
     """Predicted seconds of ``run_sweep(spec)``.
 
     ``missing``: (variant index, method) -> epsilons not cached (default: none cached); ``warm``:
-    variant index -> shared pieces this process already holds (see :func:`plan_state`).
+    variant index -> shared pieces this process already holds (a :class:`~privcore.engine.plan.SweepPlan`'s
+    ``missing()`` and ``warm``: see :func:`estimate_plan`).
     """
-    k = dict(coeffs or coefficients())
-    fixed_lam = knobs.fixed_lam(spec.lam)
-    out = Estimate(0.0)
-    held: dict[Any, set] = {}  # shared pieces per data set: variants of B, delta, lambda or T share them
+    jobs = []
     for vi, (_, vspec) in enumerate(spec.variants()):
-        n, dim, c, real = _variant_sizes(vspec, sizes)
-        problem = _problem(vspec, n, dim, c, fixed_lam)
-        seen = held.setdefault(vspec.data, set())
-        seen.update((warm or {}).get(vi, set()))
-        context = [(("ctx", "data"), CostPart("data", data_work(problem))),
-                   (("ctx", "eig"), CostPart("eig", (dim / 784) ** 3))]
-        if not _solver_warm():  # the process's first solve (kernels, buffers): once, whatever the data
-            context.append((("process", "first_solve"), CostPart("import", FIRST_SOLVE_S)))
-        if n > real:  # deformed copies built once per N
-            context.append((("ctx", "augment"), CostPart("augment", (n - real) * dim / (1000 * 784))))
-        jobs = [(m, len(vspec.epsilons)) for m in vspec.methods] + ([(BASELINE.name, 1)] if vspec.baseline else [])
-        for method, points in jobs:
+        methods = list(vspec.methods) + ([BASELINE.name] if vspec.baseline else [])
+        for method in methods:
             if missing is None:  # a method that ignores the varied knob computes its points once
                 same = vi > 0 and spec.vary in ("budget", "teachers", "lam") and spec.vary not in get_method(method).uses
-                todo = 0 if same else points
+                todo = 0 if same else (1 if method == BASELINE.name else len(vspec.epsilons))
             else:
                 todo = int(missing.get((vi, method), 0))
-            if todo <= 0 or not get_method(method).supports(vspec.delta):
-                out.jobs[(vi, method)] = 0.0
-                continue
-            seconds = 0.0
-            for key, part in context + _parts(method, vspec, problem, todo):
-                if key is not None:
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                seconds += k.get(part.kind, 0.0) * part.work
-            context = []
-            out.jobs[(vi, method)] = seconds
-            out.seconds += seconds
+            jobs.append((vi, vspec, method, todo))
+    return _estimate_jobs(jobs, sizes, warm or {}, dict(coeffs or coefficients()), knobs.fixed_lam(spec.lam))
+
+
+def _estimate_jobs(jobs: list[tuple[int, SweepSpec, str, int]], sizes: DataSizes, warm: Mapping[int, set],
+                   k: Mapping[str, float], fixed_lam: float) -> Estimate:
+    """Seconds of (variant index, variant spec, method, points to compute) jobs in the runner's order:
+    each variant's context is paid by its first job with work, a shared piece once per data set.
+    ``fixed_lam``: the sweep's lambda, which sizes every variant's problem."""
+    out = Estimate(0.0)
+    held: dict[Any, set] = {}  # shared pieces per data set: variants of B, delta, lambda or T share them
+    variant, context, problem = -1, [], None
+    for vi, vspec, method, todo in jobs:
+        if vi != variant:
+            variant = vi
+            n, dim, c, real = _variant_sizes(vspec, sizes)
+            problem = _problem(vspec, n, dim, c, fixed_lam)
+            seen = held.setdefault(vspec.data, set())
+            seen.update(warm.get(vi, set()))
+            context = [(("ctx", "data"), CostPart("data", data_work(problem))),
+                       (("ctx", "eig"), CostPart("eig", (dim / 784) ** 3))]
+            if not _solver_warm():  # the process's first solve (kernels, buffers): once, whatever the data
+                context.append((("process", "first_solve"), CostPart("import", FIRST_SOLVE_S)))
+            if n > real:  # deformed copies built once per N
+                context.append((("ctx", "augment"), CostPart("augment", (n - real) * dim / (1000 * 784))))
+        if todo <= 0 or not get_method(method).supports(vspec.delta):
+            out.jobs[(vi, method)] = 0.0
+            continue
+        seconds = 0.0
+        for key, part in context + _parts(method, vspec, problem, todo):
+            if key is not None:
+                if key in seen:
+                    continue
+                seen.add(key)
+            seconds += k.get(part.kind, 0.0) * part.work
+        context = []
+        out.jobs[(vi, method)] = seconds
+        out.seconds += seconds
     return out
 
 
@@ -341,49 +357,38 @@ def data_sizes(spec: SweepSpec) -> DataSizes:
 
 
 def plan_state(spec: SweepSpec, cache: Any = None) -> tuple[dict[tuple[int, str], int], dict[int, set]]:
-    """(missing, warm) for :func:`estimate`: the epsilons each job would compute (cache lookups,
-    the data of every variant loaded, memoised) and the shared pieces this process's live
-    training context already holds. Trains nothing."""
-    from . import runner, tuning
-    from .cache import ResultCache, point_key
+    """(missing, warm) for :func:`estimate`, from the spec's plan (:func:`privcore.engine.plan.make_plan`)."""
+    from .plan import make_plan
 
-    store = cache if cache is not None else ResultCache()
-    missing: dict[tuple[int, str], int] = {}
-    warm: dict[int, set] = {}
-    planned: set[str] = set()  # a point shared by two variants (a training method across B) is computed once
-    for vi, (_, vspec) in enumerate(spec.variants()):
-        ds, _, base = runner._variant_data(vspec)
-        for method, epsilons in runner._jobs(vspec):
-            keys = [point_key(runner._point(method, e, vspec, base), ds.fingerprint) for e in epsilons]
-            todo = [key for key in keys if key not in planned
-                    and (not store.enabled or vspec.secure_noise or store.get(key) is None)]  # secure: never cached
-            planned.update(keys)
-            missing[(vi, method)] = len(todo)
-        device = str(runner.resolve_device(vspec.device))
-        # the live context, and lambda = auto's fitting part (its candidates' solves and teachers)
-        contexts = ((runner._CONTEXTS.get((ds.fingerprint, vspec.seed, device)), "ctx", ()),
-                    (tuning._SUB_CONTEXT.get((ds.fingerprint + ":auto-lam", tuning.selection_seed(vspec.seed), device)), "auto",
-                     ("auto",)))
-        for live, kind, prefix in contexts:
-            if live is None or vspec.secure_noise:  # a secure run trains in fresh contexts of its own
-                continue
-            held = warm.setdefault(vi, set())
-            held.add((kind, "data"))
-            if live._precond:
-                held.add((kind, "eig"))
-            for key in live._solves:
-                if key[0] in ("np", "teachers"):
-                    held.add(prefix + tuple(float(v) if isinstance(v, float) else v for v in key))
-    return missing, warm
+    plan = make_plan(spec, cache)
+    return plan.missing(), plan.warm
+
+
+def estimate_plan(plan: SweepPlan, *, sizes: DataSizes | None = None) -> Estimate:
+    """Predicted seconds of running ``plan`` now (what it found missing, the pieces the process
+    holds), scaled by the machine's load now against the load of the calibration (:func:`slowdown`)."""
+    jobs = [(j.variant, j.vspec, j.method, len(j.missing)) for j in plan.jobs]
+    est = _estimate_jobs(jobs, sizes or data_sizes(plan.spec), plan.warm, coefficients(), knobs.fixed_lam(plan.spec.lam))
+    scale = slowdown() / fit_slowdown()
+    return Estimate(est.seconds * scale, {k: v * scale for k, v in est.jobs.items()})
 
 
 def estimate_spec(spec: SweepSpec, cache: Any = None, *, sizes: DataSizes | None = None) -> Estimate:
-    """:func:`estimate` of what ``run_sweep(spec)`` would compute now (cache and live context),
-    scaled by the machine's load now against the load of the calibration (:func:`slowdown`)."""
-    missing, warm = plan_state(spec, cache)
-    est = estimate(spec, sizes or data_sizes(spec), missing=missing, warm=warm)
-    scale = slowdown() / fit_slowdown()
-    return Estimate(est.seconds * scale, {k: v * scale for k, v in est.jobs.items()})
+    """:func:`estimate_plan` of the spec's plan against ``cache`` (default: the results cache)."""
+    from .plan import make_plan
+
+    return estimate_plan(make_plan(spec, cache), sizes=sizes)
+
+
+def job_weights(plan: SweepPlan) -> dict[tuple[int, str], float]:
+    """Predicted seconds per job of ``plan``, the runner's progress weights: the progress fraction is
+    the share of predicted work done, so an ETA drawn from it follows the model. Empty when unknown."""
+    try:
+        est = estimate_plan(plan)
+    except (ValueError, TypeError, RuntimeError, OSError):  # the run itself reports the problem
+        return {}
+    floor = 0.02 * max(est.seconds, 1e-9) / max(len(est.jobs), 1)  # cached jobs still take a moment
+    return {k: v + floor for k, v in est.jobs.items()} if est.seconds > 0 else {}
 
 
 def eta(predicted: float, fraction: float, elapsed: float) -> float:

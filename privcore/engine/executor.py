@@ -54,20 +54,24 @@ Poll = Callable[[Any], None]
 
 @dataclass(frozen=True)
 class WorkUnit:
-    """One method's missing epsilons x all repetitions in one variant of a sweep (plain, picklable data).
+    """One method's missing epsilons x all repetitions in one variant of a sweep (frozen values, picklable).
 
-    ``spec_json``: the variant's :class:`~privcore.engine.specs.SweepSpec` (no varied axis);
-    ``epsilons``: the missing epsilons (``float('inf')`` for the baseline); ``points``: their cache
-    identities (see ``runner._point``), aligned with ``epsilons``; ``fingerprint``: the data set the
-    driver planned with (a worker that loads other data refuses the unit); ``schema``: the
-    driver's cache schema version (a worker with other code refuses the unit).
+    Made from a job of the sweep's plan (:mod:`privcore.engine.plan`); a worker computes it without
+    planning anything. ``spec``: the variant's :class:`~privcore.engine.specs.SweepSpec` (no varied
+    axis: the data to load and the settings); ``problem``: its :class:`~privcore.types.Problem` as the
+    driver planned it; ``epsilons``: the missing epsilons (``float('inf')`` for the baseline);
+    ``points`` and ``keys``: their cache identities and keys, aligned with ``epsilons``;
+    ``fingerprint``: the data set the driver planned with (a worker that loads other data refuses the
+    unit); ``schema``: the driver's cache schema version (a worker with other code refuses the unit).
     """
 
     index: int
-    spec_json: str
+    spec: Any
+    problem: Any
     method: str
     epsilons: tuple[float, ...]
     points: tuple[dict, ...]
+    keys: tuple[str, ...]
     fingerprint: str
     schema: int
     label: str = ""

@@ -24,22 +24,17 @@ def release_data_file(path: str | os.PathLike[str]) -> int:
     """Drop everything this process keeps of the user file at ``path``; returns how many data sets
     built from it were known. Computations under way keep what they hold until they end."""
     from ..data.loader import forget_file
-    from . import runner
+    from . import context
 
     prints = forget_file(path)
-    with runner._CONTEXTS_LOCK:
-        for key in [k for k in runner._CONTEXTS if k[0] in prints]:
-            del runner._CONTEXTS[key]
+    context.forget(prints)
     if prints:  # lam = "auto"'s validation context is built from a subset: its own fingerprint
         from . import tuning
 
-        with tuning._SUB_LOCK:
-            tuning._SUB_CONTEXT.clear()
+        tuning.clear_selection_context()
     leakage = sys.modules.get("privcore.leakage.run")  # only if a leakage game was ever played here
     if leakage is not None:
-        with leakage._GAMES_LOCK:
-            for key in [k for k in leakage._GAMES if k[0] in prints]:
-                del leakage._GAMES[key]
+        leakage.forget(prints)
     trim_memory()
     return len(prints)
 

@@ -92,6 +92,12 @@ def live_selection_context(fingerprint: str, seed: int, device: str) -> TrainCon
         return _SUB_CONTEXT.get((fingerprint + ":auto-lam", selection_seed(seed), str(device)))
 
 
+def clear_selection_context() -> None:
+    """Drop the fitting part's context this process keeps (a released data file's, or a cold benchmark)."""
+    with _SUB_LOCK:
+        _SUB_CONTEXT.clear()
+
+
 def release_budget(budget: PrivacyBudget) -> PrivacyBudget:
     """What is left for the release after the selection."""
     return PrivacyBudget(budget.epsilon * (1.0 - SELECTION_FRACTION), budget.delta * (1.0 - SELECTION_FRACTION))

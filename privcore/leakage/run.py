@@ -115,6 +115,14 @@ def _game(ds, spec: LeakageSpec, device: torch.device) -> _Game:  # noqa: ANN001
     return game
 
 
+def forget(fingerprints) -> None:  # noqa: ANN001 - an iterable of data fingerprints
+    """Drop the game this process keeps when it was played on one of these data sets."""
+    prints = set(fingerprints)
+    with _GAMES_LOCK:
+        for key in [k for k in _GAMES if k[0] in prints]:
+            del _GAMES[key]
+
+
 def answers_per_release(method: str, budget: int) -> int:
     """How many answers about one query row one release gives the attacker: B, or 1 for a method
     whose results do not depend on B (the PATE student: one student answers every query alike)."""

@@ -1,0 +1,188 @@
+"""Modules visited on the path of one Explore slider move to its result rows (prints figures; not a test).
+
+    python bench/bench_call_path.py [--data digits] [--eps 2.7] [--show]
+
+Traces (``sys.setprofile``) what one Explore refresh does after ε moves, on data not in the cache:
+the page's spec (``ui.setting.explore_specs``), the time estimate the page shows
+(``ui.progress.estimate_seconds``) and the run (``run_sweep`` with a progress callback), up to the rows.
+
+The trace is reduced to its distinct call paths (a call repeated from the same place, e.g. once per
+epsilon or per solver iteration, is walked once), then walked depth first as a sequence of modules:
+a *visit* is a stay in one module (entering another module, or coming back to one, starts a new visit)
+and a *return* is a visit to a module the path had already left. Two scopes are printed:
+
+- ``data path``: the orchestration layers only (``ui.*``, ``app_pages.*``, ``privcore.engine.*``);
+  whatever they call elsewhere (a method, the solver, the loader, an accountant, a validator) is one leaf
+  and not counted. This is the figure docs/architecture.md reports.
+- ``all``: every module of ui/ and privcore/.
+
+A fresh results cache in a temporary folder (``PRIVCORE_CACHE``) makes every point a miss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+warnings.filterwarnings("ignore")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+LAYERS = ("ui.", "app_pages.", "privcore.engine.")
+
+
+class Node:
+    __slots__ = ("module", "name", "children")
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module = module
+        self.name = name
+        self.children: dict[tuple[str, str], Node] = {}
+
+
+def _module_of(frame) -> str | None:
+    name = frame.f_globals.get("__name__", "")
+    if name.startswith(("privcore", "ui", "app_pages")) and (name.split(".")[0] in ("privcore", "ui", "app_pages")):
+        return name
+    return None
+
+
+def trace(fn):
+    root = Node("<bench>", "<bench>")
+    stack: list[Node | None] = [root]  # None: a frame outside the project (its project callees hang below the last node)
+    frames: list = []
+    counts: dict[str, int] = {}
+
+    def last() -> Node:
+        for node in reversed(stack):
+            if node is not None:
+                return node
+        return root
+
+    def prof(frame, event, arg):
+        if event == "call":
+            mod = _module_of(frame)
+            if mod is None:
+                stack.append(None)
+            else:
+                parent = last()
+                key = (mod, frame.f_code.co_qualname if hasattr(frame.f_code, "co_qualname") else frame.f_code.co_name)
+                counts[f"{key[0]}.{key[1]}"] = counts.get(f"{key[0]}.{key[1]}", 0) + 1
+                node = parent.children.get(key)
+                if node is None:
+                    node = parent.children[key] = Node(*key)
+                stack.append(node)
+            frames.append(frame)
+        elif event == "return" and frames:
+            frames.pop()
+            stack.pop()
+
+    sys.setprofile(prof)
+    try:
+        value = fn()
+    finally:
+        sys.setprofile(None)
+    return value, root, counts
+
+
+def walk(root: Node, counted) -> list[str]:
+    """The module of every step of a depth-first walk of the counted nodes (consecutive repeats merged)."""
+    seq: list[str] = []
+
+    def emit(module: str) -> None:
+        if not seq or seq[-1] != module:
+            seq.append(module)
+
+    def visit(node: Node) -> None:
+        emit(node.module)
+        for child in node.children.values():
+            if counted(child.module):
+                visit(child)
+                emit(node.module)
+
+    for child in root.children.values():
+        if counted(child.module):
+            visit(child)
+    return seq
+
+
+def edges(root: Node, counted) -> set[tuple[str, str]]:
+    """The distinct (caller module, callee module) pairs among the counted nodes."""
+    out: set[tuple[str, str]] = set()
+
+    def visit(node: Node) -> None:
+        for child in node.children.values():
+            if counted(child.module):
+                if child.module != node.module:
+                    out.add((node.module, child.module))
+                visit(child)
+
+    for child in root.children.values():
+        if counted(child.module):
+            visit(child)
+    return out
+
+
+#: Calls that say how often the sweep is planned: data loads, variants, point identities, cache lookups.
+PLANNING = ("privcore.data.loader.load_dataset", "privcore.engine.specs.SweepSpec.variants",
+            "privcore.engine.cache.point_key", "privcore.engine.cache.ResultCache.get")
+
+
+def summary(seq: list[str]) -> dict:
+    seen: set[str] = set()
+    returns = 0
+    for m in seq:
+        if m in seen:
+            returns += 1
+        seen.add(m)
+    return {"visits": len(seq), "modules": len(seen), "returns": returns}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="digits", help="data set of the refresh (default digits: the path, not the time, is measured)")
+    ap.add_argument("--eps", type=float, default=2.7, help="the epsilon the slider moves to")
+    ap.add_argument("--show", action="store_true", help="print the sequence of modules")
+    args = ap.parse_args()
+    os.environ["PRIVCORE_CACHE"] = tempfile.mkdtemp(prefix="call_path_")
+
+    from ui.setting import build_data_info, explore_specs
+    from ui.state import DEFAULTS
+
+    info = build_data_info(args.data)
+    values = {**DEFAULTS, "dataset": args.data, "eps": args.eps, "repeats": 2}
+
+    def refresh():
+        from privcore.engine.runner import run_sweep
+        from ui import progress
+
+        spec = explore_specs(info, values)[0]  # the current setting's point
+        if hasattr(progress, "plan_and_estimate"):  # one plan for the estimate and the run
+            plan, _ = progress.plan_and_estimate(spec)
+            return run_sweep(spec, progress=lambda fraction, message: None, plan=plan)
+        progress.estimate_seconds(spec)  # before issue 31: the estimate planned on its own
+        return run_sweep(spec, progress=lambda fraction, message: None)
+
+    # Imports and the data set's first load are not part of a slider move.
+    import privcore.engine.runner  # noqa: F401
+    import ui.progress  # noqa: F401
+
+    result, root, counts = trace(refresh)
+    print(f"{len(result.rows)} rows, {result.computed} computed, {result.cached} cached")
+    for scope, counted in (("data path", lambda m: m.startswith(LAYERS)), ("all", lambda m: True)):
+        seq = walk(root, counted)
+        s = summary(seq)
+        print(f"{scope:10s}: {s['visits']} visits in {s['modules']} modules, {s['returns']} returns, "
+              f"{len(edges(root, counted))} distinct module-to-module calls")
+        if args.show:
+            print("  " + " -> ".join(seq))
+    print("planning calls: " + ", ".join(f"{name.rsplit('.', 1)[-1] if 'Sweep' not in name else 'variants'} "
+                                         f"{counts.get(name, 0)}" for name in PLANNING))
+
+
+if __name__ == "__main__":
+    main()
