@@ -128,11 +128,13 @@ def _ghost_matches_torch_func(name, channels, size):
     assert torch.allclose(a_norms, f_norms, rtol=0.1)
 
 
-def _worst_contribution(monkeypatch, shrink: float = 1.0) -> float:
+def _worst_contribution(monkeypatch, shrink: float = 1.0, route: str = "device", amp: bool = False,
+                        cl: bool = False) -> float:
     """Largest float64 norm, over 32 examples each clipped alone (batch of one: the released sum is that
     example's whole contribution), of the clipped sum divided by the clip, with PyTorch's default
     precision flags (cuDNN may use TF32) and the project's ResNet-20 on 32 x 32 images. ``shrink`` < 1
-    is the known-bad variant: every convolution's squared norm under-counted by that factor."""
+    is the known-bad variant: every convolution's squared norm under-counted by that factor. ``route``:
+    ghost clipping's ``conv_route``; ``amp``/``cl``: a bfloat16 forward / channels-last."""
     from privcore.deep import ghost as ghost_module
 
     if shrink != 1.0:
@@ -141,10 +143,14 @@ def _worst_contribution(monkeypatch, shrink: float = 1.0) -> float:
     model = build_model("resnet20", 3, 10, _gen(0, "cuda"), "cuda", size=32)
     params = {k: v.detach() for k, v in model.named_parameters()}
     x = 3.0 * torch.randn(32, 3, 32, 32, generator=_gen(7, "cuda"), device="cuda")
+    if cl:
+        from privcore.deep.dpsgd import channels_last
+
+        params, x = channels_last(params), x.contiguous(memory_format=torch.channels_last)
     y = torch.arange(32, device="cuda") % 10
     clip, worst = 1e-3, 0.0  # every example's gradient is far above the clip: each is scaled down
     for i in range(32):
-        summed, norms = ghost_module.ghost_clip_and_sum(model, params, {}, x[i:i + 1], y[i:i + 1], clip)
+        summed, norms = ghost_module.ghost_clip_and_sum(model, params, {}, x[i:i + 1], y[i:i + 1], clip, amp, route)
         assert float(norms[0]) > 10 * clip
         total = torch.cat([v.double().flatten() for v in summed.values()]).norm()
         worst = max(worst, float(total) / clip)
@@ -161,3 +167,32 @@ def test_each_clipped_contribution_stays_within_the_clip(monkeypatch):
 def test_the_contribution_check_catches_under_counted_norms(monkeypatch):
     """The check above can fail: norms 2 % too small let an example add more than C."""
     assert _worst_contribution(monkeypatch, shrink=0.98) > 1 + 1e-5
+
+
+@pytest.mark.parametrize("route, amp, cl", [("cost", False, False), ("gram", False, False),
+                                            ("per-example", False, False), ("cost", True, True)])
+def test_each_contribution_stays_within_the_clip_on_every_route(monkeypatch, route, amp, cl):
+    """The new routes form per-example convolution gradients with the forward's precision (TF32 allowed)
+    and compute their norms and sum from those tensors in full float32: still at most C per example, also
+    with a bfloat16 forward in channels-last."""
+    assert _worst_contribution(monkeypatch, route=route, amp=amp, cl=cl) <= 1 + 1e-5
+
+
+def test_the_route_check_catches_under_counted_norms(monkeypatch):
+    assert _worst_contribution(monkeypatch, shrink=0.98, route="cost") > 1 + 1e-5
+
+
+@pytest.mark.parametrize("route", ["cost", "gram", "per-example"])
+@pytest.mark.parametrize("name, channels, size", [("small-cnn", 1, 28), ("resnet20", 3, 32)])
+def test_every_route_matches_torch_func_on_the_gpu_in_float64(name, channels, size, route):
+    from privcore.deep.ghost import ghost_clip_and_sum
+
+    model = build_model(name, channels, 10, _gen(0, "cuda"), "cuda", size=size).double()
+    x = torch.randn(12, channels, size, size, generator=_gen(1, "cuda"), device="cuda", dtype=torch.float64)
+    y = torch.arange(12, device="cuda") % 10
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    func, f_norms = clip_and_sum(per_sample_grads(model, params, {}, x, y), 0.5)
+    got, g_norms = ghost_clip_and_sum(model, params, {}, x, y, 0.5, conv_route=route)
+    assert torch.allclose(f_norms, g_norms, rtol=1e-10)
+    for k in func:
+        assert torch.allclose(func[k], got[k], rtol=1e-7, atol=1e-12), k
