@@ -48,7 +48,7 @@ from ..context import TrainContext
 from .specs import LAM_AUTO_GRID, SweepSpec
 
 __all__ = ["SELECTION_FRACTION", "LAM_AUTO_NOTE", "release_budget", "selection_budget", "selection_seed",
-           "choose_lams", "private_choice"]
+           "choose_lams", "private_choice", "noisy_max_scale"]
 
 #: Share of (epsilon, delta) spent on choosing lambda when ``lam = "auto"``.
 SELECTION_FRACTION = 0.1
@@ -137,6 +137,14 @@ def choose_lams(method: str, ds: Dataset, spec: SweepSpec, budgets: list[Privacy
     return [float(LAM_AUTO_GRID[j]) for j in picks]
 
 
+def noisy_max_scale(n_val: int, eps_s: float) -> float:
+    """Laplace scale of report noisy max over accuracies on ``n_val`` validation rows at ``eps_s``:
+    2 Delta / eps_s with Delta = 1 / n_val. The factor 2, not 1: a replaced validation row moves
+    the candidates' scores in different directions (not monotone; Dwork and Roth 2014, Section 3.3).
+    0 at eps_s = inf (no noise)."""
+    return 2.0 / (n_val * eps_s) if math.isfinite(eps_s) else 0.0
+
+
 def private_choice(candidates: list[tuple[Method, Callable[[Dataset], Problem]]], ds: Dataset, split_seed: int,
                    accounting: str, budgets: list[PrivacyBudget], device: torch.device, noise_seed: int,
                    candidate_seed: Callable[[int], int], max_label: tuple[str, str],
@@ -173,7 +181,6 @@ def private_choice(candidates: list[tuple[Method, Callable[[Dataset], Problem]]]
         gen = make_generator(noise_seed, max_label[0], max_label[1], repr(float(b.epsilon)))
         # Laplace(scale) as the difference of two exponentials, drawn from the explicit generator.
         e = torch.empty(2, k, dtype=torch.float64).exponential_(generator=gen).numpy()
-        scale = 2.0 / (n_val * eps_s) if math.isfinite(eps_s) else 0.0
-        noisy = scores[i] + scale * (e[0] - e[1])
+        noisy = scores[i] + noisy_max_scale(n_val, eps_s) * (e[0] - e[1])
         chosen.append(int(np.argmax(noisy)))
     return chosen

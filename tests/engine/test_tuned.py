@@ -152,3 +152,29 @@ def test_copy_as_code_carries_the_tuning():
     spec = _spec(tuning="private")
     assert "--tuning private" in cli_command(spec) and "tuning='private'" in python_code(spec)
     assert "--tuning" not in cli_command(_spec()) and "tuning" not in python_code(_spec())
+
+
+def _pick_first(gap: float, b: float) -> float:
+    """P(s_0 + L_0 > s_1 + L_1) for Laplace(b) noise and s_0 - s_1 = gap (exact: the difference of
+    two Laplace(b) variables has CDF 1 - (1 + x/(2b)) e^(-x/b) / 2 for x >= 0)."""
+    def cdf(x: float) -> float:
+        tail = 0.5 * (1.0 + abs(x) / (2.0 * b)) * math.exp(-abs(x) / b)
+        return 1.0 - tail if x >= 0 else tail
+    return cdf(gap)
+
+
+@pytest.mark.parametrize("n_val, eps", [(800, 0.1), (200, 0.3), (50, 1.0)])
+def test_report_noisy_max_meets_its_epsilon_exactly_and_the_monotone_scale_does_not(n_val, eps):
+    from privcore.engine.tuning import noisy_max_scale
+
+    delta_score = 1.0 / n_val  # a replaced validation row: candidate 0 right -> wrong, candidate 1 wrong -> right
+    worst = {}
+    for name, b in (("ours", noisy_max_scale(n_val, eps)), ("monotone scale (known-bad)", 1.0 / (n_val * eps))):
+        ratios = []
+        for i in range(-400, 401):
+            gap = i * b / 40.0
+            p, q = _pick_first(gap, b), _pick_first(gap - 2 * delta_score, b)  # both outcomes, both directions
+            ratios += [p / q, (1 - q) / (1 - p)]
+        worst[name] = max(ratios)
+    assert worst["ours"] <= math.exp(eps) * (1 + 1e-12)
+    assert worst["monotone scale (known-bad)"] > math.exp(1.5 * eps)
