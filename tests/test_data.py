@@ -261,12 +261,12 @@ _BAD_CSV = {
     "non_numeric.csv": (
         "a,b,label",
         [f"{i},{'abc' if i == 3 else i},{i % 2}" for i in range(20)],
-        "non-numeric value 'abc' in column 'b' at row 5",
+        "non-numeric value 'abc' in column 'b' at line 5 \\(data row 4\\)",
     ),
     "nan.csv": ("a,b,label", [f"{i},{'nan' if i == 4 else i},{i % 2}" for i in range(20)], "NaN or infinite value"),
     "one_class.csv": ("a,b,label", [f"{i},{i},1" for i in range(20)], "only one class"),
     "few_rows.csv": ("a,b,label", [f"{i},{i},{i % 2}" for i in range(5)], "too few rows: 5"),
-    "ragged.csv": ("a,b,label", ["1,2,0", "1,0"] + [f"{i},{i},{i % 2}" for i in range(20)], "row 3 has 2 fields"),
+    "ragged.csv": ("a,b,label", ["1,2,0", "1,0"] + [f"{i},{i},{i % 2}" for i in range(20)], r"line 3 \(data row 2\) has 2 fields"),
     "data.txt": ("a,b,label", [f"{i},{i},{i % 2}" for i in range(20)], "unknown extension '.txt'"),
 }
 

@@ -181,3 +181,23 @@ def test_a_stored_upload_above_a_lowered_limit_is_refused_unread(uploads, monkey
     assert not at.exception
     assert any("240 values, above the limit of 100" in t for t in texts(at.error)), texts(at.error)
     assert not _memo_entries(path)
+
+
+def test_a_malformed_upload_is_reported_once_with_its_line_and_data_row(uploads):
+    # The walk-through saw each malformed-file error twice (the sidebar's box and the page's), and
+    # "row 7" that was the file's line 7.
+    import hashlib
+
+    from apptest import APP, run, texts
+
+    lines = ["a,b,label"] + [f"{i},{'abc' if i == 5 else i},{i % 2}" for i in range(30)]
+    data = ("\n".join(lines) + "\n").encode()
+    stored = hashlib.sha256(data).hexdigest() + ".csv"
+    (uploads / stored).write_bytes(data)
+    at = run(APP, {"dataset": '"file"', "data_file": f'"{stored}"'})
+    at.session_state["_upload_names"] = {stored: "mine.csv"}
+    at.run()
+    assert not at.exception
+    shown = [t for t in texts(at.error) + texts(at.warning) + texts(at.sidebar.caption) if "abc" in t]
+    assert len(shown) == 1, shown
+    assert "line 7 (data row 6)" in shown[0] and "'mine.csv'" in shown[0], shown

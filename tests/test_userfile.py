@@ -273,3 +273,16 @@ def test_a_nan_label_in_a_csv_is_a_missing_label(tmp_path):
     path = _label_csv(tmp_path / "nan.csv", ["1", "nan", "2"])
     with pytest.raises(DataFileError, match="missing value"):
         load_dataset("file", data_file=str(path))
+
+
+@pytest.mark.parametrize("lines, where", [
+    (["a,b,label", "1,2,0", "3,x,1"], "line 3 (data row 2)"),               # the header is line 1, not a data row
+    (["a,b,label", "1,2,0", "", "", "3,x,1"], "line 5 (data row 2)"),       # blank lines count as lines only
+    (["a,b,label", '1,2,"0', '"', "3,x,1"], "line 4 (data row 2)"),         # a quoted cell over two lines
+])
+def test_csv_errors_name_the_file_line_and_the_data_row(tmp_path, lines, where):
+    path = tmp_path / "bad.csv"
+    path.write_text("\n".join(lines + [f"{i},{i},{i % 2}" for i in range(20)]) + "\n")
+    with pytest.raises(DataFileError) as err:
+        load_user_file(str(path))
+    assert f"at {where}" in str(err.value) and "row 3" not in str(err.value)

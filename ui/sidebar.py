@@ -157,8 +157,8 @@ def draw() -> SidebarSettings:
         except Exception as err:  # noqa: BLE001 - DataFileError, DataUnavailableError, ValueError...
             error = (f"Could not use your file: {server_safe(uploads.load_error_text(err, data_file))}"
                      if dataset == "file" else f"Could not load the data set {DATASET_LABELS[dataset]}: {server_safe(err)}")
-    if error:  # quotes file names and cell values: shown as text
-        sb.error(escape_markdown(error))
+    if error:  # quotes file names and cell values: shown as text, once (on the page; the sidebar points there)
+        sb.caption("This data set cannot be used: the reason is on the page.")
         st.error(escape_markdown(error))
     else:
         sb.caption(f"{info.n_train:,} training / {info.n_test:,} test examples, D = {info.dim}, C = {info.classes}")

@@ -252,14 +252,16 @@ def _read_csv(path: str, name: str, label_column: str | None = None) -> tuple[np
             x = np.empty((min(1024, max_rows), len(feature_cols)), dtype=np.float64)
             labels: list[str] = []
             count = 0
-            # Line numbers are 1-based and count the header, matching what an editor shows; blank
-            # lines are tolerated (a trailing newline is common) but still counted.
-            for line, row in enumerate(reader, start=2):
+            # Errors name the file line (1-based, the header and blank lines counted, as an editor shows
+            # it; a quoted cell may span lines: the record's last line) and the data row (1-based, the
+            # header and blank lines not counted), which differ by at least one.
+            for row in reader:
                 if not any(cell.strip() for cell in row):
                     continue
+                line = f"line {reader.line_num} (data row {count + 1})"
                 if len(row) != len(header):
                     raise DataFileError(
-                        f"data_file {name!r}: row {line} has {len(row)} fields, the header has {len(header)}"
+                        f"data_file {name!r}: {line} has {len(row)} fields, the header has {len(header)}"
                     )
                 if count >= max_rows:
                     raise DataFileError(
@@ -277,21 +279,21 @@ def _read_csv(path: str, name: str, label_column: str | None = None) -> tuple[np
                     except ValueError:
                         raise DataFileError(
                             f"data_file {name!r}: non-numeric value {_clip(cell)!r} in column {_clip(header[j])!r} "
-                            f"at row {line}"
+                            f"at {line}"
                         ) from None
                     if not math.isfinite(value):
                         raise DataFileError(
                             f"data_file {name!r}: NaN or infinite value {_clip(cell)!r} in column "
-                            f"{_clip(header[j])!r} at row {line}"
+                            f"{_clip(header[j])!r} at {line}"
                         )
                     x[count, k] = value
                 label = row[label_col].strip()
                 if not label:
                     raise DataFileError(
-                        f"data_file {name!r}: empty label in column {header[label_col]!r} at row {line}")
+                        f"data_file {name!r}: empty label in column {header[label_col]!r} at {line}")
                 if label.lower() == "nan":  # a missing label written out (pandas' str(nan)), as NaN in an .npz
                     raise DataFileError(f"data_file {name!r}: label {label!r} in column {header[label_col]!r} at "
-                                        f"row {line} is a missing value: give every row a label")
+                                        f"{line} is a missing value: give every row a label")
                 labels.append(label)
                 count += 1
     except UnicodeDecodeError as exc:  # in words, not the codec's own message
