@@ -1,9 +1,13 @@
 """The in-process executor against a local Dask cluster of 1 and 2 workers, in one run.
 
-Two sweeps on mnist-5k, each from an empty result cache, per executor:
+Every kind of job (privcore/engine/jobkinds.py), each from an empty result cache, per executor:
 
-* Figure 1 (b): the paper's five methods x 10 epsilons at delta = 1e-5, B = 100;
-* Figure 4: accuracy against N (500 ... 4,000 by default) at epsilon = 1, delta = 0, four methods.
+* sweep Figure 1 (b): the paper's five methods x 10 epsilons at delta = 1e-5, B = 100, on mnist-5k;
+* sweep Figure 4: accuracy against N (500 ... 4,000 by default) at epsilon = 1, delta = 0, four methods;
+* leakage: the measured leakage of the paper's five methods at epsilon = 1, delta = 1e-5 (the page's
+  defaults: 16 reference models, 2 worlds), one job per method;
+* deep: Figure 7's two panels at the ``cpu-small`` preset (Fashion-MNIST; skipped, with the reason,
+  where the images cannot be loaded), one unit per training.
 
 For the Dask runs it also times what is not computing: starting the cluster, the first import of
 privcore (and torch) in the workers, and the gap between the sweep's wall time and the busiest
@@ -14,7 +18,8 @@ Each configuration runs in a fresh process (nothing memoised carries over: data,
 DP-SGD accountant's searches). The load average is printed with every line: on a shared machine,
 compare runs of the same load.
 
-    python bench/bench_cluster.py [--repeats 5] [--ns 500,1000,2000,4000] [--json bench/out/cluster.json]
+    python bench/bench_cluster.py [--repeats 5] [--ns 500,1000,2000,4000] [--jobs sweep,leakage,deep]
+                                  [--json bench/out/cluster.json]
 """
 
 from __future__ import annotations
@@ -27,14 +32,13 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
-
 
 from privcore.engine import context
 from privcore.engine.plan import variant_data
 from privcore.engine.cache import ResultCache
 from privcore.engine.executor import DaskExecutor, LocalExecutor
-from privcore.engine.runner import run_sweep
 from privcore.engine.specs import SweepSpec
 from privcore.methods import REGISTRY
 
@@ -72,16 +76,37 @@ def load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def one(name: str, spec: SweepSpec, executor) -> dict:
+def jobs(kinds: tuple[str, ...], repeats: int, ns: tuple[int, ...]) -> dict[str, list]:
+    """name -> the specs of one job of each kind asked for (a sweep, a leakage measurement per method, a deep run)."""
+    out: dict[str, list] = {}
+    if "sweep" in kinds:
+        out.update({name: [spec] for name, spec in specs(repeats, ns).items()})
+    if "leakage" in kinds:
+        from privcore.leakage.spec import LeakageSpec
+
+        out["leakage"] = [LeakageSpec(method=m, epsilon=1.0, delta=1e-5, device="cpu") for m in FIVE]
+    if "deep" in kinds:
+        from privcore.deep.spec import figure7_specs
+
+        out["deep"] = [replace(s, device="cpu") for s in figure7_specs("cpu-small")]
+    return out
+
+
+def one(name: str, job_specs: list, executor) -> dict:
+    from privcore.engine.jobkinds import run_job
+
     context.clear()  # no solve from an earlier run of this process
     timed = Timed(executor)
     before = load()
     t0 = time.perf_counter()
+    rows = 0
     with tempfile.TemporaryDirectory() as tmp:
-        result = run_sweep(spec, cache=ResultCache(tmp), executor=timed)
+        for spec in job_specs:
+            result = run_job(spec, cache=ResultCache(tmp), executor=timed)
+            rows += len(result.rows) if hasattr(result, "rows") else 1
     wall = time.perf_counter() - t0
     busiest = max(timed.busy.values()) if timed.busy else 0.0
-    return {"sweep": name, "rows": len(result.rows), "units": timed.units, "wall_s": round(wall, 2),
+    return {"sweep": name, "rows": rows, "units": timed.units, "wall_s": round(wall, 2),
             "compute_s": round(sum(timed.busy.values()), 2), "busiest_worker_s": round(busiest, 2),
             "not_computing_s": round(wall - busiest, 2), "workers_used": len(timed.busy), "load_before": before,
             "load_after": load()}
@@ -90,12 +115,21 @@ def one(name: str, spec: SweepSpec, executor) -> dict:
 CONFIGS = ("in-process", "in-process-1-thread", "dask-1", "dask-2")
 
 
-def run_config(config: str, repeats: int, ns: tuple[int, ...]) -> list[dict]:
-    """Both sweeps under one configuration, in this (fresh) process."""
-    sweeps = specs(repeats, ns)
-    for spec in sweeps.values():  # load (and memoise) the data sets first: every executor then plans alike
-        for _, vspec in spec.variants():
+def run_config(config: str, repeats: int, ns: tuple[int, ...], kinds: tuple[str, ...] = ("sweep",)) -> list[dict]:
+    """Every job under one configuration, in this (fresh) process."""
+    sweeps = jobs(kinds, repeats, ns)
+    for name in specs(repeats, ns):  # load (and memoise) the data sets first: every executor then plans alike
+        for _, vspec in (sweeps[name][0].variants() if name in sweeps else ()):
             variant_data(vspec)
+    if "deep" in sweeps:
+        from privcore.deep.data import load_images
+
+        try:
+            for s in sweeps["deep"]:
+                load_images(s.dataset, s.n_train, s.n_test)
+        except (RuntimeError, OSError, ValueError) as err:  # offline, no Fashion-MNIST here
+            print(f"deep skipped: {' '.join(str(err).split())[:200]}", file=sys.stderr)
+            del sweeps["deep"]
     import torch
 
     records = []
@@ -130,13 +164,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--ns", default="500,1000,2000,4000")
+    ap.add_argument("--jobs", default="sweep,leakage,deep", help="kinds of job to time (comma list)")
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--config", choices=CONFIGS, default=None,
                     help="run one configuration in this process (default: each in a fresh process, in turn)")
     args = ap.parse_args()
     ns = tuple(int(v) for v in args.ns.split(","))
+    kinds = tuple(k.strip() for k in args.jobs.split(",") if k.strip())
     if args.config is not None:
-        for rec in run_config(args.config, args.repeats, ns):
+        for rec in run_config(args.config, args.repeats, ns, kinds):
             print("RECORD " + json.dumps(rec), flush=True)
         return
     # A fresh process per configuration: nothing memoised (data, solves, DP-SGD accountants) carries over.
@@ -144,7 +180,7 @@ def main() -> None:
     print(f"{os.cpu_count()} CPUs; load average (1/5/15 min) {load()}; {args.repeats} repetitions", flush=True)
     for config in CONFIGS:
         done = subprocess.run([sys.executable, __file__, "--config", config, "--repeats", str(args.repeats),
-                               "--ns", args.ns], capture_output=True, text=True, check=False)
+                               "--ns", args.ns, "--jobs", args.jobs], capture_output=True, text=True, check=False)
         records = [json.loads(line[7:]) for line in done.stdout.splitlines() if line.startswith("RECORD ")]
         if done.returncode != 0:
             print(f"{config} failed:\n{done.stderr[-2000:]}", file=sys.stderr)

@@ -5,7 +5,7 @@ runner ``run(spec, *, progress, cancel, cache, executor)`` that returns typed ro
 ``progress(fraction, message)`` and stops with :class:`JobCancelled` when ``cancel()`` says so (what is
 finished by then stays cached). :data:`ProgressFn` and :data:`CancelFn` are those callbacks. The kinds
 (:mod:`privcore.engine.runner`, :mod:`privcore.leakage.run`, :mod:`privcore.deep.run`) are listed with
-their time estimate and cached-rows reader in :mod:`privcore.engine.jobkinds`.
+their time estimate and cached-result reader in :mod:`privcore.engine.jobkinds`.
 
 This module sits at the bottom of privcore (it imports nothing of it), so the training loops that poll
 for cancellation can raise the one exception without importing the engine.

@@ -155,12 +155,12 @@ def test_a_sweep_where_no_requested_method_runs_exits_2(capsys):
 
 def test_an_accountant_limit_is_said_in_words(capsys, monkeypatch):
     """'warning: dpsgd: math range error' said nothing: the warning names epsilon and what to do."""
-    import privcore.engine.runner as runner
+    import privcore.engine.units as units  # where a unit of a sweep is computed
 
     def overflow(*a, **k):
         raise OverflowError("math range error")
 
-    monkeypatch.setattr(runner, "_compute", overflow)
+    monkeypatch.setattr(units, "_compute", overflow)
     code, out, err = _run(["sweep", "--dataset", "synthetic", "--n", "100", "--repeats", "2", "--epsilons", "1e6",
                            "--delta", "1e-5", "--methods", "dpsgd", "--quiet", "--no-cache"], capsys)
     assert "cannot be calibrated at epsilon 1e+06" in err and "choose a smaller epsilon" in err and code == 2

@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from .progress import cancel_clicked, cancellable_bar, device_text
+from .progress import cancel_clicked, device_text
 from .text import escape_markdown, server_safe
 
 __all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "cached_all", "compute", "gpu_work_text",
@@ -86,27 +86,17 @@ def panel_rows(rows: list[dict], budget: int | None = None) -> list[dict]:
 def compute(specs, key: str) -> bool:  # noqa: ANN001
     """Run the specs with one progress bar (device, ETA) and Cancel; True when everything finished."""
     from privcore.data.errors import DataFileError, DataUnavailableError
-    from privcore.deep.run import TrainingCancelled, run_deep
+    from privcore.deep.run import run_deep
+
+    from .progress import run_jobs
 
     sig = "|".join(s.to_json() for s in specs)
-    box = cancellable_bar(key, sig, "Training", device_text("auto"), what="trainings")
-    if box is None:
-        return False
-    holder, progress = box
-    try:
-        for i, spec in enumerate(specs):
-            part = lambda f, m, i=i: progress((i + f) / len(specs), m)  # noqa: E731
-            run_deep(spec, progress=part)
-    except TrainingCancelled:
-        holder.empty()
-        st.info("Cancelled; finished trainings are cached and the one in progress resumes from its checkpoint.")
-        return False
-    except (DataUnavailableError, DataFileError, ValueError, RuntimeError) as err:
-        holder.empty()
-        st.error(escape_markdown(server_safe(err)))
-        return False
-    holder.empty()
-    return True
+    done = run_jobs(specs, lambda spec, progress: run_deep(spec, progress=progress), key=key, sig=sig,
+                    label="Training", device=device_text("auto"), what="trainings",
+                    cancelled="Cancelled; finished trainings are cached and the one in progress resumes from its checkpoint.",
+                    errors=(DataUnavailableError, DataFileError, ValueError, RuntimeError),
+                    on_error=lambda err: st.error(escape_markdown(server_safe(err))))
+    return done is not None
 
 
 def cancel_notice(key: str) -> None:

@@ -385,37 +385,25 @@ def run_with_progress(specs: Sequence, *, key: str, label: str = "Measuring leak
     """
     import streamlit as st
 
-    from privcore.leakage import LeakageCancelled, run_leakage
+    from privcore.leakage import run_leakage
     from privcore.types import CalibrationError
 
-    from .display import show_error
-    from .progress import cancellable_bar, device_text as _device_text
+    from .progress import device_text as _device_text, run_jobs
 
     sig = _signature(specs)
     memo = st.session_state.setdefault("_leakage_memo", {})
     if sig in memo:
         return memo[sig]
     device = _device_text(specs[0].device) if specs else "CPU"
-    box = cancellable_bar(key, sig, label, device, what="methods", predicted=predicted or None)
-    if box is None:
-        return None
-    holder, bar_progress = box
-    results = []
-    try:
-        for i, spec in enumerate(specs):
-            def progress(fraction: float, message: str, i: int = i, name: str = method_label(spec.method)) -> None:
-                bar_progress((i + min(max(fraction, 0.0), 1.0)) / len(specs), f"{name}, {message}")
 
-            results.append(run_leakage(spec, progress=progress))
-    except LeakageCancelled:
-        holder.empty()
-        st.info(f"{label}: cancelled; finished methods are cached.")
+    def run(spec, progress):  # noqa: ANN001, ANN202 - LeakageSpec -> LeakageResult
+        name = method_label(spec.method)
+        return run_leakage(spec, progress=lambda fraction, message: progress(fraction, f"{name}, {message}"))
+
+    results = run_jobs(specs, run, key=key, sig=sig, label=label, device=device, what="methods",
+                       predicted=predicted or None, errors=(ValueError, TypeError, RuntimeError, CalibrationError))
+    if results is None:
         return None
-    except (ValueError, TypeError, RuntimeError, CalibrationError) as err:
-        holder.empty()
-        show_error(err, prefix=f"{label} failed")
-        return None
-    holder.empty()
     memo[sig] = results
     while len(memo) > 16:
         memo.pop(next(iter(memo)))

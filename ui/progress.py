@@ -17,7 +17,7 @@ import streamlit as st
 from .display import show_error
 
 __all__ = ["BAR_INTERVAL_S", "BarThrottle", "POLL_S", "run_with_progress", "wait_in_background", "waiting", "quick_part", "was_cancelled", "device_text", "fmt_seconds", "estimate_seconds",
-           "plan_and_estimate",
+           "plan_and_estimate", "run_jobs",
            "compute_approved", "show_previous", "has_previous"]
 
 
@@ -167,6 +167,43 @@ def plan_and_estimate(spec):  # noqa: ANN001, ANN201 - SweepSpec -> (SweepPlan |
         return plan, None
 
 
+def run_jobs(specs, run: Callable[[Any, Callable[[float, str], None]], Any], *, key: str, sig: str, label: str,  # noqa: ANN001, ANN201
+             device: str, what: str, predicted: float | None = None, cancelled: str | None = None,
+             errors: tuple[type[BaseException], ...] = (ValueError, TypeError, RuntimeError),
+             on_error: Callable[[BaseException], None] | None = None):
+    """The dashboard's one runner for every kind of job (sweep, leakage, deep: :mod:`privcore.engine.jobkinds`):
+    one progress bar with device and ETA and a Cancel button (:func:`cancellable_bar`) over ``specs``,
+    each run by ``run(spec, progress)``; the bar's share of each spec is equal. Returns the list of
+    results, or None when cancelled (``cancelled`` is said; finished work stays cached) or failed with
+    one of ``errors`` (shown inline, or by ``on_error``)."""
+    from privcore.jobs import JobCancelled
+
+    box = cancellable_bar(key, sig, label, device, what=what, predicted=predicted)
+    if box is None:
+        return None
+    holder, bar = box
+    results = []
+    try:
+        for i, spec in enumerate(specs):
+            def part(fraction: float, message: str, i: int = i) -> None:
+                bar((i + min(max(fraction, 0.0), 1.0)) / len(specs), message)
+
+            results.append(run(spec, part if len(specs) > 1 else bar))
+    except JobCancelled:
+        holder.empty()
+        st.info(cancelled or f"{label}: cancelled; finished {what} are cached.")
+        return None
+    except errors as err:
+        holder.empty()
+        if on_error is not None:
+            on_error(err)
+        else:
+            show_error(err, prefix=f"{label} failed")
+        return None
+    holder.empty()
+    return results
+
+
 def estimate_seconds(spec) -> float | None:  # noqa: ANN001 - SweepSpec
     """Predicted seconds of computing what is not cached of ``spec`` (privcore's cost model), or
     None when it cannot say (the run then reports the problem itself)."""
@@ -279,7 +316,7 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
     the bar (:data:`BAR_INTERVAL_S` apart; privcore calls back every 0.25 s, also inside a batch):
     a message to the browser is where Streamlit can stop the script.
     """
-    from privcore.engine.runner import SweepCancelled, run_sweep
+    from privcore.engine.runner import run_sweep
 
     sig = spec.key
     memo = _memo()
@@ -302,22 +339,11 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
     plan, predicted = plan_and_estimate(spec)
     if ask and not compute_approved(key, sig, label, predicted, device):
         return None
-    box = cancellable_bar(key, sig, label, device, what="points", predicted=predicted)
-    if box is None:
+    done = run_jobs([spec], lambda sp, progress: run_sweep(sp, progress=progress, plan=plan), key=key, sig=sig,
+                    label=label, device=device, what="points", predicted=predicted)
+    if done is None:
         return None
-    holder, progress = box
-
-    try:
-        result = run_sweep(spec, progress=progress, plan=plan)
-    except SweepCancelled:
-        holder.empty()
-        st.info(f"{label}: cancelled; finished points are cached.")
-        return None
-    except (ValueError, TypeError, RuntimeError) as err:
-        holder.empty()
-        show_error(err, prefix=f"{label} failed")
-        return None
-    holder.empty()
+    result = done[0]
     if show_done and result.computed:
         st.caption(f"{label}: {result.computed} points computed in {fmt_seconds(result.seconds)} on {device}, "
                    f"{result.cached} from the cache.")

@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
@@ -89,6 +88,9 @@ def add_deep_parser(sub, number: Callable, epsilon: Callable) -> None:  # noqa: 
                    help="compute both panels of Figure 7 and write fig7a/fig7b CSVs into DIR")
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the result cache")
+    from ..cli_jobs import add_job_args
+
+    add_job_args(p)
 
 
 def write_rows(rows: list[DeepRow], fmt: str = "csv") -> str:
@@ -121,7 +123,7 @@ def _output_folder(text: str) -> Path:
 
 def run_deep_command(args: argparse.Namespace) -> int:
     from ..data.errors import DataFileError, DataUnavailableError
-    from .run import TrainingCancelled, run_deep
+    from .run import TrainingCancelled
 
     given = {k: getattr(args, k) for k in _OVERRIDES if getattr(args, k) is not None}
     given = {k: (None if k in ("n_train", "n_test") and v == _ALL else v) for k, v in given.items()}
@@ -142,16 +144,15 @@ def run_deep_command(args: argparse.Namespace) -> int:
         else:
             base = DeepSpec(**{**PRESETS[args.preset], **extra})
             specs = (replace(base, epsilons=args.epsilons or base.epsilons, budgets=args.budget or base.budgets),)
-        results = []
-        for spec in specs:
-            t0 = time.perf_counter()
-            res = run_deep(spec, progress=None if quiet else _progress, use_cache=not args.no_cache,
-                           batched_teachers=batched)
-            if not quiet:
-                print(file=sys.stderr)
+        from ..cli_jobs import run_jobs
+
+        results = run_jobs(specs, args, progress=None if quiet else _progress, use_cache=not args.no_cache,
+                           batched_teachers=batched, unavailable_as_value_error=False)
+        if not quiet:
+            print(file=sys.stderr)
+        for res in results:
             print(f"{len(res.rows)} rows ({res.computed} computed, {res.cached} cached) in "
-                  f"{time.perf_counter() - t0:.1f} s on {res.device}", file=sys.stderr)
-            results.append(res)
+                  f"{res.seconds:.1f} s on {res.device}", file=sys.stderr)
     except (DataUnavailableError, DataFileError, TrainingCancelled, RuntimeError) as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2

@@ -17,16 +17,17 @@ from typing import Any, Callable
 import torch
 
 from ..atomic import atomic_write
+from ..jobs import JobCancelled, ProgressFn
 
 __all__ = ["lr_at", "momentum_step", "TrainingCancelled", "Poller", "save_checkpoint", "load_checkpoint",
            "CHECKPOINT_VERSION"]
 
 CHECKPOINT_VERSION = 1
-ProgressFn = Callable[[float, str], None]
 
 
-class TrainingCancelled(RuntimeError):
-    """Raised when the cancel callable returned True (the state was checkpointed first)."""
+#: Raised when the cancel callable returned True (the state was checkpointed first): the one
+#: cancellation of every job kind (:class:`privcore.jobs.JobCancelled`), under its old name.
+TrainingCancelled = JobCancelled
 
 
 def lr_at(step: int, steps: int, lr: float, drops: int = 3) -> float:

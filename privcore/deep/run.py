@@ -18,12 +18,13 @@ import math
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
 from ..device import make_generator, resolve_device
-from ..engine.cache import ResultCache, point_key
+from ..engine.cache import SCHEMA_VERSION, ResultCache, point_key
+from ..jobs import ProgressFn, check_callbacks
 from ..methods import BASELINE, get_method
 from ..types import PrivacyBudget, Problem
 from .data import load_images
@@ -35,9 +36,8 @@ from .spec import DeepRow, DeepSpec, check_row
 from .teachers import teacher_predictions, train_teachers, votes_from_predictions
 from .votes import dpsgd_methods, private_vote_accuracy, vote_methods, vote_problem
 
-__all__ = ["run_deep", "DeepResult", "missing_units", "deep_dir", "TrainingCancelled", "cached_rows", "check_steps"]
-
-ProgressFn = Callable[[float, str], None]
+__all__ = ["run_deep", "DeepResult", "DeepUnit", "execute_deep_unit", "missing_units", "deep_dir", "TrainingCancelled",
+           "cached_rows", "check_steps"]
 
 
 @dataclass
@@ -150,59 +150,104 @@ def check_steps(spec: DeepSpec, n: int) -> None:
                            advice="use fewer teacher epochs or a larger teacher batch")
 
 
+@dataclass(frozen=True)
+class DeepUnit:
+    """One training of a deep run as a unit of work for an executor (:mod:`privcore.engine.executor`):
+    ``work`` is ("teachers",), ("baseline",) or ("dpsgd", method, epsilon); ``key`` its cache key (the
+    teachers' tag); ``resources``: the Dask worker resources it needs (``{"GPU": 1}`` on CUDA: start GPU
+    workers with ``--resources GPU=1``)."""
+
+    index: int
+    spec: DeepSpec
+    work: tuple
+    key: str
+    fingerprint: str
+    schema: int
+    label: str = ""
+    resources: dict | None = None
+    batched_teachers: bool | None = None
+    checkpoint_every: float = 60.0
+
+    @property
+    def method(self) -> str:
+        return str(self.work[1]) if self.work[0] == "dpsgd" else str(self.work[0])
+
+
+class _Relay(Poller):
+    """The driver's progress and cancel, handed to the unit computed in this process; the executor's
+    wait for a cluster polls ``relay(None)`` (no fraction: only a cancel check and the message)."""
+
+    def __call__(self, fraction: float | None, force: bool = False) -> None:
+        super().__call__(0.0 if fraction is None else fraction, force)
+
+
+def _unit_key(spec: DeepSpec, work: tuple, fingerprint: str) -> str:
+    point = {"teachers": spec.teacher_point, "baseline": spec.baseline_point}.get(work[0])
+    return point_key(point() if point is not None else spec.dpsgd_point(work[1], work[2]), fingerprint)
+
+
+def _message(spec: DeepSpec, work: tuple) -> str:
+    if work[0] == "teachers":
+        return f"training {spec.teachers} teachers"
+    return "training the non-private reference" if work[0] == "baseline" else f"DP-SGD at ε = {work[2]:g}"
+
+
 def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
              cache: ResultCache | None = None, use_cache: bool = True, batched_teachers: bool | None = None,
-             checkpoint_every: float = 60.0) -> DeepResult:
+             checkpoint_every: float = 60.0, executor: Any = None) -> DeepResult:
     """Every row of ``spec``, computing what the cache lacks. Raises :class:`TrainingCancelled`
     when ``cancel()`` turns true (finished units are stored, the current one checkpointed).
 
     ``batched_teachers``: None trains the teachers vmapped on a GPU and one by one on a CPU
-    (faster there for small models; see ``bench/bench_deep.py``)."""
+    (faster there for small models; see ``bench/bench_deep.py``). ``executor``
+    (:mod:`privcore.engine.executor`): None or a ``LocalExecutor`` trains in this thread; a
+    ``DaskExecutor`` trains each unit on a worker (GPU workers for a CUDA spec). Only this process
+    writes the cache and the teachers' predictions; the rows are the same, bit for bit."""
     if not isinstance(spec, DeepSpec):
         raise TypeError(f"spec must be a DeepSpec, got {type(spec).__name__}")
+    check_callbacks(progress, cancel)
+    from ..engine.executor import ClusterError, LocalExecutor
+
+    executor = executor if executor is not None else LocalExecutor()
     start = time.perf_counter()
-    device = resolve_device(spec.device)
+    device = resolve_device(spec.device) if executor.local_device else None
     data = load_images(spec.dataset, spec.n_train, spec.n_test)
     check_steps(spec, len(data.y_train))
     store = cache if cache is not None else ResultCache(enabled=use_cache)
     units = missing_units(spec, store, data)
     weights = _weights(spec, units, len(data.y_train))
     total = sum(weights) or 1.0
-    done = 0.0
-    ckpt_dir = deep_dir() / "checkpoints"
-    y_test = torch.tensor(data.y_test, device=device)
+    resources = {"GPU": 1} if spec.device.startswith("cuda") else None
+    relay = _Relay(progress, cancel)
+    spans: list[tuple[float, float, str]] = []  # each unit's share of the progress bar and its message
+
+    def planned() -> Any:
+        done = 0.0
+        for index, (work, w) in enumerate(zip(units, weights)):
+            spans.append((done / total, w / total, _message(spec, work)))
+            relay.start, relay.width, relay.message = spans[-1]
+            done += w
+            yield DeepUnit(index, spec, work, _unit_key(spec, work, data.fingerprint), data.fingerprint, SCHEMA_VERSION,
+                           spans[-1][2], resources, batched_teachers, checkpoint_every)
+
     fresh: dict[str, DeepRow] = {}
-    for unit, w in zip(units, weights):
-        poll = Poller(progress, cancel, done / total, w / total)
-        if unit[0] == "teachers":
-            poll.message = f"training {spec.teachers} teachers"
-            tag = point_key(spec.teacher_point(), data.fingerprint)
-            batched = device.type == "cuda" if batched_teachers is None else batched_teachers
-            params = train_teachers(_model_fn(spec, data, device), data,
-                                    SGDConfig(spec.teacher_epochs, spec.teacher_batch, spec.teacher_lr, spec.momentum,
-                                              spec.augment, amp=spec.amp),
-                                    spec.teachers, spec.seed, device, batched=batched,
-                                    checkpoint=ckpt_dir / f"{tag[:32]}.pt", tag=tag, checkpoint_every=checkpoint_every,
-                                    poll=poll)
-            model = _model_fn(spec, data, device)(make_generator(0, "unused", device=device))
-            pred = teacher_predictions(model, params, data, device)
-            save_checkpoint(_predictions_path(spec, data), {"tag": tag, "predictions": pred.to(torch.int16).cpu()})
-            (ckpt_dir / f"{tag[:32]}.pt").unlink(missing_ok=True)
-        elif unit[0] == "baseline":
-            poll.message = "training the non-private reference"
-            row = _train_baseline(spec, data, device, ckpt_dir, poll, checkpoint_every, y_test)
-            key = point_key(spec.baseline_point(), data.fingerprint)
-            store.put(key, row.to_dict())
-            fresh[key] = row
+
+    def note(message: str) -> None:
+        relay.message = message
+
+    for outcome in executor.run(planned(), execute_deep_unit, relay, note):
+        work = units[outcome.index]
+        key, value = outcome.results[0] if len(outcome.results) == 1 else (None, None)
+        if key != _unit_key(spec, work, data.fingerprint) or value is None:
+            raise ClusterError(f"{_message(spec, work)}: the executor answered for another unit than it was given")
+        if work[0] == "teachers":
+            save_checkpoint(_predictions_path(spec, data), {"tag": key, "predictions": value["predictions"]})
         else:
-            _, method, eps = unit
-            poll.message = f"DP-SGD at ε = {eps:g}"
-            row = _train_dpsgd(spec, data, method, eps, device, ckpt_dir, poll, checkpoint_every, y_test)
-            key = point_key(spec.dpsgd_point(method, eps), data.fingerprint)
-            store.put(key, row.to_dict())
-            fresh[key] = row
-        done += w
-        poll(1.0, force=True)
+            store.put(key, value)
+            fresh[key] = DeepRow.from_dict(value, cached=False)
+        Poller(progress, cancel, *spans[outcome.index])(1.0, force=True)
+    device = device if device is not None else resolve_device(spec.device)
+    y_test = torch.tensor(data.y_test, device=device)
     rows = _rows(spec, data, store, device, y_test, fresh)
     if spec.baseline:
         key = point_key(spec.baseline_point(), data.fingerprint)
@@ -214,6 +259,47 @@ def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Call
         progress(1.0, "done")
     new = sum(not r.cached for r in rows)
     return DeepResult(rows, new, len(rows) - new, time.perf_counter() - start, str(device))
+
+
+def execute_deep_unit(unit: DeepUnit, poll: Any = None) -> Any:
+    """Train one unit where it runs (this process or a Dask worker) and return a
+    :class:`~privcore.engine.executor.UnitOutcome`: (key, the row as plain numbers), or for the teachers
+    (tag, their test-set predictions as an int16 tensor). Stores nothing but its own checkpoints; the
+    images loaded here must have the driver's fingerprint, the code its cache schema."""
+    from ..engine.executor import ClusterError, UnitOutcome
+
+    t0 = time.perf_counter()
+    if unit.schema != SCHEMA_VERSION:
+        raise ClusterError(f"this worker's privcore writes cache schema {SCHEMA_VERSION}, the driver's "
+                           f"{unit.schema}: install the same privcore version on the driver and the workers")
+    spec, work = unit.spec, unit.work
+    data = load_images(spec.dataset, spec.n_train, spec.n_test)
+    if data.fingerprint != unit.fingerprint or _unit_key(spec, work, data.fingerprint) != unit.key:
+        raise ClusterError(f"{unit.label}: the images loaded here differ from the driver's (fingerprint "
+                           f"{data.fingerprint[:12]} vs {unit.fingerprint[:12]}); give the workers the same data")
+    device = resolve_device(spec.device)
+    poll = poll if isinstance(poll, Poller) else Poller(None, None)
+    ckpt_dir = deep_dir() / "checkpoints"
+    if work[0] == "teachers":
+        batched = device.type == "cuda" if unit.batched_teachers is None else unit.batched_teachers
+        params = train_teachers(_model_fn(spec, data, device), data,
+                                SGDConfig(spec.teacher_epochs, spec.teacher_batch, spec.teacher_lr, spec.momentum,
+                                          spec.augment, amp=spec.amp),
+                                spec.teachers, spec.seed, device, batched=batched,
+                                checkpoint=ckpt_dir / f"{unit.key[:32]}.pt", tag=unit.key,
+                                checkpoint_every=unit.checkpoint_every, poll=poll)
+        model = _model_fn(spec, data, device)(make_generator(0, "unused", device=device))
+        value: dict[str, Any] = {"predictions": teacher_predictions(model, params, data, device).to(torch.int16).cpu()}
+        (ckpt_dir / f"{unit.key[:32]}.pt").unlink(missing_ok=True)
+    else:
+        y_test = torch.tensor(data.y_test, device=device)
+        if work[0] == "baseline":
+            row = _train_baseline(spec, data, device, ckpt_dir, poll, unit.checkpoint_every, y_test)
+        else:
+            row = _train_dpsgd(spec, data, work[1], work[2], device, ckpt_dir, poll, unit.checkpoint_every, y_test)
+        value = row.to_dict()
+    return UnitOutcome(index=unit.index, results=[(unit.key, value)], seconds=time.perf_counter() - t0,
+                       where=str(device))
 
 
 def _train_dpsgd(spec: DeepSpec, data: ImageData, method: str, eps: float, device: torch.device, ckpt_dir: Path,

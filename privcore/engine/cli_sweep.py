@@ -105,9 +105,9 @@ def add_sweep_parser(sub, add_problem_args, number, epsilon) -> None:  # noqa: A
                          "point chosen by a private selection paid for out of each row's epsilon")
     sw.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_problem_args(sw)
-    from .executor import add_executor_args
+    from ..cli_jobs import add_job_args
 
-    add_executor_args(sw)
+    add_job_args(sw)
 
 
 def format_rows(rows: list[dict[str, Any]], fmt: str, tuned: bool = False) -> str:
@@ -123,8 +123,6 @@ def format_rows(rows: list[dict[str, Any]], fmt: str, tuned: bool = False) -> st
 
 def run_sweep_command(args: argparse.Namespace) -> int:
     """Build the spec (validation errors propagate as ValueError/TypeError -> exit 2) and run it."""
-    from ..data import DataFileError, DataUnavailableError
-
     # Augmentation only where N is asked for (it can exceed the data only then): without --n the spec
     # is the dashboard's, which augments nothing at its default N (tests/test_defaults.py).
     data = DataSpec(name=args.dataset, data_file=args.data_file, n=args.n, dim=args.dim, classes=args.classes,
@@ -134,36 +132,15 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         from ..data.userfile import load_user_file
 
         load_user_file(data.data_file, data.label_column)
-    from .runner import run_sweep
-
     spec = SweepSpec(data=data, methods=args.methods, epsilons=args.epsilons, delta=args.delta, budget=args.budget,
                      lam=args.lam, teachers=args.teachers, batch_size=args.batch_size, epochs=args.epochs,
                      clip=args.clip, learning_rate=args.lr, accounting=args.accounting, repeats=args.repeats,
                      seed=args.seed, device=args.device, vary=args.vary, values=args.values,
                      secure_noise=args.secure_noise, tuning=args.tuning)
 
-    last: list = [None, -1.0]  # message and fraction of the last printed line
+    from ..cli_jobs import line_progress, run_jobs
 
-    def progress(frac: float, message: str) -> None:
-        # Progress also arrives from inside long batches (4 times a second at most): print a line
-        # for a new stage, or when the work advanced by at least 1 %.
-        if args.quiet or (message == last[0] and frac < last[1] + 0.01):
-            return
-        last[0], last[1] = message, frac
-        print(f"[{frac * 100:5.1f}%] {message}", file=sys.stderr, flush=True)
-
-    from .executor import executor_from_args
-
-    executor = executor_from_args(args)
-    try:
-        result = run_sweep(spec, progress=progress, use_cache=not args.no_cache, executor=executor)
-    except DataUnavailableError as err:  # a RuntimeError: report it like bad input
-        raise ValueError(str(err).replace("\n", " ")) from None
-    except DataFileError:
-        raise
-    finally:
-        if executor is not None:
-            executor.close()
+    (result,) = run_jobs([spec], args, progress=line_progress(args.quiet), use_cache=not args.no_cache)
     for warning in dict.fromkeys(result.warnings):
         print(f"warning: {warning}", file=sys.stderr)
     if not any(r.method != BASELINE.name for r in result.rows):  # every requested method was left out

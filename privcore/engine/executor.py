@@ -10,6 +10,12 @@ to the result cache (SQLite must not be shared over a network file system).
 * :class:`LocalExecutor` runs each unit in the calling thread, as soon as it is planned, with the
   runner's progress and cancel callback inside the batch: exactly the behaviour and speed of a
   sweep without an executor.
+Every kind of job runs through this seam: a sweep's :class:`WorkUnit`, a leakage measurement
+(:class:`privcore.leakage.run.LeakageUnit`) and a deep run's trainings
+(:class:`privcore.deep.run.DeepUnit`, which asks for a GPU worker on CUDA). A unit has an ``index``
+and a ``method`` (for messages) and may name Dask worker ``resources``; its work function is
+module-level, so a worker can import it.
+
 * :class:`DaskExecutor` submits every unit to a ``distributed`` cluster (an existing scheduler, or
   a ``LocalCluster`` it starts) and collects the outcomes as they finish, polling the runner's
   progress and cancel callback at least 4 times a second. Cancel stops submitting and cancels the
@@ -271,8 +277,10 @@ class DaskExecutor(Executor):
         try:
             for unit in units:  # plans lazily on the driver: submit each unit as soon as it is known
                 self._check_workers(client)  # once, before the first unit
+                # A unit that needs a GPU names it (``resources``): only workers started with
+                # ``--resources GPU=1`` take it, one at a time each.
                 fut = client.submit(_on_worker, work, unit, key=f"privcore-unit-{token}-{unit.index}", pure=False,
-                                    retries=self.retries)
+                                    retries=self.retries, resources=getattr(unit, "resources", None))
                 pending[fut] = unit
                 submitted += 1
                 for outcome in self._collect(pending, client, finished, submitted):

@@ -63,6 +63,9 @@ def add_leakage_parser(sub, add_problem_args: Callable, number: Callable, epsilo
     p.add_argument("--format", choices=("json", "csv"), default="json")
     p.add_argument("--roc", action="store_true", help="JSON only: include each attack's ROC points")
     p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the result cache")
+    from ..cli_jobs import add_job_args
+
+    add_job_args(p)
 
 
 def leakage_rows(results: list, attack: str = "all") -> list[dict[str, Any]]:
@@ -74,7 +77,6 @@ def leakage_rows(results: list, attack: str = "all") -> list[dict[str, Any]]:
 
 def run_leakage_command(args: argparse.Namespace) -> int:
     from ..engine.specs import DataSpec
-    from .run import run_leakage
     from .spec import LeakageSpec
 
     data = DataSpec(name=args.dataset, data_file=args.data_file, n=args.n, dim=args.dim, classes=args.classes,
@@ -97,12 +99,9 @@ def run_leakage_command(args: argparse.Namespace) -> int:
     trials = common.pop("audit_trials")
     specs = [LeakageSpec(method=m, epsilon=1.0 if m == NON_PRIVATE else args.epsilon,
                          audit_trials=audit_trials_for(m, trials), **common) for m in methods]
-    from ..data import DataUnavailableError
+    from ..cli_jobs import run_jobs
 
-    try:
-        results = [run_leakage(s, use_cache=not args.no_cache) for s in specs]
-    except DataUnavailableError as err:  # a RuntimeError (full MNIST offline): one line, like sweep
-        raise ValueError(" ".join(str(err).split())) from None
+    results = run_jobs(specs, args, use_cache=not args.no_cache)
     rows = leakage_rows(results, args.attack)
     if args.format == "csv":
         sys.stdout.write(csv_text(rows, list(rows[0]) if rows else []))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -17,9 +18,10 @@ import torch
 
 from ..data import load_dataset
 from ..device import derive_seed, resolve_device
-from ..engine.cache import ResultCache, point_key
+from ..engine.cache import SCHEMA_VERSION, ResultCache, point_key
 from ..engine.context import TrainContext
 from ..solver import Preconditioner
+from ..jobs import JobCancelled, ProgressFn, check_callbacks
 from ..methods import get_method
 from ..types import NoiseScale, PrivacyBudget
 from .attacks import confidence, lira_offline_scores, loss_scores, out_stats
@@ -27,10 +29,8 @@ from .game import Population, audit_rows, build_population, reference_logits, re
 from .spec import AttackResult, LeakageResult, LeakageSpec
 from .stats import EpsilonBound, epsilon_lower_bound, roc
 
-__all__ = ["run_leakage", "LeakageCancelled", "observe", "audit_scores", "audit_bound", "answers_per_release",
-           "MAX_OBSERVED", "MAX_AUDIT_ANSWERS"]
-
-ProgressFn = Callable[[float, str], None]
+__all__ = ["run_leakage", "LeakageCancelled", "LeakageUnit", "execute_leakage_unit", "observe", "audit_scores",
+           "audit_bound", "answers_per_release", "forget", "MAX_OBSERVED", "MAX_AUDIT_ANSWERS"]
 #: Largest number of answer entries (repeats x B x targets x C) drawn per world for a prediction
 #: method: the repeats are lowered first (to 1), then the ordinary targets subsampled (every canary
 #: is kept).
@@ -42,8 +42,38 @@ _GAMES: dict[tuple, "_Game"] = {}
 _GAMES_LOCK = threading.Lock()
 
 
-class LeakageCancelled(RuntimeError):
-    """Raised when the cancel callable returned True."""
+#: Raised when the cancel callable returned True: the one cancellation of every job kind, under its old name.
+LeakageCancelled = JobCancelled
+
+
+@dataclass(frozen=True)
+class LeakageUnit:
+    """One leakage measurement as a unit of work for an executor (:mod:`privcore.engine.executor`):
+    the spec, its cache key and the data fingerprint and cache schema the driver planned with."""
+
+    index: int
+    spec: LeakageSpec
+    key: str
+    fingerprint: str
+    schema: int
+    label: str = ""
+    resources: dict | None = None  # Dask worker resources the unit needs (None: any worker)
+
+    @property
+    def method(self) -> str:
+        return self.spec.method
+
+
+class _Relay:
+    """The driver's callbacks, handed to a unit computed in this process (a cluster's workers get none;
+    the executor then polls ``relay(None)`` while it waits, which only checks for a cancel)."""
+
+    def __init__(self, progress: ProgressFn | None, cancel: Callable[[], bool] | None) -> None:
+        self.progress, self.cancel = progress, cancel
+
+    def __call__(self, fraction: float | None = None) -> None:
+        if self.cancel is not None and self.cancel():
+            raise LeakageCancelled("leakage measurement cancelled")
 
 
 class _Game:
@@ -191,19 +221,31 @@ def _check_record(value: Any) -> str | None:
     return None
 
 
-def is_cached(spec: LeakageSpec, *, cache: ResultCache | None = None) -> bool:
-    """Whether :func:`run_leakage` would answer ``spec`` from the cache (no training)."""
+def cached_result(spec: LeakageSpec, *, cache: ResultCache | None = None) -> LeakageResult | None:
+    """The cached result of ``spec`` (no training), or None."""
     store = cache if cache is not None else ResultCache()
     d = spec.data
     ds = load_dataset(d.name, seed=spec.seed, **d.load_kwargs())
-    return store.get(point_key(spec.point(), ds.fingerprint), validate=_check_record) is not None
+    hit = store.get(point_key(spec.point(), ds.fingerprint), validate=_check_record)
+    return None if hit is None else LeakageResult.from_dict(hit, cached=True)
+
+
+def is_cached(spec: LeakageSpec, *, cache: ResultCache | None = None) -> bool:
+    """Whether :func:`run_leakage` would answer ``spec`` from the cache (no training)."""
+    return cached_result(spec, cache=cache) is not None
 
 
 def run_leakage(spec: LeakageSpec, *, progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
-                cache: ResultCache | None = None, use_cache: bool = True) -> LeakageResult:
-    """Measure the leakage of one method at one setting (or fetch it from the cache)."""
+                cache: ResultCache | None = None, use_cache: bool = True, executor: Any = None) -> LeakageResult:
+    """Measure the leakage of one method at one setting (or fetch it from the cache).
+
+    ``executor`` (:mod:`privcore.engine.executor`): None or a ``LocalExecutor`` measures in this thread
+    with ``progress`` and ``cancel`` inside; a ``DaskExecutor`` on a cluster's worker (the reference
+    models of the attack are the expensive part). Only this process writes the cache; the result is
+    the same, bit for bit."""
     if not isinstance(spec, LeakageSpec):
         raise TypeError(f"spec must be a LeakageSpec, got {type(spec).__name__}")
+    check_callbacks(progress, cancel)
     store = cache if cache is not None else ResultCache(enabled=use_cache)
     d = spec.data
     ds = load_dataset(d.name, seed=spec.seed, **d.load_kwargs())
@@ -216,9 +258,40 @@ def run_leakage(spec: LeakageSpec, *, progress: ProgressFn | None = None, cancel
     from .. import limits
 
     limits.check_features(ds.dim)  # the game diagonalises a D x D matrix, which cannot be cancelled
-    result = _compute(spec, ds, progress, cancel)
-    store.put(key, result.to_dict())
-    return result
+    from ..engine.executor import ClusterError, LocalExecutor
+
+    executor = executor if executor is not None else LocalExecutor()
+    unit = LeakageUnit(0, spec, key, ds.fingerprint, SCHEMA_VERSION, f"leakage of {spec.method}")
+    relay = _Relay(progress, cancel)
+    note = (lambda message: progress(0.0, message)) if progress is not None else (lambda message: None)
+    outcomes = list(executor.run([unit], execute_leakage_unit, relay, note))
+    if len(outcomes) != 1 or [k for k, _ in outcomes[0].results] != [key]:
+        raise ClusterError(f"{unit.label}: the executor answered for other points than it was given")
+    value = outcomes[0].results[0][1]
+    store.put(key, value)
+    if progress is not None and executor.concurrent:
+        progress(1.0, "done")
+    return LeakageResult.from_dict(value, cached=False)
+
+
+def execute_leakage_unit(unit: LeakageUnit, poll: Any = None) -> Any:
+    """Measure one unit where it runs (this process or a Dask worker); returns a
+    :class:`~privcore.engine.executor.UnitOutcome` holding (key, the result as plain numbers). Stores nothing.
+    The data set loaded here must have the driver's fingerprint, the code its cache schema."""
+    from ..engine.executor import ClusterError, UnitOutcome
+
+    t0 = time.perf_counter()
+    if unit.schema != SCHEMA_VERSION:
+        raise ClusterError(f"this worker's privcore writes cache schema {SCHEMA_VERSION}, the driver's "
+                           f"{unit.schema}: install the same privcore version on the driver and the workers")
+    d = unit.spec.data
+    ds = load_dataset(d.name, seed=unit.spec.seed, **d.load_kwargs())
+    if ds.fingerprint != unit.fingerprint or point_key(unit.spec.point(), ds.fingerprint) != unit.key:
+        raise ClusterError(f"{unit.label}: the data set loaded here differs from the driver's (fingerprint "
+                           f"{ds.fingerprint[:12]} vs {unit.fingerprint[:12]}); give the workers the same data")
+    result = _compute(unit.spec, ds, getattr(poll, "progress", None), getattr(poll, "cancel", None))
+    return UnitOutcome(index=unit.index, results=[(unit.key, result.to_dict())], seconds=time.perf_counter() - t0,
+                       where=result.device)
 
 
 def _compute(spec: LeakageSpec, ds, progress: ProgressFn | None, cancel: Callable[[], bool] | None) -> LeakageResult:  # noqa: ANN001
