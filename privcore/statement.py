@@ -9,13 +9,15 @@ assumption), both are given and the statement says which one holds.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import re
 from typing import Any, Sequence
 
 from .accounting.forward import accountant_text, claims_more, judging_accounting, replace_one_epsilon
 from .calibration import calibrate
-from .methods import get_method
+from .methods import get_method, method_name
 from .types import PrivacyBudget, Problem
 
 __all__ = ["privacy_statement", "statement_markdown", "statement_json", "STATEMENT_FIELDS"]
@@ -23,7 +25,10 @@ __all__ = ["privacy_statement", "statement_markdown", "statement_json", "STATEME
 #: Keys of every statement (the JSON object's, in order).
 STATEMENT_FIELDS: tuple[str, ...] = (
     "method", "method_label", "epsilon", "delta", "epsilon_nominal", "accounting", "neighbouring_relation",
-    "accountant", "mechanism", "noise", "guarantee_covers", "preprocessing", "assumptions", "randomness", "setting")
+    "accountant", "mechanism", "noise", "guarantee_covers", "preprocessing", "assumptions", "randomness", "setting",
+    "knob_selection")
+#: Knobs a tuned row may name that are Problem fields (the rest are the method's own parameters).
+_PROBLEM_KNOBS = ("lam", "teachers", "clip", "learning_rate", "batch_size", "epochs")
 
 _NOISE_KEYS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity",
                "solver_tolerance", "output_scale", "threshold", "test_noise", "cap")
@@ -40,16 +45,23 @@ def _covers(method: str, problem: Problem) -> str:
 
 def privacy_statement(method: str, epsilon: float, delta: float, problem: Problem | None = None,
                       accounting: str = "corrected", *, preprocessing: Sequence[str] = (),
-                      secure_noise: bool = False) -> dict[str, Any]:
+                      secure_noise: bool = False, tuned: str | None = None) -> dict[str, Any]:
     """The statement of ``method`` calibrated at (epsilon, delta) on ``problem`` under ``accounting``.
 
     ``preprocessing``: what was done to the data before training (e.g. the data set's notes: PCA
     fitted on the training split, augmentation), each stated with whether the guarantee covers it.
     ``secure_noise``: whether the noise is drawn from the operating system's entropy (release mode)
     or from the public experiment seed (exploring: no guarantee against whoever knows the seed).
+    ``tuned``: a tuned comparison's row text (``ResultRow.tuned``): the statement is then of the knobs
+    it picked, and says how they were picked (``knob_selection``): a private selection's share of
+    (epsilon, delta) is taken out before the release's calibration; a choice on held-out data is
+    stated as outside the guarantee.
     """
     problem = problem if problem is not None else Problem()
-    scale = calibrate(method, PrivacyBudget(epsilon, delta), problem, accounting)
+    total = PrivacyBudget(epsilon, delta)
+    method, problem, budget, selection = _tuned(method, problem, total, tuned)
+    epsilon, delta = budget.epsilon, budget.delta
+    scale = calibrate(method, budget, problem, accounting)
     entry = get_method(method)
     weaker = scale.noise != "none" and claims_more(method, accounting, scale.delta)
     # A sound calibration guarantees its target; a weaker one what its noise really reaches.
@@ -86,9 +98,48 @@ def privacy_statement(method: str, epsilon: float, delta: float, problem: Proble
         "assumptions": assumptions,
         "randomness": randomness,
         "setting": {"n": problem.n, "dim": problem.dim, "classes": problem.classes, "lam": problem.lam,
-                    **{k: getattr(problem, k) for k in entry.uses if k != "lam"}},
+                    **{k: getattr(problem, k) for k in entry.uses if k != "lam"}, **entry.param_values()},
+        "knob_selection": selection,
     }
+    if selection is not None and selection["kind"] == "private":  # the totals: selection + release
+        out["epsilon"] = real + selection["epsilon"]
+        out["delta"] = scale.delta + selection["delta"]
+        out["epsilon_nominal"] = total.epsilon
     return out
+
+
+def _tuned(method: str, problem: Problem, total: PrivacyBudget, tuned: str | None
+           ) -> tuple[str, Problem, PrivacyBudget, dict[str, Any] | None]:
+    """(method, problem, release budget, knob selection) of a tuned row; the inputs unchanged otherwise."""
+    if not tuned:
+        return method, problem, total, None
+    from .engine.rows import knobs_picked
+    from .engine.tuning import SELECTION_FRACTION, release_budget
+
+    base = get_method(method)
+    picked: dict[str, float] = {}
+    for item in filter(None, (x.strip() for x in knobs_picked(tuned).split(","))):
+        key, _, value = item.partition("=")
+        picked[key.strip()] = float(value)
+    own = {k: (int(v) if isinstance(getattr(base, k), int) else v) for k, v in picked.items() if k in base.params}
+    knobs = {k: (int(v) if k in ("teachers", "batch_size", "epochs") else v) for k, v in picked.items()
+             if k in _PROBLEM_KNOBS}
+    method = method_name(base.base_name, **{**base.param_values(), **own})
+    problem = dataclasses.replace(problem, **knobs)
+    text = knobs_picked(tuned)
+    if tuned.startswith("private"):
+        found = re.search(r"among (\d+) candidates", tuned)
+        release = release_budget(total)
+        return method, problem, release, {
+            "kind": "private", "knobs": text, "candidates": int(found.group(1)) if found else None,
+            "epsilon": total.epsilon - release.epsilon, "delta": total.delta - release.delta,
+            "text": (f"the knobs ({text}) were chosen by a private selection (report noisy max over one private "
+                     f"release per candidate) spending {SELECTION_FRACTION:g} of (epsilon, delta); the release "
+                     "spends the rest; epsilon and delta above are the totals")}
+    return method, problem, total, {
+        "kind": "held-out", "knobs": text,
+        "text": (f"the knobs ({text}) were picked on the test queries without privacy (best on held-out data): "
+                 "that choice is NOT covered by this guarantee, which holds for these knobs fixed in advance")}
 
 
 def statement_json(statement: dict[str, Any]) -> str:
@@ -126,5 +177,7 @@ def statement_markdown(statement: dict[str, Any]) -> str:
              "", "## Preprocessing"]
     lines += [f"- {p['step']} ({'covered' if p['covered'] else 'NOT covered by the guarantee'})"
               for p in s["preprocessing"]] or ["- none stated"]
+    if s.get("knob_selection"):
+        lines += ["", "## How the knobs were chosen", "", s["knob_selection"]["text"]]
     lines += ["", "## Assumptions"] + [f"- {a}" for a in s["assumptions"]]
     return "\n".join(lines) + "\n"

@@ -75,9 +75,11 @@ def forward_section(scales: Mapping[str, Any], problem: Problem, delta: float, a
 
 
 def statement_buttons(methods: Sequence[str], problem: Problem, epsilon: float, delta: float, accounting: str,
-                      preprocessing: Sequence[str] = (), *, first: str | None = None) -> None:
+                      preprocessing: Sequence[str] = (), *, first: str | None = None,
+                      tuned: Mapping[str, str | None] | None = None) -> None:
     """Download buttons for the privacy statement of a chosen method (of ``methods``; ``first`` preselected),
-    in Markdown and JSON."""
+    in Markdown and JSON; ``tuned`` (method -> its row's ``tuned`` text) states a tuned comparison's
+    knobs and how they were picked."""
     from privcore.statement import privacy_statement, statement_json, statement_markdown
 
     usable = [m for m in METHOD_NAMES if m in methods and get_method(m).supports(delta)]
@@ -89,7 +91,8 @@ def statement_buttons(methods: Sequence[str], problem: Problem, epsilon: float, 
     row = st.container(horizontal=True, gap="small", key="statement_row")
     method = row.selectbox("Privacy statement for", usable, format_func=method_label, key="statement_method")
     try:
-        statement = privacy_statement(method, epsilon, delta, problem, accounting, preprocessing=list(preprocessing))
+        statement = privacy_statement(method, epsilon, delta, problem, accounting, preprocessing=list(preprocessing),
+                                      tuned=(tuned or {}).get(method))
     except (ValueError, ArithmeticError) as err:
         st.warning(f"{method_label(method)}: {err}")
         return

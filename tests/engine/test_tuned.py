@@ -178,3 +178,22 @@ def test_report_noisy_max_meets_its_epsilon_exactly_and_the_monotone_scale_does_
         worst[name] = max(ratios)
     assert worst["ours"] <= math.exp(eps) * (1 + 1e-12)
     assert worst["monotone scale (known-bad)"] > math.exp(1.5 * eps)
+
+
+def test_a_statement_of_a_tuned_row_states_the_picked_knobs_and_the_selection():
+    from privcore.statement import STATEMENT_FIELDS, privacy_statement, statement_markdown
+
+    problem = Problem(n=4000, dim=784, classes=10, teachers=16, budget=10)
+    text = ("private: neighbours=50, sample_rate=0.2 (chosen among 9 candidates with 0.1 of (ε, δ); the release "
+            "used the rest; ε and δ are the totals)")
+    s = privacy_statement("private_knn", 3.0, 1e-5, problem, tuned=text)
+    assert tuple(s) == STATEMENT_FIELDS
+    variant = get_method("private_knn[neighbours=50,sample_rate=0.2]")
+    want = variant.calibrate(release_budget(PrivacyBudget(3.0, 1e-5)), problem)
+    assert s["noise"]["sigma"] == pytest.approx(want.sigma, rel=1e-12)
+    assert s["epsilon"] == pytest.approx(3.0, rel=1e-12) and s["delta"] == pytest.approx(1e-5, rel=1e-12)
+    assert s["knob_selection"]["candidates"] == 9 and s["setting"]["neighbours"] == 50
+    held = privacy_statement("subsample_aggregate", 3.0, 1e-5, problem, tuned="held-out: teachers=64")
+    assert held["setting"]["teachers"] == 64 and held["epsilon"] == 3.0
+    assert "NOT covered" in statement_markdown(held)
+    assert privacy_statement("subsample_aggregate", 3.0, 1e-5, problem)["knob_selection"] is None
