@@ -43,7 +43,7 @@ import torch
 from ..data import Dataset
 from ..device import derive_seed, make_generator
 from ..methods import Method, get_method
-from ..types import PrivacyBudget, Problem
+from ..types import CalibrationError, PrivacyBudget, Problem
 from ..context import TrainContext
 from .specs import LAM_AUTO_GRID, SweepSpec
 
@@ -173,8 +173,17 @@ def private_choice(candidates: list[tuple[Method, Callable[[Dataset], Problem]]]
         # each candidate's lambda is its own, so none reads another's.
         ctx = dataclasses.replace(base, seed=candidate_seed(j))
         ctx.poll = poll
-        scales = [m.calibrate(selection_budget(b, k), problem, accounting) for b in budgets]
-        scores[:, j] = m.evaluate(ctx, scales, 1)[:, 0].cpu().numpy()
+        # A candidate its budget share cannot calibrate (a public fact: no data involved) releases
+        # nothing and scores 0; the split of the budget stays the same, so the total still holds.
+        scales, rows = [], []
+        for i, b in enumerate(budgets):
+            try:
+                scales.append(m.calibrate(selection_budget(b, k), problem, accounting))
+                rows.append(i)
+            except CalibrationError:
+                continue
+        if scales:
+            scores[rows, j] = m.evaluate(ctx, scales, 1)[:, 0].cpu().numpy()
     chosen = []
     for i, b in enumerate(budgets):
         eps_s = b.epsilon * SELECTION_FRACTION

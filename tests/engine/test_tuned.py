@@ -197,3 +197,11 @@ def test_a_statement_of_a_tuned_row_states_the_picked_knobs_and_the_selection():
     assert held["setting"]["teachers"] == 64 and held["epsilon"] == 3.0
     assert "NOT covered" in statement_markdown(held)
     assert privacy_statement("subsample_aggregate", 3.0, 1e-5, problem)["knob_selection"] is None
+
+
+def test_a_candidate_its_share_cannot_calibrate_scores_zero_and_the_rest_still_run(tmp_path):
+    # Private-kNN at eps = 0.05: each of 9 candidates gets 0.05 * 0.1 / 9 for |V| answers, beyond any
+    # noise multiplier; the selection still picks, and the release runs at 90 % of eps.
+    spec = _spec(methods=("private_knn",), epsilons=(0.05, 10.0))
+    rows = [r for r in run_tuned(spec, "private", cache=ResultCache(tmp_path)).rows if r.method == "private_knn"]
+    assert {r.epsilon for r in rows} <= {0.05, 10.0} and any(r.epsilon == 10.0 for r in rows)
