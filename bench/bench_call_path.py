@@ -14,6 +14,9 @@ and a *return* is a visit to a module the path had already left. Two scopes are 
 - ``data path``: the orchestration layers only (``ui.*``, ``app_pages.*``, ``privcore.engine.*``);
   whatever they call elsewhere (a method, the solver, the loader, an accountant, a validator) is one leaf
   and not counted. This is the figure docs/architecture.md reports.
+- ``stages``: the stages of the path only (the page's helpers ``ui.setting`` and ``ui.progress``, and
+  ``privcore.engine``'s plan, cost, runner, executor and units): the value types and helpers they call
+  (specs, cache, rows, progress, the live contexts) are leaves too.
 - ``all``: every module of ui/ and privcore/.
 
 A fresh results cache in a temporary folder (``PRIVCORE_CACHE``) makes every point a miss.
@@ -33,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 LAYERS = ("ui.", "app_pages.", "privcore.engine.")
+STAGES = ("ui.setting", "ui.progress", "privcore.engine.plan", "privcore.engine.cost", "privcore.engine.runner",
+          "privcore.engine.executor", "privcore.engine.units")
 
 
 class Node:
@@ -168,12 +173,14 @@ def main() -> None:
         return run_sweep(spec, progress=lambda fraction, message: None)
 
     # Imports and the data set's first load are not part of a slider move.
+    import privcore.engine.cost  # noqa: F401
     import privcore.engine.runner  # noqa: F401
     import ui.progress  # noqa: F401
 
     result, root, counts = trace(refresh)
     print(f"{len(result.rows)} rows, {result.computed} computed, {result.cached} cached")
-    for scope, counted in (("data path", lambda m: m.startswith(LAYERS)), ("all", lambda m: True)):
+    for scope, counted in (("data path", lambda m: m.startswith(LAYERS)), ("stages", lambda m: m in STAGES),
+                           ("all", lambda m: True)):
         seq = walk(root, counted)
         s = summary(seq)
         print(f"{scope:10s}: {s['visits']} visits in {s['modules']} modules, {s['returns']} returns, "

@@ -366,11 +366,17 @@ def plan_state(spec: SweepSpec, cache: Any = None) -> tuple[dict[tuple[int, str]
 
 def estimate_plan(plan: SweepPlan, *, sizes: DataSizes | None = None) -> Estimate:
     """Predicted seconds of running ``plan`` now (what it found missing, the pieces the process
-    holds), scaled by the machine's load now against the load of the calibration (:func:`slowdown`)."""
+    holds), scaled by the machine's load now against the load of the calibration (:func:`slowdown`).
+    Made once per plan (kept in ``plan.estimate``)."""
+    if plan.estimate is not None and sizes is None:  # the page's estimate is the run's
+        return plan.estimate
     jobs = [(j.variant, j.vspec, j.method, len(j.missing)) for j in plan.jobs]
     est = _estimate_jobs(jobs, sizes or data_sizes(plan.spec), plan.warm, coefficients(), knobs.fixed_lam(plan.spec.lam))
     scale = slowdown() / fit_slowdown()
-    return Estimate(est.seconds * scale, {k: v * scale for k, v in est.jobs.items()})
+    out = Estimate(est.seconds * scale, {k: v * scale for k, v in est.jobs.items()})
+    if sizes is None:
+        plan.estimate = out
+    return out
 
 
 def estimate_spec(spec: SweepSpec, cache: Any = None, *, sizes: DataSizes | None = None) -> Estimate:

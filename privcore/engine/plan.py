@@ -104,6 +104,11 @@ class SweepPlan:
     jobs: list[PlannedJob] = field(default_factory=list)
     warm: dict[int, set] = field(default_factory=dict)
     complete: bool = True
+    #: The result cache the plan looked the points up in (the run stores into it).
+    cache: ResultCache | None = field(default=None, repr=False)
+    #: The time model's estimate of the plan, once made (:func:`privcore.engine.cost.estimate_plan`):
+    #: the page's "about N s" and the run's progress weights are one estimate.
+    estimate: Any = field(default=None, repr=False)
 
     def missing(self) -> dict[tuple[int, str], int]:
         """(variant index, method) -> how many points its unit computes (the cost model's input)."""
@@ -150,7 +155,7 @@ def make_plan(spec: SweepSpec, cache: ResultCache | None = None, *, tick: Callab
         raise TypeError(f"spec must be a SweepSpec, got {type(spec).__name__}")
     store = cache if cache is not None else ResultCache()
     lookup = store.enabled and not spec.secure_noise
-    plan = SweepPlan(spec)
+    plan = SweepPlan(spec, cache=store)
     planned: set[str] = set()
     for vi, (vary_value, vspec) in enumerate(spec.variants()):
         label = "" if spec.vary is None else f" ({spec.vary} = {vary_value})"

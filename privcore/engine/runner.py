@@ -135,7 +135,12 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
                          cache=cache if cache is not None else ResultCache(enabled=use_cache))
     if plan is not None and (not isinstance(plan, SweepPlan) or plan.spec != spec or not plan.complete):
         raise ValueError("plan must be a complete SweepPlan of this spec (privcore.engine.plan.make_plan)")
+    if cache is None and plan is not None and use_cache and plan.cache is not None and plan.cache.enabled:
+        cache = plan.cache  # the cache it was planned against
     store = cache if cache is not None else ResultCache(enabled=use_cache)
+    if plan is not None and (plan.cache is None or str(plan.cache.directory) != str(store.directory)
+                             or plan.cache.enabled != store.enabled):
+        plan = None  # planned against another cache: plan again
     if spec.secure_noise:  # a cached row is a reproducible one; a secure one is for this call only
         store = ResultCache(enabled=False)
     if not store.enabled:
