@@ -16,7 +16,7 @@ from privcore.engine.rows import knobs_picked
 from privcore.recommend import recommend
 from ui import controls, display, forward, inverse, progress, setting, sidebar, state, userdata
 from ui.caption import add_caption, leaders_text, rows_n, settings_of, try_this
-from ui.export import export_buttons
+from ui.panel import result_tail
 from ui.figures import AXIS_SYMBOLS, BANDS, curve_figure, format_number, is_baseline, method_label
 from ui.tables import noise_table, noise_table_config, noise_table_legend, noise_table_order
 
@@ -237,9 +237,7 @@ def curve_tab(axis: str) -> None:
     st.markdown(describe(rows, x, xname))
     if note:
         st.caption(note)
-    display.show_warnings(res.warnings)
-    export_buttons(fig, res.rows, key=f"export_{axis}", notes=setting.data_caveats(side, s))
-    display.copy_as_code(spec, side, key=f"code_{axis}")
+    result_tail(fig, res, spec, side, key=axis, notes=setting.data_caveats(side, s))
     if axis == "epsilon":
         with target_area:
             inverse.target_section(rows, s.budget, n_eff, answered_only)

@@ -9,9 +9,9 @@ import streamlit as st
 from privcore.engine.specs import TUNING_LABELS
 
 from privcore.inverse import score_rows
-from ui import controls, display, inverse, progress, setting, sidebar, state, userdata
-from ui.caption import add_caption, rows_n, settings_of
-from ui.export import export_buttons
+from ui import controls, display, inverse, progress, setting, sidebar, state
+from ui.caption import rows_n
+from ui.panel import result_panel
 from ui.figures import format_number, winner_map_figure
 
 B_VALUES = (1, 10, 100, 1000, 10000)
@@ -71,13 +71,9 @@ if res_b is not None:
     fig_b = winner_map_figure(score_rows(res_b.rows, answered_only), "epsilon", "budget",
                               title=f"Best method over ε and B (δ = {format_number(delta)}, N = "
                                     f"{rows_n(res_b.rows) or n_eff:,})")
-    add_caption(fig_b, settings_of(spec_b, res_b.rows, dataset=userdata.dataset_label(side)))
-    display.show_figure(fig_b, key="fig_map_b")
-    st.caption("Private-prediction methods pay for every answer, so they win at small B and fade as B grows; "
-               "private-training methods do not depend on B.")
-    display.show_warnings(res_b.warnings)
-    export_buttons(fig_b, res_b.rows, key="export_map_b")
-    display.copy_as_code(spec_b, side, key="code_map_b")
+    result_panel(fig_b, res_b, spec_b, side, key="map_b",
+                 caption="Private-prediction methods pay for every answer, so they win at small B and fade as B "
+                         "grows; private-training methods do not depend on B.")
 
 # ---------------------------------------------------------------- map 2: epsilon x N
 st.subheader("ε × training-set size N")
@@ -101,10 +97,7 @@ if res_n is None and spec_n is not None:
 if res_n is not None:
     fig_n = winner_map_figure(score_rows(res_n.rows, answered_only), "epsilon", "n",
                               title=f"Best method over ε and N (δ = {format_number(delta)}, B = {s.budget:,})")
-    add_caption(fig_n, settings_of(spec_n, res_n.rows, dataset=userdata.dataset_label(side)))
-    display.show_figure(fig_n, key="fig_map_n")
-    st.caption("Each cell is the best method at that ε and N. The sensitivity methods' noise 2K/(Nλ) shrinks as N "
-               "grows; subsample-and-aggregate's T teachers each see N/T examples, so they improve with N too.")
-    display.show_warnings(res_n.warnings)
-    export_buttons(fig_n, res_n.rows, key="export_map_n")
-    display.copy_as_code(spec_n, side, key="code_map_n")
+    result_panel(fig_n, res_n, spec_n, side, key="map_n",
+                 caption="Each cell is the best method at that ε and N. The sensitivity methods' noise 2K/(Nλ) "
+                         "shrinks as N grows; subsample-and-aggregate's T teachers each see N/T examples, so they "
+                         "improve with N too.")

@@ -127,18 +127,14 @@ def epsilon_for_accuracy(rows: Sequence[Mapping[str, Any]], target: float) -> li
 def max_true_positive_rate(epsilon: float, delta: float, fpr: float) -> float:
     """The most a membership test can catch at false-positive rate ``fpr`` against (epsilon, delta)-DP.
 
-    min(1, e^eps fpr + delta, 1 - e^-eps (1 - delta - fpr)): the hypothesis-testing region of
-    (epsilon, delta)-DP (the second bound is the first applied to the complementary test).
+    min(1, e^eps fpr + delta, 1 - e^-eps (1 - delta - fpr)): the upper edge of the hypothesis-testing
+    region of (epsilon, delta)-DP (:func:`privcore.tradeoff.dp_region`; the second bound is the first
+    applied to the complementary test).
     """
-    eps = check_real("epsilon", epsilon, low=0.0, allow_inf=True)
-    dlt = check_real("delta", delta, low=0.0, high=1.0)
+    from .tradeoff import dp_max_tpr
+
     a = check_real("false-positive rate", fpr, low=0.0, high=1.0)
-    if math.isinf(eps):
-        return 1.0
-    # e^eps fpr as exp(eps + ln fpr): at eps >= 710 e^eps alone overflows although the bound is simply 1.
-    log_first = eps + math.log(a) if a > 0.0 else -math.inf
-    first = 1.0 if log_first >= 0.0 else math.exp(log_first) + dlt
-    return max(a, min(1.0, first, 1.0 - math.exp(-eps) * (1.0 - dlt - a)))
+    return float(dp_max_tpr(epsilon, delta, a)[()])
 
 
 def risk_sentence(epsilon: float, delta: float, fpr: float = 0.05) -> str:

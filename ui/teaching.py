@@ -47,6 +47,7 @@ from privcore.accounting import (
     optimal_beta,
     zcdp_beta,
 )
+from privcore.tradeoff import dp_region as _region, gaussian_mu, gaussian_tradeoff_tpr
 from ui.figures import METHOD_COLORS, PRINT_TEMPLATE, format_number, plain_log_ticks
 from ui.formula import display_latex
 
@@ -450,15 +451,10 @@ def dp_region(epsilon: float, delta: float, fpr: Sequence[float] | np.ndarray) -
 
     Any test telling D from a neighbour D' from the output satisfies TPR <= e^eps FPR + delta and,
     applied to the complementary test, 1 - FPR <= e^eps (1 - TPR) + delta (Kairouz, Oh, Viswanath
-    2015), plus the same with D and D' swapped, which gives the lower boundary.
+    2015), plus the same with D and D' swapped, which gives the lower boundary
+    (:func:`privcore.tradeoff.dp_region`, the one implementation).
     """
-    eps = _check_eps(epsilon)
-    dlt = _check_delta(delta)
-    x = np.asarray(fpr, dtype=np.float64)
-    e = math.exp(min(eps, 700.0))
-    upper = np.minimum.reduce([np.ones_like(x), e * x + dlt, 1.0 - (1.0 - dlt - x) / e])
-    lower = np.maximum.reduce([np.zeros_like(x), (x - dlt) / e, 1.0 - dlt - e * (1.0 - x)])
-    return np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
+    return _region(_check_eps(epsilon), _check_delta(delta), fpr)
 
 
 def _laplace_tradeoff(eps: float, fpr: np.ndarray) -> np.ndarray:
@@ -480,9 +476,8 @@ def _hypothesis_cached(eps: float, dlt: float, points: int) -> tuple[dict[str, A
     for f, t in zip(x, _laplace_tradeoff(eps, x)):
         rows.append({"curve": "laplace", "fpr": float(f), "tpr": float(t)})
     if dlt > 0:
-        mu = 1.0 / analytic_gaussian_sigma(eps, dlt, 1.0)
-        tpr = stats.norm.sf(stats.norm.isf(x) - mu)
-        for f, t in zip(x, tpr):
+        mu = gaussian_mu(eps, dlt)
+        for f, t in zip(x, gaussian_tradeoff_tpr(x, mu)):
             rows.append({"curve": "gaussian", "fpr": float(f), "tpr": float(t), "mu": mu})
     return tuple(rows)
 
@@ -508,7 +503,7 @@ def attack_advantage(epsilon: float, delta: float) -> dict[str, float]:
     out = {"dp_bound": min(1.0, (e - 1.0 + 2.0 * dlt) / (e + 1.0)),
            "laplace": float(np.max(_laplace_tradeoff(eps, np.linspace(0, 1, 2001)) - np.linspace(0, 1, 2001)))}
     if dlt > 0:
-        mu = 1.0 / analytic_gaussian_sigma(eps, dlt, 1.0)
+        mu = gaussian_mu(eps, dlt)
         out["gaussian"] = float(2.0 * stats.norm.cdf(mu / 2.0) - 1.0)
     return out
 

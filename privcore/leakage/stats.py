@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..tradeoff import dp_max_tpr, gaussian_mu, gaussian_tradeoff_tpr
+
 __all__ = ["Roc", "EpsilonBound", "roc", "auc", "tpr_at_fpr", "advantage", "clopper_pearson",
            "epsilon_from_rates", "epsilon_lower_bound", "dp_region_tpr", "gaussian_tradeoff_tpr",
            "gaussian_mu", "FPR_GRID"]
@@ -209,27 +211,5 @@ def epsilon_lower_bound(in_scores: object, out_scores: object, delta: float = 0.
 
 def dp_region_tpr(fpr: object, epsilon: float, delta: float = 0.0) -> np.ndarray:
     """Largest TPR any test may reach at each FPR against an (eps, delta)-DP release:
-    min(1, e^eps FPR + delta, 1 - e^-eps (1 - delta - FPR))."""
-    f = np.asarray(fpr, dtype=np.float64)
-    if math.isinf(epsilon):
-        return np.ones_like(f)
-    a = np.exp(epsilon) * f + delta
-    b = 1.0 - np.exp(-epsilon) * np.clip(1.0 - delta - f, 0.0, None)
-    return np.minimum(1.0, np.minimum(a, b))
-
-
-def gaussian_mu(epsilon: float, delta: float) -> float:
-    """mu of the Gaussian mechanism (sensitivity / sigma) that is exactly (eps, delta)-DP (delta > 0)."""
-    from ..accounting.gaussian import analytic_gaussian_sigma
-
-    if delta <= 0.0:
-        raise ValueError("the Gaussian trade-off curve needs delta > 0")
-    return 1.0 / analytic_gaussian_sigma(epsilon, delta, 1.0)
-
-
-def gaussian_tradeoff_tpr(fpr: object, mu: float) -> np.ndarray:
-    """TPR of the best test against mu-GDP at each FPR: Phi(Phi^-1(FPR) + mu) (Dong, Roth, Su 2019)."""
-    from scipy.special import ndtr, ndtri
-
-    f = np.clip(np.asarray(fpr, dtype=np.float64), 0.0, 1.0)
-    return ndtr(ndtri(f) + mu)
+    min(1, e^eps FPR + delta, 1 - e^-eps (1 - delta - FPR)) (:func:`privcore.tradeoff.dp_region`)."""
+    return dp_max_tpr(epsilon, delta, np.clip(np.asarray(fpr, dtype=np.float64), 0.0, 1.0))
