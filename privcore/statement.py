@@ -111,9 +111,10 @@ def privacy_statement(method: str, epsilon: float, delta: float, problem: Proble
 def _tuned(method: str, problem: Problem, total: PrivacyBudget, tuned: str | None
            ) -> tuple[str, Problem, PrivacyBudget, dict[str, Any] | None]:
     """(method, problem, release budget, knob selection) of a tuned row; the inputs unchanged otherwise."""
-    if not tuned:
-        return method, problem, total, None
     from .engine.rows import knobs_picked
+
+    if not tuned or not knobs_picked(tuned):  # as configured (also a method no private selection can tune)
+        return method, problem, total, None
     from .engine.tuning import SELECTION_FRACTION, release_budget
 
     base = get_method(method)

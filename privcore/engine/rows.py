@@ -112,4 +112,5 @@ _COLUMN_SET = frozenset(RESULT_COLUMNS)
 def knobs_picked(tuned: str | None) -> str:
     """The knobs of a row's ``tuned`` text (``"held-out: lam=0.1"`` -> ``"lam=0.1"``; a private
     row's selection terms in brackets dropped), or "" for a row as configured."""
-    return str(tuned).split(": ", 1)[-1].split(" (chosen")[0] if tuned else ""
+    knobs = str(tuned).split(": ", 1)[-1].split(" (chosen")[0] if tuned else ""
+    return knobs if "=" in knobs else ""  # "private: as configured (...)": no knobs were picked

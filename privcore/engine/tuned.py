@@ -190,6 +190,12 @@ def _private_runs(spec: SweepSpec, store: ResultCache, progress: ProgressFn | No
             cands = candidates(base, vspec, n_fit)
             if not cands or not get_method(base).supports(vspec.delta):
                 continue
+            if get_method(base).couples_queries:  # no private selection for it (Method.couples_queries)
+                text = ("private: as configured (no private selection for this method: one validation row can "
+                        "change its answers to other rows)")
+                runs.append((dataclasses.replace(vspec, methods=(base,), baseline=False),
+                             _private_relabel(base, {}, vspec.delta, spec.vary, value, text)))
+                continue
             picks = _choose(base, cands, ds, vspec, budgets, store, secret)
             chosen: dict[int, list[float]] = {}
             for e, j in zip(vspec.epsilons, picks):

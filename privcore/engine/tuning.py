@@ -48,10 +48,15 @@ from ..context import TrainContext
 from .specs import LAM_AUTO_GRID, SweepSpec
 
 __all__ = ["SELECTION_FRACTION", "LAM_AUTO_NOTE", "release_budget", "selection_budget", "selection_seed",
-           "choose_lams", "private_choice", "noisy_max_scale"]
+           "choose_lams", "private_choice", "noisy_max_scale",
+           "LAM_AUTO_COUPLED_NOTE"]
 
 #: Share of (epsilon, delta) spent on choosing lambda when ``lam = "auto"``.
 SELECTION_FRACTION = 0.1
+#: Said on the rows of a method that ``lam = auto`` cannot choose for (Method.couples_queries).
+LAM_AUTO_COUPLED_NOTE = ("lambda = auto: no private choice for this method (one validation row can change its answers "
+                         "to other rows, so the selection's scores would move by more than 1/|V|): it ran at the "
+                         "stand-in lambda with the whole budget")
 LAM_AUTO_NOTE = (f"lambda chosen privately: {SELECTION_FRACTION:g} of (epsilon, delta) pays for a report-noisy-max "
                  f"choice among {len(LAM_AUTO_GRID)} candidates (each a private release on 80 % of the training data, "
                  "scored on the other 20 %); the release uses the rest; epsilon is the total")
@@ -156,6 +161,10 @@ def private_choice(candidates: list[tuple[Method, Callable[[Dataset], Problem]]]
     selection's own seed (its contexts and teachers' partitions), ``candidate_seed(j)`` candidate
     j's, ``max_label`` (label, method) names the noisy max's generator; the split depends on
     ``split_seed`` alone (public)."""
+    coupled = sorted({m.base_name for m, _ in candidates if m.couples_queries})
+    if coupled:  # report noisy max's 1 / |V| sensitivity needs answers that depend on their own query alone
+        raise ValueError(f"{', '.join(coupled)} cannot be selected privately: one validation row can change its "
+                         "answers to other validation rows, so its score moves by more than 1/|V|")
     sub, n_val = _split(ds, split_seed)
     k = len(candidates)
     if k == 0:

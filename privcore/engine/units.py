@@ -26,7 +26,7 @@ from .cache import SCHEMA_VERSION, point_key
 from .executor import ClusterError, UnitOutcome, WorkUnit
 from .plan import base_problem, variant_data
 from .specs import SweepSpec
-from .tuning import LAM_AUTO_NOTE, choose_lams, release_budget
+from .tuning import LAM_AUTO_COUPLED_NOTE, LAM_AUTO_NOTE, choose_lams, release_budget
 
 if TYPE_CHECKING:
     import torch
@@ -119,7 +119,9 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
     if spec.secure_noise and len(budgets) > 1:
         return [r for b in budgets for r in _compute(method, ds, spec, [b], fixed_lam, context, device, poll)]
     dev = str(device)
-    auto = spec.lam == "auto" and "lam" in get_method(method).uses and get_method(method).family != "baseline"
+    m = get_method(method)
+    auto = spec.lam == "auto" and "lam" in m.uses and m.family != "baseline" and not m.couples_queries
+    coupled = spec.lam == "auto" and "lam" in m.uses and m.couples_queries  # runs at the stand-in, whole budget
     if auto:  # a private choice, paid for out of each budget (privcore.engine.tuning)
         lams = choose_lams(method, ds, spec, budgets, device, lambda d, lam: base_problem(d, spec, lam), poll,
                            noise_seed=_device.secure_seed() if spec.secure_noise else None)
@@ -137,7 +139,8 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
             # perturbed problems); None for methods that release no minimiser (DP-SGD, S&A).
             grad = ctx.grad_used or None
             scale = scales[j] if scales[j].noise != "none" else None  # the baseline stores no noise scale
-            note = "; ".join(n for n in (LAM_AUTO_NOTE if auto else "", SECURE_NOTE if spec.secure_noise else "") if n)
+            auto_note = LAM_AUTO_NOTE if auto else (LAM_AUTO_COUPLED_NOTE if coupled else "")
+            note = "; ".join(n for n in (auto_note, SECURE_NOTE if spec.secure_noise else "") if n)
             out[i] = _stored(acc[j], scale, 0.0, dev, lam, note, grad)
             if answered is not None:
                 out[i].update(answered_fraction=float(answered[j].mean()), accuracy_answered=float(among[j].mean()),

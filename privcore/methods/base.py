@@ -163,6 +163,13 @@ class Method(ABC):
     #: knobs being SweepSpec fields the method uses or entries of :attr:`params`; the grid is their
     #: product. Small on purpose: a private selection pays for every candidate.
     tuning_grid: ClassVar[Mapping[str, tuple]] = {}
+    #: Whether one query can change the method's answers to OTHER queries under the same noise
+    #: (sparse vector: a stream's shared threshold and its cap on paid answers; the PATE student:
+    #: trained on the query rows' features). A private selection scores candidates by accuracy on
+    #: private validation rows with report noisy max at sensitivity 1 / |V|, which holds only when
+    #: each answer depends on its own query alone: such methods get no private selection
+    #: (``lam = auto`` runs them at the stand-in lambda; a private tuned comparison as configured).
+    couples_queries: ClassVar[bool] = False
 
     @property
     def base_name(self) -> str:

@@ -59,6 +59,7 @@ class PateStudent(TeacherVoteMethod):
     dash = "1px,5px"
     uses = ("lam", "teachers")
     #: The labelling teachers: from the default to PATE's hundreds.
+    couples_queries = True  # see Method.couples_queries
     tuning_grid = {"teachers": (16, 64, 256)}
     family = "training"
     supports_pure = False

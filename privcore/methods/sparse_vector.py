@@ -93,6 +93,7 @@ class SparseVectorAggregate(TeacherVoteMethod):
     dash = "12px,4px,2px,4px,2px,4px"
     uses = ("lam", "budget", "teachers")
     #: The stability test needs many teachers: from the default to PATE's hundreds.
+    couples_queries = True  # see Method.couples_queries
     tuning_grid = {"teachers": (16, 64, 256)}
     family = "prediction"
     supports_pure = False

@@ -205,3 +205,26 @@ def test_a_candidate_its_share_cannot_calibrate_scores_zero_and_the_rest_still_r
     spec = _spec(methods=("private_knn",), epsilons=(0.05, 10.0))
     rows = [r for r in run_tuned(spec, "private", cache=ResultCache(tmp_path)).rows if r.method == "private_knn"]
     assert {r.epsilon for r in rows} <= {0.05, 10.0} and any(r.epsilon == 10.0 for r in rows)
+
+
+def test_methods_whose_answers_couple_queries_get_no_private_selection(tmp_path):
+    from privcore.data import load_dataset
+    from privcore.engine.tuning import LAM_AUTO_COUPLED_NOTE, private_choice
+    from privcore.engine.runner import run_sweep
+
+    assert REGISTRY["sparse_vector"].couples_queries and REGISTRY["pate_student"].couples_queries
+    assert not any(REGISTRY[m].couples_queries for m in REGISTRY if m not in ("sparse_vector", "pate_student"))
+    ds = load_dataset("synthetic", seed=0)
+    with pytest.raises(ValueError, match="sparse_vector cannot be selected privately"):
+        private_choice([(REGISTRY["sparse_vector"], lambda d: Problem(n=d.n, dim=d.dim, classes=d.classes))], ds, 0,
+                       "corrected", [PrivacyBudget(1.0, 1e-5)], "cpu", 1, lambda j: j, ("x", "y"))
+    spec = _spec(methods=("sparse_vector",), epsilons=(10.0,), teachers=64)
+    rows = run_tuned(spec, "private", cache=ResultCache(tmp_path)).rows
+    sv = next(r for r in rows if r.method == "sparse_vector")
+    assert sv.tuned.startswith("private: as configured") and sv.teachers == 64 and sv.epsilon == 10.0
+    auto = run_sweep(_spec(methods=("sparse_vector",), epsilons=(10.0,), lam="auto"), cache=ResultCache(tmp_path))
+    row = next(r for r in auto.rows if r.method == "sparse_vector")
+    assert LAM_AUTO_COUPLED_NOTE in row.note and row.sigma is None
+    full = REGISTRY["sparse_vector"].calibrate(PrivacyBudget(10.0, 1e-5), Problem(
+        n=row.n, dim=row.dim, classes=row.classes, teachers=row.teachers, budget=row.budget))
+    assert row.beta == pytest.approx(full.beta, rel=1e-12)  # the whole budget: nothing was spent on a choice
