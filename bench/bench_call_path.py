@@ -1,6 +1,6 @@
 """Modules visited on the path of one Explore slider move to its result rows (prints figures; not a test).
 
-    python bench/bench_call_path.py [--data digits] [--eps 2.7] [--show]
+    python bench/bench_call_path.py [--data digits] [--eps 2.7] [--show] [--deep]
 
 Traces (``sys.setprofile``) what one Explore refresh does after ε moves, on data not in the cache:
 the page's spec (``ui.setting.explore_specs``), the time estimate the page shows
@@ -20,6 +20,9 @@ and a *return* is a visit to a module the path had already left. Two scopes are 
 - ``all``: every module of ui/ and privcore/.
 
 A fresh results cache in a temporary folder (``PRIVCORE_CACHE``) makes every point a miss.
+
+``--deep`` traces a deep run instead (``run_deep`` of a small-CNN spec, one epsilon, on a generated
+Fashion-MNIST-format folder of 240 + 60 images, as tests/deep do); its data path adds ``privcore.deep.*``.
 """
 
 from __future__ import annotations
@@ -147,13 +150,57 @@ def summary(seq: list[str]) -> dict:
     return {"visits": len(seq), "modules": len(seen), "returns": returns}
 
 
+def _fake_fashion(folder: str) -> None:
+    """A tiny Fashion-MNIST-format folder (the format of the real files; random pixels shifted by label)."""
+    import gzip
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for split, k in (("train", 240), ("t10k", 60)):
+        y = np.arange(k) % 10
+        for name, arr in (("images-idx3", rng.integers(0, 100, (k, 28, 28)) + 15 * y.reshape(-1, 1, 1)),
+                          ("labels-idx1", y)):
+            head = (2048 + arr.ndim).to_bytes(4, "big") + b"".join(int(v).to_bytes(4, "big") for v in arr.shape)
+            with gzip.open(f"{folder}/{split}-{name}-ubyte.gz", "wb") as fh:
+                fh.write(head + arr.astype(np.uint8).tobytes())
+
+
+def deep_main(show: bool) -> None:
+    from privcore.deep import fashion
+
+    folder = tempfile.mkdtemp(prefix="call_path_fashion_")
+    _fake_fashion(folder)
+    os.environ[fashion.FASHION_ENV] = folder
+    from privcore.deep.run import run_deep
+    from privcore.deep.spec import DeepSpec
+
+    spec = DeepSpec(n_train=None, n_test=None, epochs=1, batch_size=40, teachers=4, teacher_epochs=1, teacher_batch=20,
+                    epsilons=(1.0,), budgets=(1, 10), repeats=2, device="cpu")
+    import privcore.engine.executor  # noqa: F401 - imports are not part of a run
+
+    result, root, counts = trace(lambda: run_deep(spec, progress=lambda fraction, message: None))
+    print(f"deep: {len(result.rows)} rows, {result.computed} computed")
+    for scope, counted in (("data path", lambda m: m.startswith(LAYERS + ("privcore.deep.",))), ("all", lambda m: True)):
+        seq = walk(root, counted)
+        s = summary(seq)
+        print(f"{scope:10s}: {s['visits']} visits in {s['modules']} modules, {s['returns']} returns, "
+              f"{len(edges(root, counted))} distinct module-to-module calls")
+        if show:
+            print("  " + " -> ".join(seq))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="digits", help="data set of the refresh (default digits: the path, not the time, is measured)")
     ap.add_argument("--eps", type=float, default=2.7, help="the epsilon the slider moves to")
     ap.add_argument("--show", action="store_true", help="print the sequence of modules")
+    ap.add_argument("--deep", action="store_true", help="trace a deep run instead")
     args = ap.parse_args()
     os.environ["PRIVCORE_CACHE"] = tempfile.mkdtemp(prefix="call_path_")
+    if args.deep:
+        deep_main(args.show)
+        return
 
     from ui.setting import build_data_info, explore_specs
     from ui.state import DEFAULTS
@@ -173,7 +220,7 @@ def main() -> None:
         return run_sweep(spec, progress=lambda fraction, message: None)
 
     # Imports and the data set's first load are not part of a slider move.
-    import privcore.engine.cost  # noqa: F401
+    import privcore.engine.cost
     import privcore.engine.runner  # noqa: F401
     import ui.progress  # noqa: F401
 
