@@ -157,6 +157,13 @@ def plan_and_estimate(spec):  # noqa: ANN001, ANN201 - SweepSpec -> (SweepPlan |
     from privcore.engine.cost import estimate_plan
     from privcore.engine.plan import make_plan
 
+    if getattr(spec, "tuning", "configured") != "configured":  # its candidate sweeps (privcore.engine.tuned)
+        from privcore.engine.tuned import estimate_seconds
+
+        try:
+            return None, estimate_seconds(spec)
+        except (ValueError, TypeError, RuntimeError, OSError):
+            return None, None
     try:
         plan = make_plan(spec)
     except (ValueError, TypeError, RuntimeError, OSError):

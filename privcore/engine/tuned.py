@@ -44,7 +44,7 @@ from .runner import ProgressFn, SweepCancelled, SweepResult, run_sweep
 from .specs import TUNING_LABELS, TUNING_MODES, SweepSpec
 from .tuning import SELECTION_FRACTION, private_choice, release_budget
 
-__all__ = ["TUNING_MODES", "TUNING_LABELS", "Candidate", "candidates", "run_tuned", "tuned_seed"]
+__all__ = ["TUNING_MODES", "TUNING_LABELS", "Candidate", "candidates", "run_tuned", "tuned_seed", "estimate_seconds"]
 
 #: How a held-out row's ``tuned`` text starts (then the knobs picked); a private row's starts
 #: "private: " and ends with the selection's terms in brackets. TUNING_LABELS say what each means.
@@ -128,6 +128,20 @@ def run_tuned(spec: SweepSpec, tuning: str | None = None, *, progress: ProgressF
     result.rows = _best(result.rows, spec) if tuning == "held-out" else _ordered(result.rows, spec)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def estimate_seconds(spec: SweepSpec) -> float:
+    """Predicted seconds of a tuned ``spec`` by the cost model (cached points cost nothing): the
+    candidate sweeps of the held-out variant; for the private one, the candidates at one repetition
+    (one release each, on 80 % of the data) and one release per method at the spec's repetitions."""
+    from .cost import estimate_spec
+
+    conf = dataclasses.replace(spec, tuning="configured")
+    subs = [sub for sub, _ in _held_out_runs(conf)]
+    if spec.tuning == "held-out":
+        return float(sum(estimate_spec(sub).seconds for sub in subs))
+    return float(sum(estimate_spec(dataclasses.replace(sub, repeats=1)).seconds for sub in subs)
+                 + estimate_spec(conf).seconds)
 
 
 # ---------------------------------------------------------------- best on held-out data

@@ -228,3 +228,14 @@ def test_methods_whose_answers_couple_queries_get_no_private_selection(tmp_path)
     full = REGISTRY["sparse_vector"].calibrate(PrivacyBudget(10.0, 1e-5), Problem(
         n=row.n, dim=row.dim, classes=row.classes, teachers=row.teachers, budget=row.budget))
     assert row.beta == pytest.approx(full.beta, rel=1e-12)  # the whole budget: nothing was spent on a choice
+
+
+def test_a_tuned_estimate_counts_the_candidates(tmp_path, monkeypatch):
+    from privcore.engine.cost import estimate_spec
+    from privcore.engine.tuned import estimate_seconds
+
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))  # nothing cached: every candidate is predicted
+    plain = estimate_spec(_spec()).seconds
+    held = estimate_seconds(_spec(tuning="held-out"))
+    private = estimate_seconds(_spec(tuning="private"))
+    assert held > plain and private > plain
