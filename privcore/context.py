@@ -94,6 +94,13 @@ class TrainContext:
         ctx._rows_precond = self._rows_precond
         return ctx
 
+    def use_basis(self, pre: Preconditioner) -> None:
+        """Take ``pre`` as this context's eigenbasis of X^T X / N instead of decomposing its rows (a leakage
+        game's worlds are subsets of one population, whose basis is exact for every one of them)."""
+        if self._precond:
+            raise ValueError("use_basis: this context already has its eigenbasis")
+        self._precond.append(pre)
+
     def held_pieces(self) -> set[tuple]:
         """The data-only work this context holds (shared with every context made by :meth:`with_problem`):
         ``("eig",)`` once the eigenbasis of X^T X / N is built, and the key of every non-private solve

@@ -98,7 +98,7 @@ class _Game:
         ctx = TrainContext(x, y, self.pop.x_test, self.pop.y_test, self.pop.classes, problem, seed, self.device)
         sub = self.precond.rows(rows, 1)
         sub.x = sub.x[0]  # shared-data layout [n, r]
-        ctx._precond.append(sub)  # the context would otherwise decompose its own rows again
+        ctx.use_basis(sub)  # the context would otherwise decompose its own rows again
         self._ctx[key] = ctx
 
     def world(self, g: int, spec: LeakageSpec) -> TrainContext:
