@@ -10,7 +10,7 @@ from privcore.knobs import LAM_AUTO_STANDIN
 from privcore.methods import get_method
 from privcore.types import ACCOUNTING_MODES, CalibrationError, PrivacyBudget
 from ui import controls, display, forward, setting, sidebar, state, userdata
-from ui.caption import add_caption, chart_settings
+from ui.caption import DPSGD_KNOBS, add_caption, chart_settings, dpsgd_sampling_text
 from ui.export import export_buttons, rows_csv
 from ui.figures import accounting_comparison_figure, format_number, main_noise, method_label
 from ui.tables import calibration_table, noise_table_config, noise_table_legend, noise_table_order
@@ -54,7 +54,7 @@ else:  # what model and prediction sensitivity calibrate to: the solver's certif
                  f"solver's certified gradient norm; the exact minimiser's 2K/(Nλ) is "
                  f"{format_number(problem.sensitivity, 4)})")
 st.markdown(f"N = {problem.n:,}, D = {problem.dim}, C = {problem.classes}, λ = {format_number(problem.lam)} → "
-            f"{sens_text}; DP-SGD: q = {format_number(problem.sample_rate, 3)}, {problem.steps:,} steps.")
+            f"{sens_text}; {dpsgd_sampling_text(problem)}.")
 
 with st.spinner("Calibrating..."):
     scales = calibrate_all(target, problem, side.accounting)
@@ -103,7 +103,8 @@ if compare:
                                                          f"δ = {format_number(delta)}, B = {budget:,})")
     add_caption(fig, chart_settings([], dataset=userdata.dataset_label(side), accounting="paper / corrected / tight",
                                     extra={"n": problem.n, "classes": problem.classes, "dim": problem.dim,
-                                           "lam": problem.lam, "teachers": problem.teachers}))
+                                           "lam": problem.lam, "teachers": problem.teachers,
+                                           **{k: getattr(problem, k) for k in DPSGD_KNOBS}}))
     display.show_figure(fig, key="fig_accounting")
     st.caption("Bars above 1 add more noise than the corrected calibration; bars below 1 add less. β is an inverse "
                "scale, so its ratio is inverted. 'paper' bars below 1 mark published calibrations that are too "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("streamlit")
@@ -44,6 +46,10 @@ def test_calibrate_too_many_teachers_blocks_only_that_method():
     assert any("teachers must be at most N = 100" in w for w in texts(at.warning))
     # the other methods are still calibrated, even at delta = 0 with a batch larger than N
     assert "Model sensitivity" in set(at.dataframe[0].value["Method"])
+    # a batch above N is no sampling rate: said in words, not "q = 2.56" (the walk-through saw it at N = 100)
+    line = next(t for t in texts(at.markdown) if "sensitivity 2K/(Nλ)" in t)
+    assert "DP-SGD cannot run: its batch (" in line and ") is larger than N (100)" in line, line
+    assert not re.search(r"q = [0-9]", line), line
 
 
 def test_the_sensitivity_line_is_the_one_the_table_calibrates_to():

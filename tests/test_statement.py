@@ -50,3 +50,14 @@ def test_paper_statement_states_the_real_epsilon():
     assert "calibrated for 2 under paper accounting" in statement_markdown(s)
     sa = privacy_statement("subsample_aggregate", 1.5, 0.0, PROBLEM, "paper")
     assert sa["epsilon"] == pytest.approx(3.0, rel=1e-12)
+
+
+def test_dpsgd_statement_records_its_knobs():
+    from privcore.statement import privacy_statement, statement_markdown
+    from privcore.types import Problem
+
+    st = privacy_statement("dpsgd", 1.0, 1e-5, Problem(n=1000, epochs=3, batch_size=50, clip=0.3, learning_rate=4.0))
+    assert {k: st["setting"][k] for k in ("epochs", "batch_size", "clip", "learning_rate")} == {
+        "epochs": 3, "batch_size": 50, "clip": 0.3, "learning_rate": 4.0}
+    md = statement_markdown(st)
+    assert "epochs = 3" in md and "batch_size = 50" in md and "clip = 0.3" in md and "learning_rate = 4.0" in md

@@ -203,3 +203,26 @@ def test_try_this_hint_follows_the_controls():
     # another data set: the steps without the bundled data's outcomes
     other = [try_this(1e-5, 10, bundled=False), try_this(0.0, 10, bundled=False)]
     assert all("bundled" not in t and "ε ≈" not in t for t in other) and "set δ = 0" in other[0]
+
+
+def test_a_dpsgd_chart_records_its_knobs_in_caption_metadata_and_csv():
+    # The walk-through found two DP-SGD charts at 5 and 50 epochs exported alike (issue 32, item 5).
+    from ui.export import csv_context, rows_csv
+
+    spec = SweepSpec(data=DataSpec(name="digits", classes=2), methods=("dpsgd", "model_sensitivity"),
+                     epochs=7, batch_size=64, clip=0.25, learning_rate=2.0, seed=3)
+    meta = settings_of(spec, _rows("corrected"), dataset="digits")
+    assert {k: meta[k] for k in ("epochs", "batch_size", "clip", "learning_rate")} == {
+        "epochs": 7, "batch_size": 64, "clip": 0.25, "learning_rate": 2.0}
+    text = caption_text(meta)
+    assert "DP-SGD epochs = 7" in text and "batch = 64" in text and "clip = 0.25" in text and "learning rate = 2" in text
+    fig = add_caption(curve_figure(_rows("corrected"), "epsilon", title="t", log_x=True), meta)
+    assert json.loads(meta_json(fig))["epochs"] == 7                      # PNG/SVG/HTML/PDF metadata
+    context = csv_context(fig)
+    assert context["epochs"] == 7 and context["learning_rate"] == 2.0
+    header, first = rows_csv(_rows("corrected"), context=context).decode().splitlines()[:2]
+    assert "epochs" in header.split(",") and "batch_size" in header.split(",")
+    assert first.split(",")[header.split(",").index("clip")] == "0.25"
+    without = settings_of(SweepSpec(data=DataSpec(name="digits", classes=2), methods=("model_sensitivity",)),
+                          _rows("corrected"), dataset="digits")
+    assert not set(without) & {"epochs", "batch_size", "clip", "learning_rate"}  # no DP-SGD: not stated

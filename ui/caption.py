@@ -18,10 +18,14 @@ import plotly.graph_objects as go
 from privcore.methods import BASELINE
 from .figures import AXIS_SYMBOLS
 
-__all__ = ["chart_settings", "caption_text", "add_caption", "settings_of", "rows_n", "leaders_text", "try_this"]
+__all__ = ["DPSGD_KNOBS", "dpsgd_sampling_text", "chart_settings", "caption_text", "add_caption", "settings_of", "rows_n", "leaders_text", "try_this"]
 
+#: DP-SGD's knobs: recorded with every chart (caption, file metadata, CSV) that has a DP-SGD curve, so
+#: two charts at different epochs, batch, clip or learning rate never look alike.
+DPSGD_KNOBS: tuple[str, ...] = ("epochs", "batch_size", "clip", "learning_rate")
 _ORDER = (("dataset", "data"), *((k, AXIS_SYMBOLS[k]) for k in ("n", "classes", "dim", "lam", "teachers")),
-          ("repeats", "R"), ("accounting", "accounting"), ("seed", "seed"))
+          ("repeats", "R"), ("accounting", "accounting"), ("seed", "seed"), ("epochs", "DP-SGD epochs"),
+          ("batch_size", "batch"), ("clip", "clip"), ("learning_rate", "learning rate"))
 
 
 def _values(rows: Sequence[Mapping[str, Any]], key: str) -> list[Any]:
@@ -79,10 +83,25 @@ def chart_settings(rows: Sequence[Mapping[str, Any]], *, dataset: str, seed: int
 
 def settings_of(spec: Any, rows: Sequence[Mapping[str, Any]], *, dataset: str | None = None) -> dict[str, Any]:
     """:func:`chart_settings` of a privcore SweepSpec's result rows (data set name, seed and accounting from it)."""
+    from privcore.methods import get_method
+
     d = spec.data
-    extra = {"preprocess": d.preprocess} if d.name == "file" else None
+    extra = {"preprocess": d.preprocess} if d.name == "file" else {}
+    if any(k in get_method(m).uses for m in spec.methods for k in DPSGD_KNOBS):  # DP-SGD (or a method like it)
+        extra.update({k: getattr(spec, k) for k in DPSGD_KNOBS})
     return chart_settings(rows, dataset=dataset or d.name, seed=spec.seed, accounting=spec.accounting,
                           repeats=spec.repeats, extra=extra)
+
+
+def dpsgd_sampling_text(problem: Any) -> str:
+    """DP-SGD's sampling rate and steps at ``problem`` (a Problem), or why it cannot run: a batch larger
+    than N would be a sampling rate q = batch / N above 1, which is no probability."""
+    from .figures import format_number
+
+    if problem.batch_size > problem.n:
+        return (f"DP-SGD cannot run: its batch ({problem.batch_size:,}) is larger than N ({problem.n:,}), so no "
+                "sampling rate q = batch / N ≤ 1 exists (lower the batch or raise N)")
+    return f"DP-SGD: q = {format_number(problem.sample_rate, 3)}, {problem.steps:,} steps"
 
 
 def caption_text(meta: Mapping[str, Any]) -> str:

@@ -265,10 +265,13 @@ def _slug(text: str) -> str:
 
 
 def csv_context(fig: go.Figure) -> dict[str, Any]:
-    """The data set and seed of a chart's caption (:func:`ui.caption.add_caption`), for its CSV rows."""
+    """The data set, seed and DP-SGD knobs (where the chart has them) of a chart's caption
+    (:func:`ui.caption.add_caption`), for its CSV rows."""
+    from .caption import DPSGD_KNOBS
+
     meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
     settings = meta.get("privcore") if isinstance(meta.get("privcore"), dict) else {}
-    return {k: settings[k] for k in ("dataset", "seed") if k in settings}
+    return {k: settings[k] for k in ("dataset", "seed", *DPSGD_KNOBS) if k in settings}
 
 
 def state_guarantee(fig: go.Figure, rows: Sequence[Mapping[str, Any]], notes: Sequence[str] = ()) -> str:

@@ -57,6 +57,10 @@ DEFAULT_COEFFS: dict[str, float] = {
     # PLD calibration per epsilon, per Confident-GNMax data-dependent epsilon, and per second of a one-time
     # import
     "calibrate": 0.05, "pate_dd": 0.085, "import": 1.0,
+    # "knn": Private-kNN's neighbour votes of the test queries, per repetition and unit of data work,
+    # measured per method by bench/bench_estimates.py --only methods (docs/benchmarks.md); it was priced
+    # as a twentieth of a solve, 30x too cheap.
+    "knn": 0.42,
 }
 #: CPU seconds the first solve of a process takes beyond the same solve once warm (mnist-5k, lambda = 1e-3;
 #: bench/bench_solve_cost.py measures it), priced as a one-time "import".
@@ -65,7 +69,7 @@ FIRST_SOLVE_S = 0.15
 #: :meth:`~privcore.methods.base.Method.extra_results`): Confident-GNMax's data-dependent epsilon.
 RELEASE_ONLY_KINDS: tuple[str, ...] = ("pate_dd",)
 #: The kinds above that are measured directly: bench/bench_cost.py subtracts them and fits the rest.
-MEASURED_KINDS: tuple[str, ...] = ("calibrate", "pate_dd", "import", "solve", "sgd", "sgd_batch", "sgd_steps")
+MEASURED_KINDS: tuple[str, ...] = ("calibrate", "pate_dd", "import", "solve", "sgd", "sgd_batch", "sgd_steps", "knn")
 #: How much slower than idle the machine ran while :data:`DEFAULT_COEFFS` were fitted
 #: (:func:`slowdown` = load average / cores, at least 1: 1.0 on the quiet 2 cores).
 DEFAULT_FIT_SLOWDOWN = 1.0

@@ -141,9 +141,9 @@ class PrivateKNN(Method):
 
     def cost_parts(self, problem: Problem, points: int, repeats: int) -> list[CostPart]:
         """A fixed overhead, one calibration per epsilon, and per repetition the distances and sorts of the
-        queries against the training set (about one data pass per repetition, not measured separately)."""
+        queries against the training set (kind "knn": one subsampled neighbour vote of every test query)."""
         return [CostPart("fixed", 1.0), CostPart("calibrate", float(points)),
-                CostPart("answers", points * repeats / 20), CostPart("solve", data_work(problem) * repeats / 20)]
+                CostPart("answers", points * repeats / 20), CostPart("knn", data_work(problem) * repeats)]
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: "torch.Tensor | None" = None) -> "torch.Tensor":

@@ -1,0 +1,129 @@
+"""The dashboard's time estimates against the actual time, at the machine's load now (prints figures).
+
+    python bench/bench_estimates.py [--only explore,lam_1e-6,epochs_50,leakage] [--load 4]
+
+Each scenario runs in a fresh Python process on an empty result cache, with the dashboard's threads
+(no OMP_NUM_THREADS) and its load factor (:func:`privcore.engine.cost.slowdown`, read just before the
+run, as the page does), and computes what the page computes after its "Compute (about N s)" click:
+
+* ``explore``: Explore at its defaults (the current setting, then the accuracy-vs-epsilon curve);
+* ``lam_1e-6``, ``epochs_50``: Explore's current setting and curve with that one knob changed;
+* ``leakage``: the Measured leakage page's default measurements (every method, 16 reference models);
+* ``methods`` (not in the default list): each method of Explore's first view alone, its prediction without
+  the load factor against the process's CPU seconds (run it with OMP_NUM_THREADS=1): which method is mispriced.
+
+Prints, per spec: the load average and the load factor when predicted, the predicted and the actual
+seconds and their ratio (the target: 0.67 to 1.5). ``--load N`` runs N busy single-threaded
+processes beside the scenarios (started and stopped by this script) to measure at a known load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ("explore", "lam_1e-6", "epochs_50", "leakage")
+
+CHILD = r"""
+import json, os, sys, time, warnings
+warnings.filterwarnings("ignore")
+from ui.setting import SidebarSettings, build_data_info, explore_specs, setting_from_values
+from ui.state import DEFAULTS
+from privcore.engine import cost
+from privcore.engine.runner import run_sweep
+name = sys.argv[1]
+info = build_data_info("mnist-5k")
+out = []
+
+def record(label, predicted, slow, load, actual):
+    out.append({"spec": label, "predicted_s": predicted, "slowdown": slow, "load": load, "actual_s": actual})
+
+if name == "methods":  # each method of Explore's first view alone, in the runner's order: unscaled CPU seconds
+    from dataclasses import replace
+    spec = explore_specs(info, {})[0]
+    est = cost.estimate_spec(replace(spec)).jobs
+    factor = cost.slowdown()
+    for m in list(spec.methods) + ["non_private"]:
+        one = replace(spec, methods=(m,) if m != "non_private" else spec.methods[:1], baseline=m == "non_private")
+        t0 = time.process_time()
+        run_sweep(one)
+        record(m, est.get((0, m), 0.0) / factor, 1.0, os.getloadavg()[0], time.process_time() - t0)
+elif name == "leakage":
+    from ui import leakage as lk
+    from privcore.leakage import run_leakage
+    from privcore.leakage.cost import estimate_seconds
+    v = dict(DEFAULTS)
+    side = SidebarSettings(v["dataset"], None, int(v["repeats"]), v["accounting"], v["device"], info)
+    specs, _ = lk.specs_for(side, setting_from_values(v), references=16, audit_trials=64)
+    quick, slow = lk.split_quick(specs)
+    sizes = cost.DataSizes(info.n_train, info.dim, info.classes)
+    for label, part in (("quick", quick), ("per release", slow)):
+        load, factor = os.getloadavg()[0], cost.slowdown()
+        predicted = estimate_seconds(part, sizes)
+        t0 = time.perf_counter()
+        for spec in part:
+            run_leakage(spec)
+        record(label, predicted, factor, load, time.perf_counter() - t0)
+else:
+    changes = {"explore": {}, "lam_1e-6": {"lam": 1e-6}, "epochs_50": {"epochs": 50}}[name]
+    for label, spec in zip(("point", "curve"), explore_specs(info, changes)):
+        load, factor = os.getloadavg()[0], cost.slowdown()
+        predicted = cost.estimate_spec(spec).seconds
+        t0 = time.perf_counter()
+        run_sweep(spec)
+        record(label, predicted, factor, load, time.perf_counter() - t0)
+print(json.dumps(out))
+"""
+
+
+def busy(n: int) -> list[subprocess.Popen]:
+    """``n`` single-threaded busy loops (the load other sessions put on a shared machine)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def run(name: str) -> list[dict]:
+    drop = ("PRIVCORE_SLOWDOWN",) if name == "methods" else ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PRIVCORE_SLOWDOWN")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env["PRIVCORE_CACHE"] = tempfile.mkdtemp()
+    res = subprocess.run([sys.executable, "-c", CHILD, name], cwd=ROOT, capture_output=True, text=True, env=env)
+    if res.returncode != 0:
+        raise SystemExit(f"{name} failed:\n{res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios (or methods)")
+    ap.add_argument("--load", type=int, default=0, help="busy processes to run beside the scenarios")
+    args = ap.parse_args()
+    loops = busy(args.load)
+    try:
+        if loops:
+            time.sleep(60)  # let the 1-minute load average see them, as it sees other sessions' jobs
+        print(f"# estimates vs actual ({os.cpu_count()} cores, {args.load} busy processes added; "
+              f"load average {os.getloadavg()[0]:.2f})")
+        print(f"{'scenario':10s} {'spec':12s} {'load':>5s} {'factor':>6s} {'predicted s':>11s} {'actual s':>9s} "
+              f"{'ratio':>6s}")
+        worst = 1.0
+        for name in args.only.split(","):
+            for r in run(name.strip()):
+                ratio = r["predicted_s"] / r["actual_s"] if r["actual_s"] > 0 else float("nan")
+                worst = max(worst, ratio, 1 / ratio)
+                print(f"{name:10s} {r['spec']:12s} {r['load']:5.2f} {r['slowdown']:6.2f} {r['predicted_s']:11.1f} "
+                      f"{r['actual_s']:9.1f} {ratio:6.2f}", flush=True)
+        print(f"# worst factor {worst:.2f} (target <= 1.5); load average after {os.getloadavg()[0]:.2f}")
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+
+
+if __name__ == "__main__":
+    main()
