@@ -41,6 +41,36 @@ def _eps_text(value: float | None, at_smallest: bool, eps_range: tuple[float, fl
     return f"≤ {format_number(value)}" if at_smallest else format_number(value)
 
 
+def unreachable_text(target: float, best: float | None, largest_eps: float, baseline: float | None) -> str:
+    """What the table says where a method's mean never reaches ``target`` on the curve: that it is
+    unreachable, and why in a few words (above the non-private model, or the method's best, at the
+    largest swept epsilon, is below it). A larger epsilon may still reach it unless it is above the
+    non-private model's accuracy, which no private version beats on average."""
+    if baseline is not None and target > baseline:
+        return f"unreachable: above the non-private model's {baseline:.3f}"
+    best_text = "" if best is None else f"; at most {best:.3f}"
+    return f"unreachable up to ε = {format_number(largest_eps)} (the largest swept{best_text})"
+
+
+def _best_means(rows: Sequence[Mapping[str, Any]]) -> tuple[dict[str, float], float | None]:
+    """(each method's best mean accuracy on the curve, the non-private model's accuracy or None)."""
+    from privcore.methods import methods_of_family
+
+    base_names = set(methods_of_family("baseline"))
+    best: dict[str, float] = {}
+    baseline = None
+    for r in rows:
+        try:
+            method, acc = r["method"], float(r["accuracy_mean"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if method in base_names:
+            baseline = acc if baseline is None else max(baseline, acc)
+        else:
+            best[method] = max(best.get(method, acc), acc)
+    return best, baseline
+
+
 def target_section(rows: Sequence[Mapping[str, Any]], budget: int, n: int, answered_only: bool) -> None:
     """For a target accuracy, the smallest swept epsilon at which each method reaches it (with its band)."""
     st.subheader("Which ε reaches a target accuracy?")
@@ -55,9 +85,11 @@ def target_section(rows: Sequence[Mapping[str, Any]], budget: int, n: int, answe
         return
     import pandas as pd
 
+    best, baseline = _best_means(rows)
     table = pd.DataFrame([{
         "Method": method_label(r.method),
-        "Smallest ε": _eps_text(r.epsilon, r.at_smallest, r.eps_range),
+        "Smallest ε": (unreachable_text(target, best.get(r.method), r.eps_range[1], baseline) if r.epsilon is None
+                       else _eps_text(r.epsilon, r.at_smallest, r.eps_range)),
         "Band (mean ± std crosses)": ("not reached" if r.low is None else
                                       f"{_eps_text(r.low, False, r.eps_range)} to "
                                       f"{_eps_text(r.high, False, r.eps_range)}"),
@@ -66,5 +98,5 @@ def target_section(rows: Sequence[Mapping[str, Any]], budget: int, n: int, answe
     scoring = ("abstaining methods scored on answered queries only" if answered_only
                else "abstentions count as wrong")
     st.caption(f"Target accuracy {target:.2f}, at B = {budget:,} and N = {n:,}, on the ε curve (linear in log ε between swept points; "
-               f"'> x': not reached up to the largest ε swept; {scoring}). The band is where mean + std and "
+               f"'unreachable': the mean stays below the target up to the largest ε swept; {scoring}). The band is where mean + std and "
                "mean − std over the repetitions reach the target.")
