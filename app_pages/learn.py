@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 import streamlit as st
 
-from ui import controls, display, setting, sidebar, teaching, userdata
+from ui import controls, display, formula, setting, sidebar, teaching, userdata
 from ui.export import export_buttons
 from ui.figures import format_number
 
@@ -30,6 +30,8 @@ eps = float(controls.epsilon_slider(c1))
 delta = float(controls.delta_slider(c2))
 budget = int(controls.budget_slider(c3))
 
+#: Characters of a formula line on a method card (ui.formula.line_width).
+CARD_LINE = 56
 SECTIONS = ("1 · Laplace-like vs Gaussian", "2 · Composition over B", "3 · Subsampling",
             "4 · Hypothesis tests", "5 · Method cards")
 section = st.segmented_control("Section", SECTIONS, default=SECTIONS[0], key="learn_section",
@@ -209,12 +211,15 @@ else:
                "(sweep --secure-noise) when it is published.")
     with st.spinner("Calibrating..."):
         cards = teaching.method_cards(eps, delta, problem)
-    cols = st.columns(2)
-    for i, card in enumerate(cards):
-        with cols[i % 2].container(border=True):
+    # One card per row, formulas wrapped at CARD_LINE characters: in two columns (430 px each at a 1,400 px
+    # window) 17 of 24 formulas ran past their card's edge (KaTeX does not wrap); tests/test_browser_widths.py.
+    for card in cards:
+        with st.container(border=True):
             st.markdown(f"<div style='height:6px;background:{card['color']};border-radius:3px'></div>",
                         unsafe_allow_html=True)
-            for kind, text in teaching.method_card_blocks(card):  # formulas typeset, as on Explore
+            with formula.line_width(CARD_LINE):
+                blocks = teaching.method_card_blocks(card)  # formulas typeset, as on Explore
+            for kind, text in blocks:
                 {"markdown": st.markdown, "latex": st.latex, "text": st.text, "caption": st.caption}[kind](text)
     rows = [{"method": c["name"], "accounting": cal["accounting"], "formula": cal["formula"], "values": cal["values"],
              "error": cal["error"], "summary": c["summary"], "assumptions": c["assumptions"], "wins_when": c["wins_when"]}

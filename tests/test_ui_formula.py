@@ -64,3 +64,15 @@ def test_e_notation_is_typeset_as_a_power_of_ten():
     assert to_latex("g = 2.8e-07") == r"g =2.8 \times 10^{-7}"
     assert to_latex("x = 1e-5") == "x =10^{-5}"
     assert to_latex("s = 3.5e+07") == r"s =3.5 \times 10^{7}"
+
+
+def test_a_narrow_width_wraps_more_and_only_inside_its_block():
+    from ui.formula import MAX_LINE, formula_lines, line_width
+
+    text = ("threshold = 0.3 k, sigma_1 = 2 sigma_2; B = 10 Poisson(gamma = 0.1)-subsampled Gaussian queries "
+            "(replace-one, dp_accounting PLD (moderate grid)): z = 2.417; sigma_2 = z sqrt(2 + 1/r^2)")
+    wide = formula_lines(text)
+    with line_width(56):
+        narrow = formula_lines(text)
+    assert all(len(line) <= 56 for line in narrow) and len(narrow) > len(wide), narrow
+    assert all(len(line) <= MAX_LINE for line in wide) and formula_lines(text) == wide  # width restored

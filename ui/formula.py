@@ -10,8 +10,11 @@ brackets), and the page then shows the plain text instead: never a half-rendered
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator
 
-__all__ = ["to_latex", "formula_lines", "display_latex"]
+__all__ = ["to_latex", "formula_lines", "display_latex", "line_width"]
 
 _GREEK = {"eps": r"\varepsilon", "epsilon": r"\varepsilon", "delta": r"\delta", "sigma": r"\sigma", "beta": r"\beta",
           "rho": r"\rho", "Delta": r"\Delta", "lambda": r"\lambda", "lam": r"\lambda", "nu": r"\nu", "chi": r"\chi",
@@ -154,12 +157,26 @@ def formula_lines(text: str) -> list[str]:
 #: Longest formula line (characters of the plain text) shown unbroken: KaTeX does not wrap, and a
 #: longer line (loss perturbation's output-noise clause, 103 characters) ran off a 1,400 px page.
 MAX_LINE = 72
+_LINE_WIDTH: ContextVar[int] = ContextVar("formula_line_width", default=MAX_LINE)
+
+
+@contextmanager
+def line_width(chars: int) -> Iterator[None]:
+    """Formulas typeset inside this block wrap at ``chars`` characters instead of :data:`MAX_LINE` (a
+    narrow column: Learn's method cards). Per thread, so one session's width never leaks into another's."""
+    token = _LINE_WIDTH.set(int(chars))
+    try:
+        yield
+    finally:
+        _LINE_WIDTH.reset(token)
 
 
 def _wrap(line: str) -> list[str]:
-    """``line`` broken before a top-level " with " or after a top-level ", " (greedily, outside
-    brackets, so every piece stays balanced) into pieces of at most MAX_LINE characters where it can."""
-    if len(line) <= MAX_LINE:
+    """``line`` broken before a top-level " with " or " (", or after a top-level ", " or ": " (greedily, outside
+    brackets, so every piece stays balanced) into pieces of at most :func:`line_width` characters
+    (:data:`MAX_LINE` by default) where it can."""
+    most = _LINE_WIDTH.get()
+    if len(line) <= most:
         return [line]
     cuts = []  # positions where a new piece may start
     depth = 0
@@ -168,12 +185,14 @@ def _wrap(line: str) -> list[str]:
         depth -= ch in ")}"
         if depth == 0 and line.startswith(" with ", i):
             cuts.append((i, i + 1))
-        elif depth == 0 and line.startswith(", ", i):
+        elif depth == 0 and (line.startswith(", ", i) or line.startswith(": ", i)):
             cuts.append((i + 1, i + 2))
+        elif depth == 1 and ch == "(" and line[i - 1:i] == " ":  # a remark in brackets starts a line
+            cuts.append((i, i))
     pieces, start = [], 0
     for k, (end, nxt) in enumerate(cuts):
         following = cuts[k + 1][0] if k + 1 < len(cuts) else len(line)
-        if following - start > MAX_LINE and end > start:
+        if following - start > most and end > start:
             pieces.append(line[start:end].strip())
             start = nxt
     pieces.append(line[start:].strip())
