@@ -53,7 +53,8 @@ def run_jobs(specs: Sequence[Any], args: argparse.Namespace, *, progress: Progre
 
     executor = executor_from_args(args)
     try:
-        return [run_job(spec, progress=progress, executor=executor, **kw) for spec in specs]
+        given = {k: v for k, v in dict(progress=progress, executor=executor, **kw).items() if v is not None}
+        return [run_job(spec, **given) for spec in specs]
     except DataUnavailableError as err:  # a RuntimeError (full MNIST offline): one line, like bad input
         if not unavailable_as_value_error:
             raise

@@ -58,7 +58,7 @@ def test_a_leakage_measurement_on_the_cluster_is_the_local_one(client, tmp_path)
     local = run_leakage(LEAKAGE, cache=local_cache, executor=LocalExecutor())
     from privcore.leakage import run as leakage_run
 
-    leakage_run.forget({k[0] for k in list(leakage_run._GAMES)})  # the worker shares this process: no kept game
+    leakage_run.forget({k[0] for k in leakage_run.kept_games()})  # the worker shares this process: no kept game
     remote = run_leakage(LEAKAGE, cache=dask_cache, executor=DaskExecutor(client=client))
     strip = lambda r: {k: v for k, v in r.to_dict().items() if k not in ("seconds", "cached")}  # noqa: E731
     assert strip(remote) == strip(local) and not remote.cached  # == on floats: bit for bit
@@ -86,9 +86,10 @@ def fake_fashion(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_a_deep_run_on_the_cluster_is_the_local_one(client, fake_fashion, tmp_path):
+def test_a_deep_run_on_the_cluster_is_the_local_one(client, fake_fashion, tmp_path, monkeypatch):
     spec = DeepSpec(**DEEP)
     local = run_deep(spec, cache=ResultCache(tmp_path / "local"), executor=LocalExecutor())
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path / "other"))  # not the teachers' predictions of the local run
     seen = []
     remote = run_deep(spec, cache=ResultCache(tmp_path / "dask"), executor=DaskExecutor(client=client),
                       progress=lambda f, m: seen.append(f))

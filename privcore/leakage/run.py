@@ -30,7 +30,7 @@ from .spec import AttackResult, LeakageResult, LeakageSpec
 from .stats import EpsilonBound, epsilon_lower_bound, roc
 
 __all__ = ["run_leakage", "LeakageCancelled", "LeakageUnit", "execute_leakage_unit", "observe", "audit_scores",
-           "audit_bound", "answers_per_release", "forget", "MAX_OBSERVED", "MAX_AUDIT_ANSWERS"]
+           "audit_bound", "answers_per_release", "forget", "kept_games", "MAX_OBSERVED", "MAX_AUDIT_ANSWERS"]
 #: Largest number of answer entries (repeats x B x targets x C) drawn per world for a prediction
 #: method: the repeats are lowered first (to 1), then the ordinary targets subsampled (every canary
 #: is kept).
@@ -151,6 +151,12 @@ def forget(fingerprints) -> None:  # noqa: ANN001 - an iterable of data fingerpr
     with _GAMES_LOCK:
         for key in [k for k in _GAMES if k[0] in prints]:
             del _GAMES[key]
+
+
+def kept_games() -> list[tuple]:
+    """The keys (data fingerprint, seed, canaries, worlds, references, device) of the games this process keeps."""
+    with _GAMES_LOCK:
+        return list(_GAMES)
 
 
 def answers_per_release(method: str, budget: int) -> int:
