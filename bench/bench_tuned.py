@@ -47,7 +47,7 @@ def main() -> None:
         for r in result.rows:
             cell = f"{r.accuracy_mean:.3f}"
             if mode != "configured" and r.tuned:
-                cell += f" ({knobs_picked(r.tuned)})"
+                cell += f" ({knobs_picked(r.tuned) or 'as configured: no private selection for it'})"
             table.setdefault((r.method, r.epsilon), {})[mode] = cell
     print()
     print(f"{args.dataset}, δ = {args.delta:g}, B = {args.budget}, R = {args.repeats}, corrected accounting")
