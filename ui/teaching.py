@@ -1,7 +1,7 @@
 """Figure builders for the Learn page: pure, instant (no data, no training), plotly only.
 
-Longer than 400 lines on purpose: five independent views (rows + figure each) that share one
-style and one set of calibration helpers; each view is one numbered section below.
+Five independent views (rows + figure each) sharing one style (:mod:`ui.teaching_style`): the first two
+are below, the others in :mod:`ui.amplification`, :mod:`ui.hypothesis` and :mod:`ui.cards`, re-exported here.
 
 Every view has a ``*_rows`` function returning plain dicts (the numbers behind the figure, for the
 CSV export and for tests) and a ``*_figure`` function drawing them. All privacy numbers come from
@@ -26,30 +26,34 @@ The Reproduce page's figure settings live in :mod:`ui.paper`.
 from __future__ import annotations
 
 import math
-import warnings
 from functools import lru_cache
 from math import lgamma as _lgamma
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 from scipy import stats
 
-from privcore import ACCOUNTING_MODES, REGISTRY, CalibrationError, PrivacyBudget, Problem, calibrate
 from privcore.accounting import (
     advanced_gaussian_sigma,
     analytic_gaussian_epsilon,
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
-    dpsgd_epsilon,
     exact_gaussian_sigma,
     optimal_beta,
     zcdp_beta,
 )
-from privcore.tradeoff import dp_region as _region, gaussian_mu, gaussian_tradeoff_tpr
-from ui.figures import METHOD_COLORS, PRINT_TEMPLATE, format_number, plain_log_ticks
-from ui.formula import display_latex
+from ui.amplification import DEFAULT_SAMPLE_RATES, amplification_figure, amplification_rows
+from ui.cards import method_card_blocks, method_card_markdown, method_cards
+from ui.figures import format_number
+from ui.hypothesis import attack_advantage, dp_region, hypothesis_figure, hypothesis_rows
+from ui.teaching_style import GAUSS as _GAUSS
+from ui.teaching_style import LAPLACE as _LAPLACE
+from ui.teaching_style import RULE_COLOURS as _RULE_COLOURS
+from ui.teaching_style import check_delta as _check_delta
+from ui.teaching_style import check_eps as _check_eps
+from ui.teaching_style import style as _style
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -72,41 +76,9 @@ __all__ = [
 
 #: Inference budgets B shown by the composition view (log-spaced integers, 1 to 1000).
 DEFAULT_BUDGETS: tuple[int, ...] = (1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000)
-#: Sample rates q shown by the amplification view.
-DEFAULT_SAMPLE_RATES: tuple[float, ...] = tuple(float(q) for q in np.geomspace(1e-4, 1.0, 17))
 
-# One colour per idea, the same in every teaching figure.
-_LAPLACE = "#1f77b4"
-_GAUSS = "#d62728"
-_RULE_COLOURS = {
-    "basic": "#7f7f7f",
-    "advanced": "#ff7f0e",
-    "tight": "#2ca02c",
-    "zcdp": "#1f77b4",
-    "as published": "#d62728",
-    "no subsampling": "#7f7f7f",
-    "classic bound": "#ff7f0e",
-    "RDP (Opacus)": "#1f77b4",
-    "PRV (Opacus)": "#2ca02c",
-}
 #: Dimensions of the mean-radius panel (MNIST's model sensitivity perturbs D*C = 784*10 numbers).
 _DIMS: tuple[int, ...] = tuple(int(d) for d in np.unique(np.round(np.geomspace(1, 10_000, 25))))
-
-
-def _style(fig: go.Figure, title: str, height: int = 430) -> go.Figure:
-    # The dashboard's print template (white, dark fonts, fixed colours whatever the Streamlit theme).
-    fig.update_layout(template=PRINT_TEMPLATE, title=dict(text=title), height=height,
-                      margin=dict(l=70, r=20, t=80, b=140),
-                      legend=dict(orientation="h", yanchor="top", y=-0.24, xanchor="left", x=0.0))
-    return plain_log_ticks(fig)
-
-
-def _check_eps(epsilon: float) -> float:
-    return PrivacyBudget(float(epsilon), 0.0).epsilon
-
-
-def _check_delta(delta: float) -> float:
-    return PrivacyBudget(1.0, float(delta)).delta
 
 
 # --------------------------------------------------------------------------------------------
@@ -359,277 +331,3 @@ def composition_figure(epsilon: float, delta: float, sensitivity: float = 1.0,
     fig.update_yaxes(title_text="inverse temperature β of the vote", row=1, col=2)
     title = f"How the per-query budget shrinks with B at total (ε, δ) = ({_check_eps(epsilon):g}, {dlt:g})"
     return _style(fig, title, height=540)
-
-
-# --------------------------------------------------------------------------------------------
-# 3. Amplification by subsampling
-# --------------------------------------------------------------------------------------------
-
-
-def _classic_amplification(eps0: float, q: float) -> float:
-    """log(1 + q (e^eps0 - 1)): epsilon of a q-subsampled eps0-DP mechanism (Balle et al. 2018)."""
-    return math.log1p(q * math.expm1(eps0))
-
-
-@lru_cache(maxsize=64)
-def _amplification_cached(sigma: float, dlt: float, rates: tuple[float, ...], steps: int, prv: bool) -> tuple[dict[str, Any], ...]:
-    rows: list[dict[str, Any]] = []
-    eps0 = analytic_gaussian_epsilon(sigma, dlt, 1.0)
-    for q in rates:
-        rows.append({"bound": "no subsampling", "q": q, "steps": steps, "epsilon": eps0 if steps == 1 else math.nan,
-                     "delta": dlt})
-        if steps == 1:
-            rows.append({"bound": "classic bound", "q": q, "steps": 1, "epsilon": _classic_amplification(eps0, q),
-                         "delta": q * dlt})
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            rdp = dpsgd_epsilon(sigma, q, steps, dlt, "rdp")
-            rows.append({"bound": "RDP (Opacus)", "q": q, "steps": steps, "epsilon": rdp, "delta": dlt})
-            if prv:
-                # PRV returns estimate + eps_error: keep the error a small fraction of the value.
-                ref = _classic_amplification(eps0, q) if steps == 1 else rdp
-                try:
-                    value = dpsgd_epsilon(sigma, q, steps, dlt, "prv", eps_error=max(1e-6, 0.02 * ref))
-                except Exception:  # noqa: BLE001 - PRV can fail at extreme rates; the point is left out
-                    value = math.nan
-                rows.append({"bound": "PRV (Opacus)", "q": q, "steps": steps, "epsilon": value, "delta": dlt})
-    return tuple(r for r in rows if math.isfinite(r["epsilon"]))
-
-
-def amplification_rows(noise_multiplier: float, delta: float, rates: Iterable[float] = DEFAULT_SAMPLE_RATES,
-                       steps: int = 1, prv: bool = True) -> list[dict[str, Any]]:
-    """Epsilon of ``steps`` Poisson-subsampled Gaussian steps vs sample rate q (long format).
-
-    ``no subsampling``: the analytic-Gaussian epsilon of one full-batch step at ``delta``
-    (sensitivity 1, std ``noise_multiplier``). ``classic bound``: log(1 + q (e^eps0 - 1)), valid at
-    delta' = q delta <= delta (one step only). ``RDP (Opacus)`` / ``PRV (Opacus)``: the accountants
-    DP-SGD uses, via :func:`privcore.accounting.dpsgd_epsilon`.
-    """
-    z = float(noise_multiplier)
-    if not z > 0:
-        raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier!r}")
-    dlt = _check_delta(delta)
-    if dlt == 0:
-        raise ValueError("the subsampled Gaussian needs delta > 0 (Gaussian noise has no pure-DP guarantee)")
-    qs = tuple(sorted({float(q) for q in rates}))
-    if not qs or qs[0] <= 0 or qs[-1] > 1:
-        raise ValueError(f"sample rates must lie in (0, 1], got {list(rates)!r}")
-    return [dict(r) for r in _amplification_cached(z, dlt, qs, int(steps), bool(prv))]
-
-
-def amplification_figure(noise_multiplier: float, delta: float, rates: Iterable[float] = DEFAULT_SAMPLE_RATES,
-                         steps: int = 1, prv: bool = True, current_rate: float | None = None) -> go.Figure:
-    """Log-log: epsilon of the subsampled Gaussian vs sample rate q, one line per bound."""
-    rows = amplification_rows(noise_multiplier, delta, rates, steps, prv)
-    fig = go.Figure()
-    for bound in ("no subsampling", "classic bound", "RDP (Opacus)", "PRV (Opacus)"):
-        pts = [r for r in rows if r["bound"] == bound]
-        if not pts:
-            continue
-        name = {"no subsampling": "no subsampling (q = 1, analytic Gaussian)",
-                "classic bound": "classic bound log(1 + q(e^ε₀ − 1)), δ′ = qδ"}.get(bound, bound)
-        fig.add_trace(go.Scatter(x=[r["q"] for r in pts], y=[r["epsilon"] for r in pts], mode="lines+markers", name=name,
-                                 marker=dict(size=5), line=dict(color=_RULE_COLOURS[bound],
-                                                                dash="dash" if bound == "no subsampling" else "solid"),
-                                 hovertemplate="q = %{x:.3g}<br>ε = %{y:.4g}<extra>" + bound + "</extra>"))
-    if current_rate is not None:
-        fig.add_vline(x=float(current_rate), line=dict(color="#444", dash="dash", width=1))
-    fig.update_xaxes(type="log", title_text="sample rate q = batch / N")
-    fig.update_yaxes(type="log", title_text=f"ε after {int(steps)} step{'s' if int(steps) != 1 else ''}")
-    title = (f"Amplification by subsampling: Gaussian step with noise multiplier σ = {float(noise_multiplier):g}, "
-             f"δ = {_check_delta(delta):g}")
-    return _style(fig, title, height=500)
-
-
-# --------------------------------------------------------------------------------------------
-# 4. Hypothesis-testing view
-# --------------------------------------------------------------------------------------------
-
-
-def dp_region(epsilon: float, delta: float, fpr: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(lower, upper) true-positive rates reachable at each false-positive rate under (eps, delta)-DP.
-
-    Any test telling D from a neighbour D' from the output satisfies TPR <= e^eps FPR + delta and,
-    applied to the complementary test, 1 - FPR <= e^eps (1 - TPR) + delta (Kairouz, Oh, Viswanath
-    2015), plus the same with D and D' swapped, which gives the lower boundary
-    (:func:`privcore.tradeoff.dp_region`, the one implementation).
-    """
-    return _region(_check_eps(epsilon), _check_delta(delta), fpr)
-
-
-def _laplace_tradeoff(eps: float, fpr: np.ndarray) -> np.ndarray:
-    """TPR of the best threshold test between Laplace(0, 1) and Laplace(eps, 1) (1-D, scale Delta/eps)."""
-    # Threshold t: FPR = P(X > t | 0), TPR = P(X > t | eps).
-    t = stats.laplace.isf(fpr)
-    return stats.laplace.sf(t, loc=eps)
-
-
-@lru_cache(maxsize=64)
-def _hypothesis_cached(eps: float, dlt: float, points: int) -> tuple[dict[str, Any], ...]:
-    half = max(points // 2, 10)
-    x = np.unique(np.concatenate([[0.0], np.geomspace(1e-6, 1.0, half), np.linspace(0.0, 1.0, half)]))
-    lower, upper = dp_region(eps, dlt, x)
-    rows: list[dict[str, Any]] = []
-    for f, lo, hi in zip(x, lower, upper):
-        rows.append({"curve": "dp_upper", "fpr": float(f), "tpr": float(hi)})
-        rows.append({"curve": "dp_lower", "fpr": float(f), "tpr": float(lo)})
-    for f, t in zip(x, _laplace_tradeoff(eps, x)):
-        rows.append({"curve": "laplace", "fpr": float(f), "tpr": float(t)})
-    if dlt > 0:
-        mu = gaussian_mu(eps, dlt)
-        for f, t in zip(x, gaussian_tradeoff_tpr(x, mu)):
-            rows.append({"curve": "gaussian", "fpr": float(f), "tpr": float(t), "mu": mu})
-    return tuple(rows)
-
-
-def hypothesis_rows(epsilon: float, delta: float, points: int = 300) -> list[dict[str, Any]]:
-    """Boundaries of the (eps, delta)-DP region and the mechanisms' trade-off curves (long format).
-
-    Curves: ``dp_upper`` / ``dp_lower`` (the region), ``laplace`` (1-D Laplace mechanism at scale
-    Delta/eps, pure eps-DP) and, for delta > 0, ``gaussian`` (sigma = analytic Gaussian sigma at
-    (eps, delta); TPR = Phi(Phi^-1(FPR) + Delta/sigma)).
-    """
-    return [dict(r) for r in _hypothesis_cached(_check_eps(epsilon), _check_delta(delta), int(points))]
-
-
-def attack_advantage(epsilon: float, delta: float) -> dict[str, float]:
-    """Largest TPR - FPR any test can reach: under (eps, delta)-DP, and for the calibrated Gaussian.
-
-    The DP bound is (e^eps - 1 + 2 delta) / (e^eps + 1) (the corner of the region of
-    :func:`dp_region`); the Gaussian mechanism with mu = Delta / sigma reaches 2 Phi(mu / 2) - 1.
-    """
-    eps, dlt = _check_eps(epsilon), _check_delta(delta)
-    e = math.exp(min(eps, 700.0))
-    out = {"dp_bound": min(1.0, (e - 1.0 + 2.0 * dlt) / (e + 1.0)),
-           "laplace": float(np.max(_laplace_tradeoff(eps, np.linspace(0, 1, 2001)) - np.linspace(0, 1, 2001)))}
-    if dlt > 0:
-        mu = gaussian_mu(eps, dlt)
-        out["gaussian"] = float(2.0 * stats.norm.cdf(mu / 2.0) - 1.0)
-    return out
-
-
-def hypothesis_figure(epsilon: float, delta: float, points: int = 300) -> go.Figure:
-    """The (FPR, TPR) region allowed by (eps, delta)-DP with the calibrated mechanisms' curves."""
-    eps, dlt = _check_eps(epsilon), _check_delta(delta)
-    rows = hypothesis_rows(eps, dlt, points)
-
-    def curve(name: str) -> tuple[list[float], list[float]]:
-        pts = [r for r in rows if r["curve"] == name]
-        return [r["fpr"] for r in pts], [r["tpr"] for r in pts]
-
-    fig = go.Figure()
-    xl, yl = curve("dp_lower")
-    xu, yu = curve("dp_upper")
-    fig.add_trace(go.Scatter(x=xl, y=yl, mode="lines", line=dict(color="#1f77b4", width=1), name="region boundary",
-                             showlegend=False, hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=xu, y=yu, mode="lines", line=dict(color="#1f77b4", width=2), fill="tonexty",
-                             fillcolor="rgba(31,119,180,0.15)",
-                             name=f"reachable by any test under ({eps:g}, {dlt:g})-DP: TPR ≤ e^ε FPR + δ",
-                             hovertemplate="FPR = %{x:.3g}<br>max TPR = %{y:.3g}<extra></extra>"))
-    xs, ys = curve("laplace")
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=_LAPLACE, dash="dot"),
-                             name="Laplace mechanism (scale Δ/ε, δ = 0)",
-                             hovertemplate="FPR = %{x:.3g}<br>TPR = %{y:.3g}<extra>Laplace</extra>"))
-    if dlt > 0:
-        xs, ys = curve("gaussian")
-        mu = [r for r in rows if r["curve"] == "gaussian"][0]["mu"]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=_GAUSS, width=2.5),
-                                 name=f"Gaussian mechanism at calibrated σ = {1 / mu:.3g} Δ",
-                                 hovertemplate="FPR = %{x:.3g}<br>TPR = %{y:.3g}<extra>Gaussian</extra>"))
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dash", width=1),
-                             name="random guessing (perfect privacy)", hoverinfo="skip"))
-    fig.update_xaxes(title_text="false positive rate (say 'D′' when the data were D)", range=[0, 1], constrain="domain")
-    fig.update_yaxes(title_text="true positive rate (say 'D′' when they were D′)", range=[0, 1.01],
-                     scaleanchor="x", scaleratio=1)
-    return _style(fig, f"Hypothesis-testing view: an attacker guessing D or D′ from one output, (ε, δ) = ({eps:g}, {dlt:g})",
-                  height=560)
-
-
-# --------------------------------------------------------------------------------------------
-# 5. Method cards
-# --------------------------------------------------------------------------------------------
-
-
-def _scale_text(scale: Any) -> str:
-    parts = []
-    for key, fmt in (("sigma", "σ = {:.4g}"), ("beta", "β = {:.4g}"), ("noise_multiplier", "noise multiplier = {:.4g}"),
-                     ("rho", "ρ = {:.4g}"), ("per_query_epsilon", "per-query ε = {:.4g}")):
-        value = getattr(scale, key, None)
-        if value is not None:
-            parts.append(fmt.format(value))
-    return ", ".join(parts)
-
-
-def method_cards(epsilon: float, delta: float, problem: Problem | None = None,
-                 accountings: Sequence[str] = ACCOUNTING_MODES) -> list[dict[str, Any]]:
-    """One card per registered method: class attributes plus each accounting mode's calibration.
-
-    Each card: name, label, family, summary, assumptions, wins_when, uses_budget and
-    ``calibrations`` (one dict per mode: accounting, formula, noise, values, notes, error).
-    Calibration is instant except DP-SGD (an accountant bisection, well under a second).
-    """
-    budget = PrivacyBudget(float(epsilon), float(delta))
-    pb = problem if problem is not None else Problem()
-    cards = []
-    for name, m in REGISTRY.items():
-        cals = []
-        for acc in accountings:
-            entry: dict[str, Any] = {"accounting": acc, "formula": "", "noise": "", "values": "", "notes": [], "error": ""}
-            try:
-                scale = calibrate(name, budget, pb, acc)
-                entry.update(formula=scale.formula, noise=scale.noise, values=_scale_text(scale), notes=list(scale.notes))
-            except CalibrationError as err:
-                entry["error"] = str(err)
-            cals.append(entry)
-        cards.append({"name": name, "label": m.label, "color": METHOD_COLORS.get(name, "#888888"), "family": m.family, "summary": m.summary,
-                      "assumptions": m.assumptions, "wins_when": m.wins_when, "uses_budget": m.uses_budget,
-                      "uses": list(m.uses), "supports_pure": m.supports_pure, "calibrations": cals})
-    return cards
-
-
-def method_card_markdown(card: dict[str, Any]) -> str:
-    """Markdown for one card from :func:`method_cards` (formulas in code spans, one line per mode)."""
-    family = ("private training: the model is private, any number of predictions" if card["family"] == "training"
-              else "private prediction: the guarantee covers B predictions only")
-    lines = [f"**{card['label']}** (`{card['name']}`) · *{family}*", "",
-             card["summary"], "",
-             f"- **Assumptions:** {card['assumptions']}",
-             f"- **Wins when:** {card['wins_when']}",
-             "- **Calibration at the chosen (ε, δ):**"]
-    for cal in card["calibrations"]:
-        if cal["error"]:
-            lines.append(f"    - `{cal['accounting']}`: not available: {cal['error']}")
-            continue
-        text = f"    - `{cal['accounting']}`: `{cal['formula']}`"
-        if cal["values"]:
-            text += f" → {cal['values']}"
-        lines.append(text)
-        for note in cal["notes"]:
-            lines.append(f"        - *{note}*")
-    return "\n".join(lines)
-
-
-def method_card_blocks(card: dict[str, Any]) -> list[tuple[str, str]]:
-    """One card from :func:`method_cards` as ``(kind, text)`` blocks for the page to draw in order,
-    kind in ``markdown``, ``latex``, ``text``, ``caption`` (the Streamlit call of that name).
-
-    Formulas are typeset with :func:`ui.formula.display_latex`, as Explore's and Calibrate's are
-    (:func:`ui.display.show_formulas`); one it cannot read safely stays plain text, never half-rendered
-    (the cards showed raw ASCII: ``sqrt(2/B)``, ``lam``, ``chi_{2C}``).
-    """
-    family = ("private training: the model is private, any number of predictions" if card["family"] == "training"
-              else "private prediction: the guarantee covers B predictions only")
-    blocks = [("markdown", "\n".join([f"**{card['label']}** (`{card['name']}`) · *{family}*", "", card["summary"], "",
-                                       f"- **Assumptions:** {card['assumptions']}",
-                                       f"- **Wins when:** {card['wins_when']}", "",
-                                       "**Calibration at the chosen (ε, δ):**"]))]
-    for cal in card["calibrations"]:
-        if cal["error"]:
-            blocks.append(("markdown", f"`{cal['accounting']}`: not available: {cal['error']}"))
-            continue
-        blocks.append(("markdown", f"`{cal['accounting']}`" + (f" → {cal['values']}" if cal["values"] else "")))
-        if cal["formula"]:
-            latex = display_latex(cal["formula"])
-            blocks.append(("latex", latex) if latex else ("text", cal["formula"]))
-        blocks.extend(("caption", note) for note in cal["notes"])
-    return blocks
