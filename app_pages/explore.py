@@ -128,9 +128,42 @@ def show_point(rows: list[dict]) -> None:
         display.show_formulas(rows)
 
 
+def curve_values(axis: str) -> tuple:
+    """The x values of the tab's curve other than epsilon (B, delta or N)."""
+    if axis == "budget":
+        return tuple(sorted(set(B_VALUES) | {s.budget}))
+    if axis == "delta":
+        return tuple(sorted(set(DELTA_VALUES) | ({s.delta} if s.delta > 0 else set())))
+    lowest, avail = setting.min_train_size(s), side.info.train_rows(s.classes)  # a class filter keeps fewer rows
+    return tuple(sorted({v for v in N_VALUES if lowest <= v <= avail} | {s.effective_n(side.info)}))
+
+
+def curve_spec_kwargs(axis: str, lo: float, hi: float) -> dict:
+    """:func:`ui.setting.make_spec`'s arguments of the tab's curve (``lo``, ``hi``: the ε curve's range)."""
+    if axis == "epsilon":
+        return {"epsilons": setting.curve_epsilons(lo, hi, current=s.eps)}
+    return {"epsilons": (s.eps,), "vary": axis, "values": curve_values(axis)}
+
+
+def approve_curve_with_point(axis: str) -> None:
+    """The click on the current setting's "Compute" approves the active tab's curve too (its quick part
+    included): one click computes what the page shows (a walk-through needed a second click for the curve)."""
+    try:
+        curve = setting.make_spec(side, s, **curve_spec_kwargs(axis, state.get("eps_min"), state.get("eps_max")))
+    except (ValueError, TypeError):  # the tab says what is wrong with it
+        return
+    approved = st.session_state.setdefault("_approved", {})
+    approved[f"curve_{axis}"] = curve.key
+    quick = setting.quick_subset(curve)
+    if quick is not None:
+        approved[f"curve_{axis}_quick"] = quick.key
+
+
 point_spec = display.spec_or_error(side, s, epsilons=(s.eps,))
 if point_spec is None:
     st.stop()
+if st.session_state.get("point_compute"):  # this run is the click on the current setting's Compute button
+    approve_curve_with_point(active)
 with point_status.container():  # progress (and a cancelled notice) where the recommendation will appear
     point = progress.run_with_progress(point_spec, key="point", label="Current setting")
 if point is None:  # failed, cancelled or waiting for its Compute click: the previous chart stays
@@ -164,7 +197,7 @@ def curve_tab(axis: str) -> None:
         c1, c2 = tab_controls.columns(2)
         lo = controls.log_select("eps_min", "Smallest ε on the curve", [e for e in controls.EPS_GRID if e <= 10], container=c1)
         hi = controls.log_select("eps_max", "Largest ε on the curve", [e for e in controls.EPS_GRID if e >= 1], container=c2)
-        eps = setting.curve_epsilons(lo, hi, current=s.eps)
+        eps = curve_spec_kwargs(axis, lo, hi)["epsilons"]
         if lo > hi:  # a link may carry them crossed: say so, the curve still runs from the smaller to the larger
             tab_controls.warning(f"The smallest ε on the curve ({format_number(lo)}) is above the largest "
                                  f"({format_number(hi)}): the curve runs from {format_number(hi)} to {format_number(lo)}.")
@@ -177,23 +210,19 @@ def curve_tab(axis: str) -> None:
         bundled = (side.dataset, s.lam, s.dim, s.classes) == (state.DEFAULTS["dataset"], state.DEFAULTS["lam"], None, None)
         note = try_this(s.delta, s.budget, bundled=bundled)  # its quoted outcomes are the bundled data's
     elif axis == "budget":
-        values = tuple(sorted(set(B_VALUES) | {s.budget}))
-        spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="budget", values=values)
+        spec = display.spec_or_error(side, s, **curve_spec_kwargs(axis, 0.0, 0.0))
         x, log_x, current, xname = "budget", True, s.budget, AXIS_SYMBOLS["budget"]
         title = f"Test accuracy vs number of predictions B (ε = {format_number(s.eps)}, δ = {format_number(s.delta)})"
         note = "Only the private-prediction methods depend on B; the private-training methods are flat."
     elif axis == "delta":
-        values = tuple(sorted(set(DELTA_VALUES) | ({s.delta} if s.delta > 0 else set())))
-        spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="delta", values=values)
+        spec = display.spec_or_error(side, s, **curve_spec_kwargs(axis, 0.0, 0.0))
         x, log_x, current, xname = "delta", True, (s.delta if s.delta > 0 else None), AXIS_SYMBOLS["delta"]
         title = f"Test accuracy vs δ (ε = {format_number(s.eps)}, B = {s.budget:,})"
         note = "δ = 0 (pure DP, no DP-SGD) cannot sit on a log axis: set δ = 0 above to see it in the table."
     else:
-        lowest = setting.min_train_size(s)
-        avail = info.train_rows(s.classes)  # a class filter keeps fewer rows
-        top = max(n_eff, avail)
-        values = tuple(sorted({v for v in N_VALUES if lowest <= v <= avail} | {n_eff}))
-        spec = display.spec_or_error(side, s, epsilons=(s.eps,), vary="n", values=values)
+        top = max(n_eff, info.train_rows(s.classes))
+        values = curve_values(axis)
+        spec = display.spec_or_error(side, s, **curve_spec_kwargs(axis, 0.0, 0.0))
         x, log_x, current, xname = "n", True, n_eff, AXIS_SYMBOLS["n"]
         title = f"Test accuracy vs training-set size N (ε = {format_number(s.eps)}, δ = {format_number(s.delta)})"
         note = (f"N runs from {min(values):,} (at least T = {s.teachers} and the DP-SGD batch) to the "

@@ -276,3 +276,19 @@ def test_pca_caveat_is_stated_in_the_recommendation_box():
     at = app(methods='["model_sensitivity","subsample_aggregate"]', dim="10").run()  # synthetic: D = 20
     assert not at.exception, at.exception
     assert any(t.startswith("What the guarantee covers: D = 10 uses PCA") for t in texts(at.caption))
+
+
+def test_one_compute_click_computes_the_current_setting_and_the_curve(monkeypatch):
+    # The walk-through's first Compute covered only the current setting; the curve waited for a second click.
+    import json
+
+    monkeypatch.setenv("PRIVCORE_COMPUTE_THRESHOLD_S", "0.001")  # everything is "expensive"
+    at = app(eps="2.0", lam="0.01", methods='["model_sensitivity","loss_perturbation"]').run()
+    assert not at.exception, at.exception
+    assert [b.key for b in at.button if b.key.endswith("_compute")] == ["point_compute"]
+    at.button(key="point_compute").click().run()
+    assert not at.exception, at.exception
+    assert not [b.key for b in at.button if b.key.endswith("_compute")], [b.key for b in at.button]
+    ran = [json.loads(k) for k in at.session_state["_sweep_memo"].keys()]
+    assert any(len(r["epsilons"]) > 1 for r in ran), ran                  # the ε curve ran on the same click
+    assert at.get("plotly_chart")
