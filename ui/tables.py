@@ -85,8 +85,10 @@ NOISE_TABLE_HEADERS: dict[str, tuple[str, str]] = {
     "Noise multiplier": ("z", "DP-SGD's noise multiplier σ / clip"),
     "Per-query ε": ("ε/query", "what each of the B answers may spend"),
     "Threshold": ("Thresh.", "vote threshold of the methods that may abstain"),
-    "Answered": ("Answered", "share of queries answered (abstentions count as wrong)"),
-    "ε data-dependent (not a guarantee)": ("ε data-dep.", "PATE's data-dependent epsilon: a function of the private "
+    # Short headers, explained by the hover help and the legend under the table: with paper accounting's
+    # "Real ε" the table ran 46 px past a 1,400 px page beside the sidebar (tests/test_browser_widths.py).
+    "Answered": ("Answ.", "share of queries answered (abstentions count as wrong)"),
+    "ε data-dependent (not a guarantee)": ("ε dd", "PATE's data-dependent epsilon: a function of the private "
                                                           "votes, not the guarantee; showing it is itself a release "
                                                           "of private information"),
     "ε to publish the data-dependent ε": ("ε publ.", "what publishing the data-dependent epsilon itself would "
