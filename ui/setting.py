@@ -269,7 +269,9 @@ TUNING_NOTES = {
                  "non-private upper bound of what tuning gives (no privacy guarantee covers the choice)."),
     "private": ("Each method at the point of its own knob grid that a private selection picked (report noisy max "
                 "over one private release per candidate on 80 % of the training data, scored on the other 20 %); "
-                "the selection spends 10 % of ε and δ, the release the rest: ε and δ are the totals."),
+                "the selection spends 10 % of ε and δ, the release the rest: ε and δ are the totals. Sparse vector and "
+                "the PATE student run as configured: their answers couple queries, so no private selection covers "
+                "them."),
 }
 
 

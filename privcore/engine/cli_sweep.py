@@ -147,6 +147,9 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         print("error: none of the requested methods can run at this setting (the warnings above say why)",
               file=sys.stderr)
         return 2
+    if args.tuning == "held-out":
+        print("warning: --tuning held-out picks each method's knobs on the test queries: an optimistic upper bound, "
+              "not a private result (no guarantee covers the choice)", file=sys.stderr)
     print(format_rows(result.rows, args.format, tuned=args.tuning != "configured"))
     if not args.quiet:
         print(f"{len(result.rows)} rows in {result.seconds:.1f} s on {result.device} "

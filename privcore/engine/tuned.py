@@ -48,7 +48,7 @@ __all__ = ["TUNING_MODES", "TUNING_LABELS", "Candidate", "candidates", "run_tune
 
 #: How a held-out row's ``tuned`` text starts (then the knobs picked); a private row's starts
 #: "private: " and ends with the selection's terms in brackets. TUNING_LABELS say what each means.
-HELD_OUT_PREFIX = "held-out: "
+HELD_OUT_PREFIX = "held-out (not private): "
 #: Knobs of a SweepSpec a grid may set (anything else in a grid is a method parameter).
 _SPEC_KNOBS = ("lam", "teachers", "clip", "learning_rate", "batch_size", "epochs")
 
@@ -63,7 +63,7 @@ class Candidate:
 
     def describe(self) -> str:
         """``knob=value, ...`` over every grid knob (spec knobs, then parameters)."""
-        return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.knobs + self.params)
+        return ", ".join(f"{k}={v!r}" for k, v in self.knobs + self.params)  # repr: read back exactly
 
 
 def candidates(base: str, spec: SweepSpec, n: int | None = None) -> list[Candidate]:
@@ -190,7 +190,6 @@ def _private_runs(spec: SweepSpec, store: ResultCache, progress: ProgressFn | No
     """Choose each method's knobs privately per variant and epsilon, then one release sweep per
     (variant, chosen candidate) at the release budget."""
     runs = []
-    secret = secure_seed() if spec.secure_noise else None
     variants = spec.variants()
     for value, vspec in variants:
         ds = load_dataset(vspec.data.name, seed=vspec.seed, **vspec.data.load_kwargs())
@@ -210,7 +209,10 @@ def _private_runs(spec: SweepSpec, store: ResultCache, progress: ProgressFn | No
                 runs.append((dataclasses.replace(vspec, methods=(base,), baseline=False),
                              _private_relabel(base, {}, vspec.delta, spec.vary, value, text)))
                 continue
-            picks = _choose(base, cands, ds, vspec, budgets, store, secret)
+            if spec.secure_noise:  # each epsilon's selection its own secret seed (no common random numbers)
+                picks = [_choose(base, cands, ds, vspec, [b], store, secure_seed())[0] for b in budgets]
+            else:
+                picks = _choose(base, cands, ds, vspec, budgets, store, None)
             chosen: dict[int, list[float]] = {}
             for e, j in zip(vspec.epsilons, picks):
                 chosen.setdefault(j, []).append(e)
@@ -246,7 +248,10 @@ def _choose(base: str, cands: list[Candidate], ds: Any, vspec: SweepSpec, budget
 
     def make(c: Candidate) -> Callable[[Any], Problem]:
         return lambda d: _problem(d, dataclasses.replace(vspec, **dict(c.knobs)))
-    picks = private_choice([(get_method(c.method), make(c)) for c in cands], ds, vspec.seed, vspec.accounting,
+    # paper mode reproduces the paper's calibrations; the paper made no private selection, and a
+    # selection calibrated by paper mode would spend more than its share: the candidates use corrected.
+    accounting = "corrected" if vspec.accounting == "paper" else vspec.accounting
+    picks = private_choice([(get_method(c.method), make(c)) for c in cands], ds, vspec.seed, accounting,
                            budgets, device, noise_seed, lambda j: derive_seed(noise_seed, "candidate", base, j),
                            ("tuned_noisy_max", base), keep=secret is None)
     if secret is None:

@@ -165,6 +165,8 @@ def private_choice(candidates: list[tuple[Method, Callable[[Dataset], Problem]]]
     if coupled:  # report noisy max's 1 / |V| sensitivity needs answers that depend on their own query alone
         raise ValueError(f"{', '.join(coupled)} cannot be selected privately: one validation row can change its "
                          "answers to other validation rows, so its score moves by more than 1/|V|")
+    if accounting == "paper":  # a selection's candidates spend what they claim (the paper made no selection)
+        accounting = "corrected"
     sub, n_val = _split(ds, split_seed)
     k = len(candidates)
     if k == 0:

@@ -76,7 +76,7 @@ def test_held_out_is_at_least_as_configured_and_says_it_is_not_private(tmp_path)
     for r in tuned.rows:
         assert r.accuracy_mean >= plain[(r.method, r.epsilon)]
         if r.method != "non_private":
-            assert r.tuned.startswith("held-out: ")
+            assert r.tuned.startswith("held-out (not private): ")
 
 
 def test_private_rows_spend_the_release_budget_and_report_the_total(tmp_path):
@@ -178,6 +178,29 @@ def test_report_noisy_max_meets_its_epsilon_exactly_and_the_monotone_scale_does_
         worst[name] = max(ratios)
     assert worst["ours"] <= math.exp(eps) * (1 + 1e-12)
     assert worst["monotone scale (known-bad)"] > math.exp(1.5 * eps)
+    # The ratio reaches e^(2 Delta / b) only as the gap goes to minus infinity: the limit, checked directly,
+    # catches a scale even slightly below 2 Delta / eps (c = 1.9), which the finite grid above would not.
+    for c, ok in ((2.0, True), (1.9, False)):
+        b = c / (n_val * eps)
+        assert (2 * delta_score / b <= eps * (1 + 1e-12)) is ok
+    assert noisy_max_scale(n_val, eps) == pytest.approx(2.0 / (n_val * eps), rel=1e-15)
+
+
+def test_the_selection_uses_the_scale_of_its_share_and_of_the_validation_part(monkeypatch, tmp_path):
+    """private_choice itself: its noisy max is called with |V| of the public split and f eps."""
+    import privcore.engine.tuning as tuning
+
+    seen = []
+    real = tuning.noisy_max_scale
+    monkeypatch.setattr(tuning, "noisy_max_scale", lambda n, e: seen.append((n, e)) or real(n, e))
+    spec = _spec(methods=("subsample_aggregate",), epsilons=(1.0, 10.0))
+    run_tuned(spec, "private", cache=ResultCache(tmp_path))
+    from privcore.data import load_dataset
+
+    ds = load_dataset("synthetic", seed=0)
+    n_val = ds.n - int(round(0.8 * ds.n))
+    assert {n for n, _ in seen} == {n_val}
+    assert sorted(e for _, e in seen) == pytest.approx([SELECTION_FRACTION * e for e in spec.epsilons])
 
 
 def test_a_statement_of_a_tuned_row_states_the_picked_knobs_and_the_selection():
@@ -193,7 +216,7 @@ def test_a_statement_of_a_tuned_row_states_the_picked_knobs_and_the_selection():
     assert s["noise"]["sigma"] == pytest.approx(want.sigma, rel=1e-12)
     assert s["epsilon"] == pytest.approx(3.0, rel=1e-12) and s["delta"] == pytest.approx(1e-5, rel=1e-12)
     assert s["knob_selection"]["candidates"] == 9 and s["setting"]["neighbours"] == 50
-    held = privacy_statement("subsample_aggregate", 3.0, 1e-5, problem, tuned="held-out: teachers=64")
+    held = privacy_statement("subsample_aggregate", 3.0, 1e-5, problem, tuned="held-out (not private): teachers=64")
     assert held["setting"]["teachers"] == 64 and held["epsilon"] == 3.0
     assert "NOT covered" in statement_markdown(held)
     assert privacy_statement("subsample_aggregate", 3.0, 1e-5, problem)["knob_selection"] is None
@@ -239,3 +262,46 @@ def test_a_tuned_estimate_counts_the_candidates(tmp_path, monkeypatch):
     held = estimate_seconds(_spec(tuning="held-out"))
     private = estimate_seconds(_spec(tuning="private"))
     assert held > plain and private > plain
+
+
+def _answers_with_one_test_row_replaced(method: str):
+    """(answers, answers with test row 7 replaced, other rows' indices) of ``method`` under the same
+    seed, released the way a selection's candidate is: on a context whose test set is the queries."""
+    import torch
+
+    from privcore.context import TrainContext
+    from privcore.data import Dataset, load_dataset
+
+    ds = load_dataset("synthetic", seed=0)
+    x_other = ds.x_test.copy()
+    x_other[7] = ds.x_test[300]
+    other = Dataset(ds.name, ds.x_train, ds.y_train, x_other, ds.y_test, ds.classes, ds.fingerprint + ":r7", ds.notes)
+    m = REGISTRY[method]
+    problem = Problem(n=ds.n, dim=ds.dim, classes=ds.classes, lam=1e-2, teachers=8, budget=ds.x_test.shape[0],
+                      batch_size=64, epochs=1)
+    scales = [m.calibrate(PrivacyBudget(3.0, 1e-5), problem)]
+    out = []
+    for d in (ds, other):
+        ctx = TrainContext.from_dataset(d, problem, 0, torch.device("cpu"))
+        got = m.release(ctx, scales, 2)
+        if m.releases == "model":
+            got = ctx.logits(got.view(-1, *got.shape[-2:]), ctx.x_test).argmax(-1)
+        elif m.releases == "logits":
+            got = got.argmax(-1)
+        out.append(got)
+    return out[0], out[1], [i for i in range(ds.x_test.shape[0]) if i != 7]
+
+
+@pytest.mark.parametrize("method", [m for m in REGISTRY if not REGISTRY[m].couples_queries])
+def test_each_answer_depends_on_its_own_query_alone(method):
+    """What report noisy max's 1/|V| sensitivity needs (Method.couples_queries False): under the same noise,
+    replacing one query row changes no answer to another row."""
+    import torch
+
+    a, b, others = _answers_with_one_test_row_replaced(method)
+    assert torch.equal(a[..., others], b[..., others]), method
+
+
+def test_the_answer_coupling_check_catches_the_student():
+    a, b, others = _answers_with_one_test_row_replaced("pate_student")  # trained on the query rows' features
+    assert not bool((a[..., others] == b[..., others]).all())

@@ -1,13 +1,12 @@
-"""Review of the private tuned comparison (privcore.engine.tuned): two open defects, each an xfail(strict=True)
-that fails for the stated reason today, so the suite stays green and the fix turns it into an XPASS (remove the
-mark then). Each test records what the selection was asked (a spy on tuned.private_choice that picks candidate 0
+"""Review of the private tuned comparison (privcore.engine.tuned): two defects it found, fixed: with secure noise
+each epsilon's selection has its own secret seed; under paper accounting the selection's candidates are
+calibrated by corrected accounting, so the statement's selection epsilon is what they really spend. Each test records what the selection was asked (a spy on tuned.private_choice that picks candidate 0
 without computing it), so the release sweep alone runs: a few seconds on the synthetic data."""
 
 from __future__ import annotations
 
 import dataclasses
 
-import pytest
 
 import privcore.engine.tuned as tuned
 from privcore.accounting.forward import replace_one_epsilon
@@ -36,9 +35,6 @@ def _spec(**kw) -> SweepSpec:
     return SweepSpec(**base)
 
 
-@pytest.mark.xfail(strict=True, reason="review: with secure noise one secret seed drives the private selections of "
-                   "every epsilon (and every variant): the candidates' unit noise is shared across epsilons (common "
-                   "random numbers), which docs/spec.md 'Release mode' rules out for published rows")
 def test_secure_noise_gives_each_epsilons_selection_its_own_secret_seed(monkeypatch):
     calls = _spy(monkeypatch)
     tuned.run_tuned(_spec(secure_noise=True), "private", cache=ResultCache(enabled=False))
@@ -47,9 +43,6 @@ def test_secure_noise_gives_each_epsilons_selection_its_own_secret_seed(monkeypa
     assert len({seed for seed, _ in selections}) == len(selections)  # today: 1 seed for 2 selections
 
 
-@pytest.mark.xfail(strict=True, reason="review: under paper accounting the selection's candidates are calibrated in "
-                   "paper mode too (S&A at delta = 0: really 2x their share), but the statement adds the nominal "
-                   "selection epsilon (0.1 eps) to the release's real epsilon: it understates the total")
 def test_statement_of_a_private_tuned_row_covers_what_the_selection_really_spent(monkeypatch):
     calls = _spy(monkeypatch)
     spec = _spec(epsilons=(1.0,), delta=0.0, accounting="paper")
