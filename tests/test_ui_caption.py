@@ -226,3 +226,13 @@ def test_a_dpsgd_chart_records_its_knobs_in_caption_metadata_and_csv():
     without = settings_of(SweepSpec(data=DataSpec(name="digits", classes=2), methods=("model_sensitivity",)),
                           _rows("corrected"), dataset="digits")
     assert not set(without) & {"epochs", "batch_size", "clip", "learning_rate"}  # no DP-SGD: not stated
+
+
+def test_a_tuned_chart_says_so_in_its_caption():
+    from privcore.engine.specs import DataSpec, SweepSpec
+    from ui.caption import caption_text, settings_of
+
+    spec = SweepSpec(data=DataSpec(name="synthetic"), methods=("subsample_aggregate",), tuning="held-out")
+    assert "not private" in caption_text(settings_of(spec, []))
+    assert "knobs" not in caption_text(settings_of(SweepSpec(data=DataSpec(name="synthetic"),
+                                                             methods=("subsample_aggregate",)), []))

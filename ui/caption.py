@@ -89,6 +89,9 @@ def settings_of(spec: Any, rows: Sequence[Mapping[str, Any]], *, dataset: str | 
     extra = {"preprocess": d.preprocess} if d.name == "file" else {}
     if any(k in get_method(m).uses for m in spec.methods for k in DPSGD_KNOBS):  # DP-SGD (or a method like it)
         extra.update({k: getattr(spec, k) for k in DPSGD_KNOBS})
+    if getattr(spec, "tuning", "configured") != "configured":  # each method at its own knobs (rows' "tuned")
+        extra["knobs"] = {"held-out": "tuned on held-out data (not private)",
+                          "private": "tuned privately (in ε)"}[spec.tuning]
     return chart_settings(rows, dataset=dataset or d.name, seed=spec.seed, accounting=spec.accounting,
                           repeats=spec.repeats, extra=extra)
 

@@ -305,3 +305,4 @@ def test_each_answer_depends_on_its_own_query_alone(method):
 def test_the_answer_coupling_check_catches_the_student():
     a, b, others = _answers_with_one_test_row_replaced("pate_student")  # trained on the query rows' features
     assert not bool((a[..., others] == b[..., others]).all())
+
