@@ -35,15 +35,15 @@ def test_cifar_offline_shows_one_error_and_a_matching_label(tmp_path, monkeypatc
 
     monkeypatch.setenv(cifar.CIFAR_ENV, str(tmp_path / "cifar"))
     monkeypatch.setattr(cifar, "download_verified", offline)
-    at = run(PAGE, {})
-    at.session_state["deep_dataset"] = "cifar-10"
+    at = run(PAGE, {"deep_data": '"cifar-10"'})  # the page's data set lives in the URL
     at.run()
     assert not at.exception, at.exception
     errors = texts(at.error)
     assert len(errors) == 1 and errors[0].startswith("CIFAR-10 is not available"), errors
     assert len(tries) == 1  # not a second download attempt either
-    box = next(s for s in at.selectbox if s.key == "deep_preset")
+    box = next(s for s in at.selectbox if s.label == "Model and training")
     assert box.options[0] == "Small CNN on 5,000 training images (CPU, about a minute on Fashion-MNIST)", box.options
     assert all("Fashion-MNIST images" not in o for o in box.options), box.options
     assert any("Nothing is computed or drawn for CIFAR-10" in t for t in texts(at.caption)), texts(at.caption)
-    assert not at.get("plotly_chart")
+    # Only the shipped Figure 7 (Fashion-MNIST, shown before anyone trains): nothing for CIFAR-10.
+    assert all(c.key.startswith("deep_shipped") for c in at.get("plotly_chart"))
