@@ -210,7 +210,7 @@ def _runnable_now(samples: int = 5, pause: float = 0.003) -> float | None:
 
 def slowdown() -> float:
     """How much slower than idle this machine runs now (other jobs on a shared machine stretch
-    every piece alike): runnable jobs per core, at least 1. ``PRIVCORE_SLOWDOWN`` (a number >= 1)
+    every piece alike): (other runnable jobs + the run's own threads) per core, at least 1. ``PRIVCORE_SLOWDOWN`` (a number >= 1)
     fixes it instead, e.g. in a container whose load average counts the host's jobs.
 
     The 1-minute load average lags: a minute after other jobs stopped it still reads high, and an idle
@@ -232,11 +232,65 @@ def slowdown() -> float:
     except (OSError, AttributeError):
         return 1.0
     cores = os.cpu_count() or 1
-    past = max(1.0, load / cores)
+    threads = _compute_threads(cores)
+    # This process's own recent work is in the load average too (the server's warm-up, the sweep it
+    # just finished): it will not compete with the next run, and counting it made estimates read
+    # 2-4x too long after a computation (issue 32). Others' jobs and the run's own threads share the cores.
+    past = max(1.0, (max(load - _own_load(), 0.0) + threads) / cores)
     now = _runnable_now()
     if now is None:
         return past
-    return math.sqrt(past * max(1.0, now / cores))
+    return math.sqrt(past * max(1.0, (max(now - _own_runnable(), 0.0) + threads) / cores))
+
+
+def _compute_threads(cores: int) -> int:
+    """Threads a run computes on: torch's intra-op threads where torch is loaded, else every core."""
+    torch = sys.modules.get("torch")
+    try:
+        return max(1, min(int(torch.get_num_threads()), cores)) if torch is not None else cores
+    except (AttributeError, TypeError, ValueError):
+        return cores
+
+
+_OWN: dict[str, float] = {}  # the last reading of this process's CPU time: wall, cpu, recent load
+
+
+def _own_load() -> float:
+    """This process's share of the 1-minute load average: its CPU seconds per second, averaged with the
+    kernel's weights (exp(-t / 60 s)) over the readings of this function (the first one: since the
+    process started)."""
+    import time
+
+    wall, cpu = time.monotonic(), time.process_time()
+    if not _OWN:
+        try:
+            with open("/proc/self/stat") as fh:
+                start = int(fh.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+            with open("/proc/uptime") as fh:
+                age = max(float(fh.read().split()[0]) - start, 1e-3)
+        except (OSError, ValueError, IndexError):
+            age = 60.0
+        _OWN.update(wall=wall - age, cpu=0.0, load=0.0)
+    dt = max(wall - _OWN["wall"], 1e-3)
+    keep = math.exp(-dt / 60.0)
+    load = _OWN["load"] * keep + (cpu - _OWN["cpu"]) / dt * (1.0 - keep)
+    _OWN.update(wall=wall, cpu=cpu, load=load)
+    return load
+
+
+def _own_runnable() -> int:
+    """Threads of this process runnable now (this one included), from /proc/self/task; 1 where unreadable."""
+    count = 0
+    try:
+        for task in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{task}/stat") as fh:
+                    count += fh.read().rsplit(")", 1)[1].split()[0] == "R"
+            except (OSError, IndexError):
+                continue
+    except OSError:
+        return 1
+    return max(count, 1)
 
 
 def _variant_sizes(spec: SweepSpec, sizes: DataSizes) -> tuple[int, int, int, int]:
