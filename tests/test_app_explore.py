@@ -292,3 +292,14 @@ def test_one_compute_click_computes_the_current_setting_and_the_curve(monkeypatc
     ran = [json.loads(k) for k in at.session_state["_sweep_memo"].keys()]
     assert any(len(r["epsilons"]) > 1 for r in ran), ran                  # the ε curve ran on the same click
     assert at.get("plotly_chart")
+
+
+def test_the_kept_chart_records_the_dpsgd_knobs():
+    # The chart kept while a new setting waits (ui.progress.show_previous) is the captioned figure: DP-SGD's
+    # epochs, batch, clip and learning rate are in its caption row and metadata (issue 32, item 5).
+    at = app(methods='["dpsgd","model_sensitivity"]', clip="0.25").run()
+    assert not at.exception, at.exception
+    fig = at.session_state["_last_figures"]["fig_epsilon"]
+    meta = fig.layout.meta["privcore"]
+    assert meta["epochs"] == 1 and meta["clip"] == 0.25 and {"batch_size", "learning_rate"} <= set(meta), meta
+    assert "DP-SGD epochs = 1" in meta["caption"] and "clip = 0.25" in meta["caption"]
