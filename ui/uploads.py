@@ -17,6 +17,7 @@ using it ends (:func:`use_upload`, :func:`sweep_sessions`; a background thread c
 from __future__ import annotations
 
 import hashlib
+import atexit
 import os
 import threading
 import time
@@ -246,6 +247,8 @@ _SESSIONS_LOCK = threading.Lock()
 _IN_USE: dict[str, dict[str, float]] = {}  # upload path -> {session id: last run}
 _LAST_USED: dict[str, float] = {}  # upload path -> when a session last used it (for expiry, oldest first)
 _SWEEPER: list[threading.Thread] = []
+_SWEEPER_STOP = threading.Event()
+_STOP_REGISTERED: list[bool] = []
 
 
 def _session_id() -> str | None:
@@ -329,8 +332,7 @@ def _start_sweeper() -> None:
         def loop() -> None:
             from privcore.engine.release import trim_heap
 
-            while True:
-                time.sleep(SWEEP_INTERVAL_S)
+            while not _SWEEPER_STOP.wait(SWEEP_INTERVAL_S):
                 try:
                     sweep_sessions()
                     # Streamlit frees a closed session's state up to 2 minutes later (it may reconnect):
@@ -341,7 +343,19 @@ def _start_sweeper() -> None:
 
         thread = threading.Thread(target=loop, name="privcore-upload-sweeper", daemon=True)
         _SWEEPER[:] = [thread]
+        _SWEEPER_STOP.clear()
         thread.start()
+        if not _STOP_REGISTERED:
+            # Stopped before the interpreter finalises: a daemon thread still inside native code
+            # (the heap trim) while Python shuts down aborts the process ("terminate called ...").
+            atexit.register(_stop_sweeper)
+            _STOP_REGISTERED.append(True)
+
+
+def _stop_sweeper() -> None:
+    _SWEEPER_STOP.set()
+    for thread in list(_SWEEPER):
+        thread.join(timeout=5.0)
 
 
 def load_error_text(err: object, data_file: str | None) -> str:

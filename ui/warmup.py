@@ -23,6 +23,7 @@ import asyncio
 import gc
 import logging
 import os
+import atexit
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -33,6 +34,7 @@ __all__ = ["warm_default_view", "freeze_heap", "warm_all", "start", "stop", "lif
 _LOG = logging.getLogger(__name__)
 _START_LOCK = threading.Lock()
 _THREAD: list[threading.Thread] = []
+_EXIT_HOOK: list[bool] = []
 _STOP = threading.Event()
 
 
@@ -104,6 +106,9 @@ def start() -> bool:
         thread = threading.Thread(target=warm_all, name="privcore-warmup", daemon=True)
         _THREAD.append(thread)
         thread.start()
+        if not _EXIT_HOOK:  # stopped before the interpreter finalises (a daemon thread in native code aborts it)
+            atexit.register(stop)
+            _EXIT_HOOK.append(True)
         return True
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
 import threading
@@ -9,6 +10,16 @@ import threading
 __all__ = ["warm_up"]
 
 _LOG = logging.getLogger(__name__)
+
+
+#: Background imports started in this process (joined at exit, see :func:`_join_imports`).
+_IMPORTS: list[threading.Thread] = []
+_IMPORTS_LOCK = threading.Lock()
+
+
+def _join_imports(timeout: float = 30.0) -> None:
+    for thread in list(_IMPORTS):
+        thread.join(timeout)
 
 
 def _import_quietly(module: str) -> None:
@@ -41,6 +52,12 @@ def warm_up(dataset: str = "mnist-5k", accounting: str = "corrected", *, wait: b
     if accounting == "corrected" and bundle.covers(dataset):
         module = "privcore.accounting.pld_approx"  # what the table's re-check uses (numpy only, milliseconds)
     thread = threading.Thread(target=_import_quietly, args=(module,), name="privcore-accountant-import", daemon=True)
+    with _IMPORTS_LOCK:
+        if not _IMPORTS:
+            # An interpreter that exits while a daemon thread is inside a native import aborts
+            # ("terminate called without an active exception", exit code 134): let them finish first.
+            atexit.register(_join_imports)
+        _IMPORTS.append(thread)
     thread.start()
     load_dataset(dataset)
     if wait:
