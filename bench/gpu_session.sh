@@ -30,7 +30,9 @@ install() {  # the carried wheels, then this checkout as an editable package (no
   if [ -d .whl ] && compgen -G ".whl/*.whl" > /dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-cache-dir .whl/*.whl || return 1
   fi
-  local here; here=$(python3 -c "import pathlib, privcore; print(pathlib.Path(privcore.__file__).resolve().parents[1])" \
+  # Asked from another folder: from the checkout's root, `import privcore` finds the source folder
+  # itself, and the scripts under bench/ (run as files) would still not find it.
+  local here; here=$(cd / && python3 -c "import pathlib, privcore; print(pathlib.Path(privcore.__file__).resolve().parents[1])" \
                      2>/dev/null)
   if [ "$here" != "$PWD" ]; then
     # pip's editable install needs setuptools >= 64 on the machine (no index): else the same by a .pth file

@@ -46,10 +46,11 @@ __all__ = ["SGDConfig", "CLIPPING_METHODS", "per_sample_grads", "clip_and_sum", 
 
 CLIPPING_METHODS = ("auto", "ghost", "torch-func", "mixed")
 #: Whether "auto" takes ghost clipping for the project's models, per device type, by speed: on a CPU
-#: ghost clipping is faster than torch.func, on an H100 torch.func is faster than ghost clipping with its
-#: norms in full float32 (``bench/bench_deep.py`` measures both; figures in docs/benchmarks.md and
-#: docs/gpu.md).
-AUTO_GHOST: dict[str, bool] = {"cpu": True, "cuda": False}
+#: ghost clipping is faster than torch.func; on CUDA the per-layer route chosen by cost ("mixed") is
+#: faster than torch.func at the paper's batch of 600 for both models and level with it at 2,048 on
+#: ResNet-20 (``bench/bench_deep.py``; the H200 figures in docs/benchmarks.md and docs/gpu.md), so
+#: "auto" on CUDA is "mixed".
+AUTO_GHOST: dict[str, bool] = {"cpu": True, "cuda": True}
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,8 @@ def clipped_sum(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict
         raise ValueError(f"clipping={method!r} needs a model whose parameters all belong to Linear, Conv2d and "
                          f"GroupNorm layers; use 'auto' or 'torch-func' for {type(model).__name__}")
     if ghost_ok and method != "torch-func":
-        return ghost_clip_and_sum(model, params, buffers, x, y, clip, amp, "cost" if method == "mixed" else "device")
+        by_cost = method == "mixed" or (method == "auto" and x.device.type == "cuda")
+        return ghost_clip_and_sum(model, params, buffers, x, y, clip, amp, "cost" if by_cost else "device")
     if x.shape[0] == 0:
         return {k: torch.zeros_like(v) for k, v in params.items()}, x.new_zeros(0)
     return clip_and_sum(per_sample_grads(model, params, buffers, x, y, amp), clip)

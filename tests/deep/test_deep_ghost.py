@@ -209,7 +209,8 @@ def test_auto_uses_ghost_only_for_the_projects_models():
 
 
 def test_auto_follows_the_per_device_choice(monkeypatch):
-    """"auto" takes ghost clipping only where AUTO_GHOST says it is the faster (on CUDA torch.func is)."""
+    """"auto" takes ghost clipping only where AUTO_GHOST says it is the faster (on CUDA: the per-layer
+    route by cost, measured faster than torch.func on an H200)."""
     from privcore.deep import dpsgd as dpsgd_module
 
     model = build_model("small-cnn", 1, 3, _gen(), size=8)
@@ -226,7 +227,7 @@ def test_auto_follows_the_per_device_choice(monkeypatch):
     assert calls == [1]
     dpsgd_module.clipped_sum(model, params, {}, x, y, 1.0, "ghost")  # asked for by name: still ghost
     assert calls == [1, 1]
-    assert dpsgd_module.AUTO_GHOST == {"cpu": False, "cuda": False}
+    assert dpsgd_module.AUTO_GHOST == {"cpu": False, "cuda": True}
 
 
 def test_the_clipping_arithmetic_runs_inside_exact_fp32(monkeypatch):
