@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Iterator
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Iterator
 
-__all__ = ["ResultRow", "RESULT_COLUMNS", "knobs_picked"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .specs import SweepSpec
+
+__all__ = ["ResultRow", "RESULT_COLUMNS", "SweepResult", "knobs_picked"]
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,25 @@ class ResultRow(Mapping):
 #: Columns of every result row, in the order of CSV exports.
 RESULT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(ResultRow))
 _COLUMN_SET = frozenset(RESULT_COLUMNS)
+
+
+@dataclass
+class SweepResult:
+    """A sweep's rows (typed :class:`ResultRow` values), warnings, timing and cache statistics."""
+
+    spec: "SweepSpec"
+    rows: list[ResultRow] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    device: str = "cpu"
+    computed: int = 0
+    cached: int = 0
+
+    def to_frame(self):  # noqa: ANN201 - pandas is optional for the library
+        """The rows as a pandas DataFrame with :data:`RESULT_COLUMNS`."""
+        import pandas as pd
+
+        return pd.DataFrame([r.to_dict() for r in self.rows], columns=list(RESULT_COLUMNS))
 
 
 def knobs_picked(tuned: str | None) -> str:

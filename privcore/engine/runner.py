@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ..device import resolve_device
@@ -27,7 +26,7 @@ from .context import _CONTEXTS  # noqa: F401 - the name older tests clear (privc
 from .executor import ClusterError, Executor, LocalExecutor, WorkUnit
 from .plan import PlannedJob, SweepPlan, check_features, make_plan
 from .progress import WorkProgress
-from .rows import RESULT_COLUMNS, ResultRow
+from .rows import RESULT_COLUMNS, ResultRow, SweepResult
 from .specs import SweepSpec
 from .units import SECURE_NOTE, _evaluate, execute_unit  # noqa: F401 - _evaluate: tests call it here
 
@@ -49,25 +48,6 @@ _RUNNING_LOCK = threading.Lock()
 #: Raised when the cancel callable returned True; finished points are already cached. The one
 #: cancellation of every job kind (:class:`privcore.jobs.JobCancelled`), under the sweep's old name.
 SweepCancelled = JobCancelled
-
-
-@dataclass
-class SweepResult:
-    """Rows (typed :class:`ResultRow` values), warnings, timing and cache statistics."""
-
-    spec: SweepSpec
-    rows: list[ResultRow] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    device: str = "cpu"
-    computed: int = 0
-    cached: int = 0
-
-    def to_frame(self):  # noqa: ANN201 - pandas is optional for the library
-        """The rows as a pandas DataFrame with :data:`RESULT_COLUMNS`."""
-        import pandas as pd
-
-        return pd.DataFrame([r.to_dict() for r in self.rows], columns=list(RESULT_COLUMNS))
 
 
 def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary: str | None, vary_value: Any,
@@ -132,7 +112,7 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
         from .tuned import run_tuned
 
         return run_tuned(spec, progress=progress, cancel=cancel, executor=executor,
-                         cache=cache if cache is not None else ResultCache(enabled=use_cache))
+                         cache=cache if cache is not None else ResultCache(enabled=use_cache), run=run_sweep)
     if plan is not None and (not isinstance(plan, SweepPlan) or plan.spec != spec or not plan.complete):
         raise ValueError("plan must be a complete SweepPlan of this spec (privcore.engine.plan.make_plan)")
     if cache is None and plan is not None and use_cache and plan.cache is not None and plan.cache.enabled:

@@ -20,8 +20,8 @@ among the candidates. Two variants, labelled on every row they produce (``Result
     the row is (eps, delta)-DP in total. The selection's randomness derives from a seed of its own
     (:func:`tuned_seed`), each candidate's from its own label, never from a release's.
 
-Everything runs through :func:`privcore.engine.runner.run_sweep` (cached like any sweep); the
-selections are cached as plain numbers beside them.
+Everything runs through :func:`privcore.engine.runner.run_sweep` (cached like any sweep), which
+calls :func:`run_tuned` for a spec with ``tuning`` set; the selections are cached as plain numbers.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from ..methods import get_method, method_name
 from ..types import PrivacyBudget, Problem
 from ..validation import check_choice
 from .cache import ResultCache, point_key
-from .rows import ResultRow
-from .runner import ProgressFn, SweepCancelled, SweepResult, run_sweep
+from ..jobs import JobCancelled, ProgressFn
+from .rows import ResultRow, SweepResult
 from .specs import TUNING_LABELS, TUNING_MODES, SweepSpec
 from .tuning import SELECTION_FRACTION, private_choice, release_budget
 
@@ -98,10 +98,12 @@ def tuned_seed(seed: int) -> int:
 
 def run_tuned(spec: SweepSpec, tuning: str | None = None, *, progress: ProgressFn | None = None,
               cancel: Callable[[], bool] | None = None, cache: ResultCache | None = None,
-              executor: Any = None) -> SweepResult:
+              executor: Any = None, run: Callable[..., SweepResult]) -> SweepResult:
     """The rows of ``spec`` with every method at its tuned knobs (see the module docstring).
 
-    ``tuning`` (default: ``spec.tuning``) ``= "configured"`` is :func:`run_sweep` itself; ``executor`` runs every sweep's batches
+    Called by :func:`privcore.engine.runner.run_sweep` for a tuned spec, which passes itself as ``run``
+    (the sweep of each candidate set; this module imports no runner). ``tuning`` (default:
+    ``spec.tuning``) ``= "configured"`` is ``run`` itself; ``executor`` runs every sweep's batches
     (the private selections run in this process). The result's rows keep the spec's method
     names and budgets; ``ResultRow.tuned`` says the variant and the knobs picked."""
     if not isinstance(spec, SweepSpec):
@@ -110,7 +112,7 @@ def run_tuned(spec: SweepSpec, tuning: str | None = None, *, progress: ProgressF
     check_choice("tuning", tuning, TUNING_MODES)
     spec = dataclasses.replace(spec, tuning="configured")  # every sweep below runs as configured
     if tuning == "configured":
-        return run_sweep(spec, progress=progress, cancel=cancel, cache=cache, executor=executor)
+        return run(spec, progress=progress, cancel=cancel, cache=cache, executor=executor)
     start = time.perf_counter()
     store = cache if cache is not None else ResultCache()
     result = SweepResult(spec=dataclasses.replace(spec, tuning=tuning))
@@ -119,7 +121,7 @@ def run_tuned(spec: SweepSpec, tuning: str | None = None, *, progress: ProgressF
     else:
         runs = _private_runs(spec, store, progress, cancel, result)
     for i, (sub, relabel) in enumerate(runs):
-        part = run_sweep(sub, progress=_scaled(progress, i, len(runs)), cancel=cancel, cache=store, executor=executor)
+        part = run(sub, progress=_scaled(progress, i, len(runs)), cancel=cancel, cache=store, executor=executor)
         result.warnings.extend(w for w in part.warnings if w not in result.warnings)
         result.computed += part.computed
         result.cached += part.cached
@@ -197,7 +199,7 @@ def _private_runs(spec: SweepSpec, store: ResultCache, progress: ProgressFn | No
         budgets = [PrivacyBudget(e, vspec.delta) for e in vspec.epsilons]
         for mi, base in enumerate(spec.methods):
             if cancel is not None and cancel():
-                raise SweepCancelled("sweep cancelled; finished points are cached")
+                raise JobCancelled("sweep cancelled; finished points are cached")
             if progress is not None:
                 progress(0.0, f"choosing {get_method(base).label}'s knobs privately")
             cands = candidates(base, vspec, n_fit)

@@ -8,10 +8,18 @@ import pytest
 
 from privcore.engine.cache import ResultCache
 from privcore.engine.specs import DataSpec, SweepSpec
-from privcore.engine.tuned import candidates, run_tuned, tuned_seed
+from privcore.engine.runner import run_sweep
+from privcore.engine.tuned import candidates, tuned_seed
 from privcore.engine.tuning import SELECTION_FRACTION, release_budget, selection_budget, selection_seed
 from privcore.methods import REGISTRY, get_method, method_name
 from privcore.types import PrivacyBudget, Problem
+
+
+def run_tuned(spec: SweepSpec, tuning: str, **kw):
+    """A tuned sweep as users run one: ``run_sweep`` of the spec with ``tuning`` set."""
+    import dataclasses
+
+    return run_sweep(dataclasses.replace(spec, tuning=tuning), **kw)
 
 
 def _spec(**kw) -> SweepSpec:
@@ -140,7 +148,9 @@ def test_tuning_is_a_spec_field_that_keeps_the_configured_keys(tmp_path):
         _spec(tuning="best")
     cache = ResultCache(tmp_path)
     via_sweep = run_sweep(_spec(methods=("subsample_aggregate",), epsilons=(1.0,), tuning="held-out"), cache=cache)
-    direct = run_tuned(spec, "held-out", cache=cache)
+    from privcore.engine import tuned
+
+    direct = tuned.run_tuned(spec, "held-out", cache=cache, run=run_sweep)
     assert [r.to_dict() | {"seconds": 0, "cached": 0} for r in via_sweep.rows] == \
         [r.to_dict() | {"seconds": 0, "cached": 0} for r in direct.rows]
     assert via_sweep.spec.tuning == "held-out" and read_cached(via_sweep.spec, cache) is None

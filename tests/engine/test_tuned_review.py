@@ -11,6 +11,7 @@ import dataclasses
 import privcore.engine.tuned as tuned
 from privcore.accounting.forward import replace_one_epsilon
 from privcore.engine.cache import ResultCache
+from privcore.engine.runner import run_sweep
 from privcore.engine.specs import DataSpec, SweepSpec
 from privcore.engine.tuning import _split, selection_budget
 from privcore.statement import privacy_statement
@@ -37,7 +38,7 @@ def _spec(**kw) -> SweepSpec:
 
 def test_secure_noise_gives_each_epsilons_selection_its_own_secret_seed(monkeypatch):
     calls = _spy(monkeypatch)
-    tuned.run_tuned(_spec(secure_noise=True), "private", cache=ResultCache(enabled=False))
+    run_sweep(_spec(secure_noise=True, tuning="private"), cache=ResultCache(enabled=False))
     selections = [(c["noise_seed"], b.epsilon) for c in calls for b in c["budgets"]]
     assert len(selections) == 2
     assert len({seed for seed, _ in selections}) == len(selections)  # today: 1 seed for 2 selections
@@ -46,7 +47,7 @@ def test_secure_noise_gives_each_epsilons_selection_its_own_secret_seed(monkeypa
 def test_statement_of_a_private_tuned_row_covers_what_the_selection_really_spent(monkeypatch):
     calls = _spy(monkeypatch)
     spec = _spec(epsilons=(1.0,), delta=0.0, accounting="paper")
-    rows = [r for r in tuned.run_tuned(spec, "private", cache=ResultCache(enabled=False)).rows
+    rows = [r for r in run_sweep(dataclasses.replace(spec, tuning="private"), cache=ResultCache(enabled=False)).rows
             if r.method == "subsample_aggregate"]
     (call,), (row,) = calls, rows
     # What the selection really spent on a fitting example: its k candidate releases, judged under replace-one.
