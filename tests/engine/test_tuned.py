@@ -316,3 +316,25 @@ def test_the_answer_coupling_check_catches_the_student():
     a, b, others = _answers_with_one_test_row_replaced("pate_student")  # trained on the query rows' features
     assert not bool((a[..., others] == b[..., others]).all())
 
+
+
+def test_the_cli_switch_prints_the_knobs_picked_and_warns_that_held_out_is_not_private(tmp_path, monkeypatch, capsys):
+    import csv
+    import io
+
+    from privcore.cli import main
+
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path))
+    base = ["sweep", "--dataset", "synthetic", "--methods", "subsample_aggregate,private_knn[neighbours=10]",
+            "--epsilons", "1,10", "--repeats", "1", "--teachers", "8", "--quiet"]
+    assert main(base + ["--tuning", "held-out"]) == 0
+    out, err = capsys.readouterr()
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert {r["method"] for r in rows} == {"subsample_aggregate", "private_knn[neighbours=10]", "non_private"}
+    assert all(r["tuned"].startswith("held-out (not private): ") for r in rows if r["method"] != "non_private")
+    assert "not a private result" in err
+    assert main(base + ["--tuning", "private"]) == 0
+    out, err = capsys.readouterr()
+    assert all(r["tuned"].startswith("private: ") for r in csv.DictReader(io.StringIO(out)) if r["method"] != "non_private")
+    assert "not a private result" not in err
+    assert main(base + ["--tuning", "best"]) == 2
