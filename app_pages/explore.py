@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from privcore.methods import REGISTRY, methods_of_family
+from privcore.methods.fields import ANSWERED_FRACTION
 
 from privcore.inverse import score_rows
 from privcore.accounting.forward import real_epsilon_summary
@@ -182,7 +183,7 @@ def describe(rows: list[dict], x: str, xname: str) -> str:
     text = leaders_text(rows, x, xname, method_label, format_number)
     if not text:
         return ""
-    if answered_only and any(r.get("answered_fraction") is not None for r in rows):
+    if answered_only and any(r.get(ANSWERED_FRACTION.name) is not None for r in rows):
         text += " (abstaining methods scored on their answered queries only)"
     base = [r["accuracy_mean"] for r in rows if is_baseline(r["method"])]
     if base:

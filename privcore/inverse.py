@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .methods import methods_of_family
+from .methods.fields import ACCURACY_ANSWERED, ACCURACY_ANSWERED_STD
 from .validation import check_real, fmt_value
 
 __all__ = ["score_rows", "TargetEpsilon", "epsilon_for_accuracy", "max_true_positive_rate", "risk_sentence"]
@@ -50,11 +51,11 @@ def score_rows(rows: Sequence[Mapping[str, Any]], answered_only: bool = False) -
         return list(rows)
     out: list[Mapping[str, Any]] = []
     for r in rows:
-        among = r.get("accuracy_answered")
+        among = r.get(ACCURACY_ANSWERED.name)  # the abstention summary every abstaining method declares
         if among is None:
             out.append(r)
             continue
-        std = r.get("accuracy_answered_std")
+        std = r.get(ACCURACY_ANSWERED_STD.name)
         change = {"accuracy_mean": float(among), "accuracy_std": float(std if std is not None else r["accuracy_std"])}
         out.append(dataclasses.replace(r, **change) if dataclasses.is_dataclass(r) else {**r, **change})
     return out

@@ -30,16 +30,17 @@ STATEMENT_FIELDS: tuple[str, ...] = (
 #: Knobs a tuned row may name that are Problem fields (the rest are the method's own parameters).
 _PROBLEM_KNOBS = ("lam", "teachers", "clip", "learning_rate", "batch_size", "epochs")
 
+#: The numbers every noise scale may hold; a method's own (its ``scale_fields``) follow from ``scale.extras``.
 _NOISE_KEYS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity",
-               "solver_tolerance", "output_scale", "threshold", "test_noise", "cap")
+               "solver_tolerance", "output_scale")
 
 
 def _covers(method: str, problem: Problem) -> str:
     entry = get_method(method)
     if entry.family == "training":
         return "the released model (any number of predictions from it)"
-    if method == "pate_student":
-        return "the released student model (trained on public rows labelled by the private teachers)"
+    if entry.covers:  # the method's card says what one guarantee covers (the PATE student: one model)
+        return entry.covers
     return f"B = {problem.budget:,} answers to queries, no more (a new batch of queries needs a new budget)"
 
 
@@ -92,7 +93,8 @@ def privacy_statement(method: str, epsilon: float, delta: float, problem: Proble
         "accountant": accountant_text(method, scale.delta) + (f"; judged by the {judge} accountant"
                                                                if judge != accounting else ""),
         "mechanism": scale.formula,
-        "noise": {"kind": scale.noise, **{k: getattr(scale, k) for k in _NOISE_KEYS if getattr(scale, k) is not None}},
+        "noise": {"kind": scale.noise, **{k: getattr(scale, k) for k in _NOISE_KEYS if getattr(scale, k) is not None},
+                  **{k: v for k, v in scale.extras.items() if v is not None}},
         "guarantee_covers": _covers(method, problem),
         "preprocessing": pre,
         "assumptions": assumptions,

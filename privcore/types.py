@@ -10,8 +10,9 @@ adjacency); every sensitivity bound below is for that relation.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from . import knobs
 from .knobs import ACCOUNTING_MODES
@@ -23,6 +24,7 @@ __all__ = [
     "PrivacyBudget",
     "Problem",
     "NoiseScale",
+    "Extras",
     "CalibrationError",
     "K_LIPSCHITZ",
     "L_HESSIAN",
@@ -140,6 +142,45 @@ class Problem:
         return self.sensitivity + 2.0 * self.solver_tolerance / self.lam
 
 
+class Extras(Mapping):
+    """A method's own numbers by name (:mod:`privcore.methods.fields` declares them): read-only, hashable,
+    in the order given; every value a number >= 0 (int or float; infinity allowed) or None.
+
+    What a method adds to its :class:`NoiseScale` or its result rows without a column of its own here.
+    """
+
+    def __init__(self, items: Mapping[str, Any] | Any = ()) -> None:
+        pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
+        out: dict[str, float | int | None] = {}
+        for key, value in pairs:
+            if not isinstance(key, str) or not key.isidentifier():
+                raise TypeError(f"extras keys must be identifiers, got {fmt_value(key)}")
+            if value is not None and not (isinstance(value, int) and not isinstance(value, bool)):
+                value = check_real(key, value, low=0.0, allow_inf=True)
+            elif value is not None and value < 0:
+                raise ValueError(f"{key} must be >= 0, got {value}")
+            out[key] = value
+        self._items = tuple(out.items())
+
+    def __getitem__(self, key: str) -> Any:
+        for name, value in self._items:
+            if name == key:
+                return value
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __repr__(self) -> str:
+        return f"Extras({dict(self._items)!r})"
+
+
 @dataclass(frozen=True)
 class NoiseScale:
     """The result of calibrating one method at one (epsilon, delta, problem, accounting mode).
@@ -167,12 +208,11 @@ class NoiseScale:
     #: Scale of a second, output noise draw of the same kind (sigma, or 1/beta for Laplace-like):
     #: loss perturbation's approximate-minima-perturbation term. None: no output noise.
     output_scale: float | None = None
-    #: Teacher-vote aggregators that test before answering (Confident-GNMax, sparse vector): the
-    #: threshold, the scale of the test's noise (Gaussian std, or Laplace scale for sparse vector)
-    #: and the cap on paid answers per stream of B queries. None elsewhere.
-    threshold: float | None = None
-    test_noise: float | None = None
-    cap: int | None = None
+    #: The method's own calibration outputs, by name (its ``scale_fields``, privcore.methods.fields):
+    #: e.g. the threshold of a test before answering, the test's noise scale, a cap on paid answers.
+    #: Read as ``scale.extras["threshold"]`` or, for a name some registered method declares,
+    #: ``scale.threshold`` (None where this scale has none); flattened into :meth:`to_dict`.
+    extras: Extras = field(default_factory=Extras)
     formula: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -189,15 +229,34 @@ class NoiseScale:
         if notes is None or not all(isinstance(n, str) for n in notes):
             raise TypeError(f"notes must be a tuple of strings, got {fmt_value(self.notes)}")
         object.__setattr__(self, "notes", notes)
+        object.__setattr__(self, "extras", self.extras if isinstance(self.extras, Extras) else Extras(self.extras))
         for name in ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity",
-                     "solver_tolerance", "output_scale", "threshold", "test_noise"):
+                     "solver_tolerance", "output_scale"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, check_real(name, value, low=0.0, allow_inf=True))
 
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are not fields: a declared scale field reads its extra (None if absent).
+        if not name.startswith("_"):
+            from .methods.fields import declared_scale_fields
+
+            if name in self.extras or any(f.name == name for f in declared_scale_fields()):
+                return self.extras.get(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict (infinity becomes the string "inf", notes a list)."""
-        out = asdict(self)
+        """Plain JSON-ready dict (infinity becomes the string "inf", notes a list), the extras in the
+        place of ``extras`` (the stored shape of a scale: the cache reads it back)."""
+        out: dict[str, Any] = {}
+        for key, value in asdict(self).items():
+            if key == "extras":  # every declared entry (None where absent: the stored shape stays the same)
+                from .methods.fields import declared_scale_fields
+
+                out.update({f.name: self.extras.get(f.name) for f in declared_scale_fields()})
+                out.update(self.extras)
+            else:
+                out[key] = value
         out["notes"] = list(self.notes)
         for key, value in out.items():
             if isinstance(value, float) and math.isinf(value):

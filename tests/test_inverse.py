@@ -53,8 +53,9 @@ def test_rows_in_any_order_and_bad_target():
 def _result_row(method, among=None, among_std=None):
     return ResultRow(method=method, epsilon=1.0, delta=1e-5, budget=10, n=100, dim=2, classes=2, lam=0.1, teachers=5,
                      accounting="corrected", vary=None, value=None, accuracy_mean=0.4, accuracy_std=0.05, repeats=3,
-                     seconds=0.0, device="cpu", cached=False, answered_fraction=None if among is None else 0.5,
-                     accuracy_answered=among, accuracy_answered_std=among_std)
+                     seconds=0.0, device="cpu", cached=False,
+                     extras={"answered_fraction": None if among is None else 0.5, "accuracy_answered": among,
+                             "accuracy_answered_std": among_std})
 
 
 def test_score_rows_default_counts_abstentions_as_wrong():

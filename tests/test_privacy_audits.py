@@ -134,7 +134,7 @@ def test_catches_confident_gnmax_with_half_sigma():
     eps, delta = 2.0, 1e-3
     problem = audit_problem("confident_gnmax", n=6, teachers=6)
     scale = get_method("confident_gnmax").calibrate(PrivacyBudget(eps, delta), problem, "tight")
-    bad = dataclasses.replace(scale, sigma=scale.sigma / 2, test_noise=scale.test_noise / 2)
+    bad = dataclasses.replace(scale, sigma=scale.sigma / 2, extras={**scale.extras, "test_noise": scale.test_noise / 2})
     case = audit_method("confident_gnmax", PrivacyBudget(eps, delta), "tight", runs=20, queries_per_run=10_000,
                         problem=problem, scale=bad, ones=1, alpha=ALPHA)
     _show("confident_gnmax sigma / 2, T=6 votes 5:1 vs 4:2 (known bad)", case)

@@ -15,7 +15,7 @@ from privcore.engine.cache import ResultCache
 from privcore.engine.runner import run_sweep
 from privcore.engine.specs import DataSpec, SweepSpec
 from privcore.methods import ENTRIES, REGISTRY, get_method, methods_of_family
-from privcore.methods.base import Method, WinContext
+from privcore.methods.base import Method, MethodCard, WinContext
 from privcore.recommend import recommend
 from privcore.types import NoiseScale, PrivacyBudget, Problem
 
@@ -24,10 +24,7 @@ class ToyMajority(Method):
     """Answers every query with the training set's majority label (needs no noise: eps-DP for any eps)."""
 
     name = "toy_majority"
-    label = "Toy majority"
-    short_label = "Toy"
-    sentence_label = "the toy majority vote"
-    colour = "#123456"
+    card = MethodCard(label="Toy majority", short_label="Toy", sentence_label="the toy majority vote", colour="#123456")
     family = "prediction"
     uses = ("budget",)
     uses_budget = True

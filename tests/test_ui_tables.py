@@ -4,13 +4,13 @@ from __future__ import annotations
 
 
 def test_noise_tables_show_short_headers_with_help():
-    from ui.tables import NOISE_TABLE_HEADERS, noise_table, noise_table_config
+    from ui.tables import noise_table_headers, noise_table, noise_table_config
 
     table = noise_table([{"method": "model_sensitivity", "noise": "laplace_like", "beta": 2.0, "accuracy_mean": 0.5,
                           "accuracy_std": 0.01, "sensitivity": 0.1}])
     config = noise_table_config(table.columns)
-    assert set(config) == (set(NOISE_TABLE_HEADERS) & set(table.columns)) | {"Method"} and len(config) >= 9
-    assert all(len(NOISE_TABLE_HEADERS[c][0]) <= 11 for c in config if c != "Method")  # 13 columns fit 1,400 px
+    assert set(config) == (set(noise_table_headers()) & set(table.columns)) | {"Method"} and len(config) >= 9
+    assert all(len(noise_table_headers()[c][0]) <= 11 for c in config if c != "Method")  # 13 columns fit 1,400 px
 
 
 def test_noise_tables_read_method_and_accuracy_first_on_a_narrow_screen():
@@ -37,7 +37,7 @@ def test_noise_table_cells_are_short_values():
     """PATE's data-dependent ε and what publishing it costs are two short cells: in one cell,
     "2.17 (8.55 to publish)" was cut to "2.17 (8.55 to" at 800 and 1,400 px. Every shown cell but the
     method and the accuracy fits about twelve characters; the explanations are hover help."""
-    from ui.tables import NOISE_TABLE_HEADERS, noise_table, noise_table_config, noise_table_order
+    from ui.tables import noise_table_headers, noise_table, noise_table_config, noise_table_order
 
     rows = [{"method": "confident_gnmax", "noise": "gaussian", "sigma": 6.8, "threshold": 12.8, "accuracy_mean": 0.358,
              "accuracy_std": 0.041, "answered_fraction": 0.543, "epsilon_data_dependent": 2.17,
@@ -54,17 +54,17 @@ def test_noise_table_cells_are_short_values():
     config = noise_table_config(table.columns)
     assert config["ε to publish the data-dependent ε"]["label"] == "ε publ." and "publishing" in \
         config["ε to publish the data-dependent ε"]["help"]
-    assert all(config[c].get("help") for c in shown if c in NOISE_TABLE_HEADERS)
+    assert all(config[c].get("help") for c in shown if c in noise_table_headers())
 
 
 def test_the_legend_explains_every_short_header_shown():
     """Explore's hand-written legend said nothing of 'Thresh.' and 'Δ'; Calibrate had none."""
-    from ui.tables import NOISE_TABLE_HEADERS, noise_table_legend
+    from ui.tables import noise_table_headers, noise_table_legend
 
     columns = ["Method", "Accuracy", "Answered", "Noise", "σ (Gaussian std)", "Threshold", "Sensitivity Δ", "Formula"]
     legend = noise_table_legend(columns)
     for c in ("σ (Gaussian std)", "Threshold", "Sensitivity Δ", "Answered"):
-        short, text = NOISE_TABLE_HEADERS[c]
+        short, text = noise_table_headers()[c]
         assert f"{short}: {text}" in legend
     assert "Formula" not in legend and legend.endswith("-: does not apply")
     assert noise_table_legend(["Method"]) == ""

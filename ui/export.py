@@ -204,8 +204,9 @@ def rows_csv(rows: Sequence[Mapping[str, Any]], columns: Iterable[str] | None = 
              context: Mapping[str, Any] | None = None) -> bytes:
     """Result rows as UTF-8 CSV bytes.
 
-    Columns: ``columns`` if given, else privcore's :data:`RESULT_COLUMNS` (when every key is one of
-    them) followed by any extra keys in first-seen order. Rows with a ``method`` id also get its
+    Columns: ``columns`` if given, else privcore's result columns
+    (:func:`privcore.engine.rows.result_columns`: the core columns and every registered method's own
+    fields) followed by any extra keys in first-seen order. Rows with a ``method`` id also get its
     display name (``method_label``, right after it). ``context`` ({column: value}, e.g. the data set
     and seed of the chart) is written first, the same on every row. Infinity is written ``inf``, None
     and NaN empty, other floats in the shortest form that round-trips at 12 significant digits
@@ -224,8 +225,8 @@ def rows_csv(rows: Sequence[Mapping[str, Any]], columns: Iterable[str] | None = 
             columns = [*context, *(c for c in columns if c not in context)]
     if columns is None:
         try:
-            from privcore.engine.runner import RESULT_COLUMNS
-            cols = list(RESULT_COLUMNS)
+            from privcore.engine.rows import result_columns  # core columns + the registry's declared fields
+            cols = list(result_columns())
         except Exception:  # noqa: BLE001 - keep working without the engine
             cols = []
         cols = [*context, *(c for c in cols if c not in context)]

@@ -1,28 +1,40 @@
 """The per-method noise tables of the dashboard (pandas frames for ``st.dataframe``): the current
 setting's results (:func:`noise_table`, Explore) and pure calibrations (:func:`calibration_table`,
 Calibrate), with their ``column_config`` (:func:`noise_table_config`: short headers with help, the
-method pinned) and ``column_order`` (:func:`noise_table_order`: method and accuracy first)."""
+method pinned) and ``column_order`` (:func:`noise_table_order`: method and accuracy first).
+
+The methods' own columns (a threshold, the answered share, PATE's data-dependent epsilon, ...) are read
+from their declarations (:attr:`privcore.methods.base.Method.result_fields`): label, short header, help
+and format; this module names none of them."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from privcore.engine.rows import knobs_picked
+from privcore.methods.fields import ResultField, declared_result_fields
 
 from .figures import _ordered_methods, format_number, is_baseline, method_label
 
 if TYPE_CHECKING:  # pandas is imported where a table is built
     import pandas as pd
 
-__all__ = ["NOISE_NAMES", "noise_name", "noise_table", "NOISE_TABLE_HEADERS", "noise_table_order", "headed_config",
-           "noise_table_config", "calibration_table"]
+__all__ = ["NOISE_NAMES", "noise_name", "noise_table", "NOISE_TABLE_HEADERS", "noise_table_headers",
+           "noise_table_order", "headed_config", "noise_table_config", "calibration_table"]
 
 
-def _dd_text(r: Mapping[str, Any], key: str) -> str:
-    """PATE's data-dependent epsilon (``key`` ``epsilon_data_dependent``) or what publishing it costs
-    (``epsilon_dd_published``), or '-' where the row has none (as every other empty cell): one short number per cell (the pair in one
-    cell, "2.17 (8.55 to publish)", was cut to "2.17 (8.55 to" at 800 and 1,400 px)."""
-    return "-" if r.get(key) is None else format_number(r.get(key))
+def _table_fields() -> tuple[ResultField, ...]:
+    """The registered methods' own columns that the noise table shows (those with a table header)."""
+    return tuple(f for f in declared_result_fields() if f.table)
+
+
+def _field_text(f: ResultField, value: Any, digits: int = 3) -> str:
+    """One cell of a method's own column: '-' where the row has none (as every other empty cell), a
+    share as a percentage, else one short number (a pair in one cell, "2.17 (8.55 to publish)", was cut
+    to "2.17 (8.55 to" at 800 and 1,400 px)."""
+    if value is None:
+        return "-"
+    return f"{float(value):.1%}" if f.percent else format_number(value, digits)
 
 
 #: The noise kinds (privcore.types.NOISE_KINDS) as the tables name them: short, so that a noise table fits
@@ -56,13 +68,8 @@ def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas Dat
             "Noise multiplier": format_number(r.get("noise_multiplier")),
             "Per-query ε": format_number(r.get("per_query_epsilon")),
             "Accuracy": f"{r['accuracy_mean']:.3f} ± {float(std or 0):.3f}" if r.get("accuracy_mean") is not None else "-",
-            # Methods that test before answering (threshold) and may abstain (answered fraction;
-            # the accuracy above counts abstentions as wrong).
-            "Threshold": format_number(r.get("threshold")),
-            "Answered": f"{r['answered_fraction']:.1%}" if r.get("answered_fraction") is not None else "-",
-            # PATE's data-dependent epsilon (Confident-GNMax): beside the guarantee, never instead of it.
-            "ε data-dependent (not a guarantee)": _dd_text(r, "epsilon_data_dependent"),
-            "ε to publish the data-dependent ε": _dd_text(r, "epsilon_dd_published"),
+            # The methods' own columns, as they declare them (the accuracy above counts abstentions as wrong).
+            **{f.label: _field_text(f, r.get(f.name)) for f in _table_fields()},
             "Sensitivity Δ": format_number(r.get("sensitivity"), 4),
             # Where the row's accounting claims more than its noise gives (paper; tight S&A): the real epsilon.
             **({"Real ε (replace-one)": format_number(r.get("real_epsilon"))} if any(
@@ -77,22 +84,16 @@ def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas Dat
 
 
 #: Short headers (and their hover help) for the noise tables' long column names, so the table fits
-#: a 1,400 px page without sideways scrolling; the frame keeps the long names (exports, tests).
+#: a 1,400 px page without sideways scrolling; the frame keeps the long names (exports, tests). The
+#: methods' own columns add theirs (:func:`noise_table_headers`).
 NOISE_TABLE_HEADERS: dict[str, tuple[str, str]] = {
     "σ (Gaussian std)": ("σ", "std of the Gaussian noise"),
     "β (inverse scale)": ("β", "inverse scale of Laplace-like noise, or inverse temperature of the vote"),
     "ρ (extra L2)": ("ρ", "loss perturbation's extra L2 weight"),
     "Noise multiplier": ("z", "DP-SGD's noise multiplier σ / clip"),
     "Per-query ε": ("ε/query", "what each of the B answers may spend"),
-    "Threshold": ("Thresh.", "vote threshold of the methods that may abstain"),
     # Short headers, explained by the hover help and the legend under the table: with paper accounting's
     # "Real ε" the table ran 46 px past a 1,400 px page beside the sidebar (tests/test_browser_widths.py).
-    "Answered": ("Answ.", "share of queries answered (abstentions count as wrong)"),
-    "ε data-dependent (not a guarantee)": ("ε dd", "PATE's data-dependent epsilon: a function of the private "
-                                                          "votes, not the guarantee; showing it is itself a release "
-                                                          "of private information"),
-    "ε to publish the data-dependent ε": ("ε publ.", "what publishing the data-dependent epsilon itself would "
-                                                       "cost (smooth sensitivity); the guarantee stays the ε above"),
     "Sensitivity Δ": ("Δ", "sensitivity the noise is calibrated to"),
     "Real ε (replace-one)": ("Real ε", "what the noise really guarantees at this δ under replace-one neighbours "
                                         "and adaptive queries, where the accounting mode claims more (paper; "
@@ -101,16 +102,24 @@ NOISE_TABLE_HEADERS: dict[str, tuple[str, str]] = {
 }
 
 
-#: Columns read first (on a narrow screen, before any sideways scrolling); the long text is typeset below.
-_NOISE_TABLE_FIRST = ("Method", "Accuracy", "Answered")
+def noise_table_headers() -> dict[str, tuple[str, str]]:
+    """:data:`NOISE_TABLE_HEADERS` with the registered methods' own columns (label -> (short header, help))."""
+    return {**{f.label: (f.short, f.help) for f in _table_fields()}, **NOISE_TABLE_HEADERS}
+
+
+#: Columns read first (on a narrow screen, before any sideways scrolling), with the methods' own columns
+#: declared ``lead`` (the answered share) after the accuracy; the long text is typeset below.
+_NOISE_TABLE_FIRST = ("Method", "Accuracy")
 _NOISE_TABLE_BELOW = ("Formula", "Note", "Notes")
 
 
 def noise_table_order(columns: Iterable[str]) -> list[str]:
-    """``column_order`` of a noise table: method, accuracy and answered share first, then the noise
-    columns; the formulas and notes are left out (typeset below the table, where text wraps)."""
+    """``column_order`` of a noise table: method, accuracy and the lead columns (the answered share)
+    first, then the noise columns; the formulas and notes are left out (typeset below the table, where
+    text wraps)."""
     cols = [c for c in columns if c not in _NOISE_TABLE_BELOW]
-    return [c for c in _NOISE_TABLE_FIRST if c in cols] + [c for c in cols if c not in _NOISE_TABLE_FIRST]
+    first = _NOISE_TABLE_FIRST + tuple(f.label for f in _table_fields() if f.lead)
+    return [c for c in first if c in cols] + [c for c in cols if c not in first]
 
 
 def headed_config(columns: Iterable[str], headers: Mapping[str, tuple[str, str]], *,
@@ -134,24 +143,26 @@ def headed_config(columns: Iterable[str], headers: Mapping[str, tuple[str, str]]
 
 
 def noise_table_legend(columns: Iterable[str], *, answered_only: bool = False) -> str:
-    """One line explaining every short header shown (from :data:`NOISE_TABLE_HEADERS`, so the legend
+    """One line explaining every short header shown (from :func:`noise_table_headers`, so the legend
     and the hover help never disagree): "σ: std of the Gaussian noise; ...; Δ: sensitivity ...", so no
     header shown is left unexplained."""
+    headers = noise_table_headers()
+    answered = {f.label for f in _table_fields() if f.lead and f.percent}  # the answered share
     seen: dict[str, str] = {}
     for c in columns:
-        if c in NOISE_TABLE_HEADERS and c not in _NOISE_TABLE_BELOW:
-            short, help_text = NOISE_TABLE_HEADERS[c]
-            if c == "Answered" and answered_only:  # the toggle above scores abstaining methods on answers only
+        if c in headers and c not in _NOISE_TABLE_BELOW:
+            short, help_text = headers[c]
+            if c in answered and answered_only:  # the toggle above scores abstaining methods on answers only
                 help_text = "share of queries answered (the accuracy of abstaining methods counts answered queries only)"
             seen.setdefault(short, help_text)
     return "; ".join(f"{short}: {text}" for short, text in seen.items()) + ("; -: does not apply" if seen else "")
 
 
 def noise_table_config(columns: Iterable[str]) -> dict[str, Any]:
-    """``column_config`` of a noise table (:func:`headed_config` with :data:`NOISE_TABLE_HEADERS`). Widths
+    """``column_config`` of a noise table (:func:`headed_config` with :func:`noise_table_headers`). Widths
     stay automatic: a fixed "small" width (75 px) is wider than the automatic one of a short number
     (measured at 800 px)."""
-    return headed_config(columns, NOISE_TABLE_HEADERS)
+    return headed_config(columns, noise_table_headers())
 
 
 def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True,
@@ -163,6 +174,7 @@ def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True,
     (:func:`privcore.accounting.forward.real_guarantee`); a "Real ε" column when any is set.
     """
     real_col = {} if not real or all(v is None for v in real.values()) else real
+    scale_columns = [f for f in _table_fields() if f.on_scale]  # the methods' own calibrated columns
     import pandas as pd
 
     out = []
@@ -170,7 +182,7 @@ def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True,
         if isinstance(s, Exception):
             out.append({"Method": method_label(method), "Noise": "not available", "σ (Gaussian std)": "-",
                         "β (inverse scale)": "-", "ρ (extra L2)": "-", "Noise multiplier": "-", "Per-query ε": "-",
-                        "Per-query δ": "-", "Threshold": "-", "Sensitivity": "-",
+                        "Per-query δ": "-", **{f.label: "-" for f in scale_columns}, "Sensitivity": "-",
                         **({"Real ε (replace-one)": "-"} if real_col else {}), "Formula": "", "Notes": str(s)})
             continue
         out.append({
@@ -182,7 +194,7 @@ def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True,
             "Noise multiplier": format_number(s.noise_multiplier, 4),
             "Per-query ε": format_number(s.per_query_epsilon, 4),
             "Per-query δ": format_number(s.per_query_delta, 3),
-            "Threshold": format_number(getattr(s, "threshold", None), 4),
+            **{f.label: _field_text(f, s.extras.get(f.name), 4) for f in scale_columns},
             "Sensitivity": format_number(s.sensitivity, 4),
             **({"Real ε (replace-one)": format_number(real_col.get(method), 4)} if real_col else {}),
             "Formula": s.formula,

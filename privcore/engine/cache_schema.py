@@ -22,8 +22,9 @@ def _finite(value: Any, *, low: float | None = None, high: float | None = None) 
     return math.isfinite(v) and (low is None or v >= low) and (high is None or v <= high)
 
 
+#: The numbers every scale may hold; a method's own (its ``scale_fields``) are read from the registry.
 _SCALE_NUMBERS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity",
-                  "solver_tolerance", "output_scale", "threshold", "test_noise", "cap")
+                  "solver_tolerance", "output_scale")
 
 
 def _check_scale(scale: Any) -> str | None:
@@ -31,9 +32,16 @@ def _check_scale(scale: Any) -> str | None:
         return "scale is not an object"
     if not isinstance(scale.get("noise"), str):
         return "scale.noise is not a string"
+    from ..methods.fields import declared_scale_fields
+
+    own = {f.name: f for f in declared_scale_fields()}
     for key, value in scale.items():
         if not isinstance(key, str):
             return "scale has a non-string key"
+        if key in own:
+            if value == "inf" or own[key].check(value) is None:
+                continue
+            return f"scale.{own[key].check(value)}"
         if key in _SCALE_NUMBERS or key in ("epsilon", "delta"):
             if value is None or value == "inf" or _finite(value, low=0.0):
                 continue
@@ -51,8 +59,9 @@ def check_result(value: Any) -> str | None:
 
     Required: ``accuracies`` (non-empty list of numbers in [0, 1]), ``accuracy_mean`` in [0, 1],
     ``accuracy_std`` >= 0, ``seconds`` >= 0 (all finite), ``device`` (str), ``lam`` (finite > 0),
-    ``scale`` (an object of strings and finite numbers); optional ``note`` (str) and
-    ``solver_grad_norm`` (finite >= 0 or null).
+    ``scale`` (an object of strings and finite numbers; a method's declared scale fields in their
+    range); optional ``note`` (str), ``solver_grad_norm`` (finite >= 0 or null) and the registered
+    methods' measured result fields (each in its declared range, or null).
     """
     if not isinstance(value, dict):
         return f"not an object ({type(value).__name__})"
@@ -85,10 +94,10 @@ def check_result(value: Any) -> str | None:
     grad = value.get("solver_grad_norm")
     if grad is not None and not _finite(grad, low=0.0):
         return "solver_grad_norm is not a finite number >= 0"
-    for key in ("answered_fraction", "accuracy_answered", "accuracy_answered_std"):  # methods that may abstain
-        if value.get(key) is not None and not _finite(value[key], low=0.0, high=1.0):
-            return f"{key} is not a number in [0, 1]"
-    for key in ("epsilon_data_dependent", "epsilon_dd_published"):  # Confident-GNMax (not a guarantee)
-        if value.get(key) is not None and not _finite(value[key], low=0.0):
-            return f"{key} is not a finite number >= 0"
+    from ..methods.fields import declared_result_fields
+
+    for f in declared_result_fields():  # the methods' own measured numbers, each in its declared range
+        problem = None if f.on_scale else f.check(value.get(f.name))
+        if problem:
+            return problem
     return None

@@ -10,16 +10,29 @@ from typing import Any, Callable
 
 from .. import knobs
 from ..csvtext import csv_text
-from ..methods import BASELINE, METHOD_NAMES, check_method_name
+from .. import methods as _methods_module
+from ..methods import BASELINE, check_method_name
 from .specs import VARY_AXES, DataSpec, SweepSpec
 
 __all__ = ["add_sweep_parser", "run_sweep_command", "format_rows"]
 
-_CLI_COLUMNS = ("method", "epsilon", "delta", "budget", "n", "dim", "classes", "lam", "teachers", "accounting",
-                "vary", "value", "accuracy_mean", "accuracy_std", "repeats", "seconds", "device", "cached",
-                "noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "solver_grad_norm",
-                "threshold", "answered_fraction", "accuracy_answered", "accuracy_answered_std", "epsilon_data_dependent",
-                "epsilon_dd_published", "solver_tolerance", "sensitivity", "note")
+#: The CLI's core columns; every registered method's own result fields stand between the two parts
+#: (:func:`cli_columns`).
+_CLI_HEAD = ("method", "epsilon", "delta", "budget", "n", "dim", "classes", "lam", "teachers", "accounting",
+             "vary", "value", "accuracy_mean", "accuracy_std", "repeats", "seconds", "device", "cached",
+             "noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "solver_grad_norm")
+_CLI_TAIL = ("solver_tolerance", "sensitivity", "note")
+
+
+def cli_columns() -> tuple[str, ...]:
+    """The sweep command's output columns: the core ones and the registered methods' result fields."""
+    from ..methods.fields import declared_result_fields
+
+    return _CLI_HEAD + tuple(f.name for f in declared_result_fields()) + _CLI_TAIL
+
+
+def _method_names() -> tuple[str, ...]:
+    return _methods_module.METHOD_NAMES  # read when parsing: a method registered since import counts
 
 
 def _csv_list(kind: Callable[[str], Any], what: str) -> Callable[[str], tuple]:
@@ -36,7 +49,7 @@ def _csv_list(kind: Callable[[str], Any], what: str) -> Callable[[str], tuple]:
 
 def _methods(text: str) -> tuple[str, ...]:
     if text.strip() == "all":
-        return METHOD_NAMES
+        return _method_names()
     names = tuple(t.strip() for t in _top_level_commas(text) if t.strip())
     if "all" in names:  # "all" alone means every method; in a list it is not a method's name
         raise argparse.ArgumentTypeError(f"'all' cannot be combined with method names, got {text!r}: give 'all' "
@@ -47,8 +60,8 @@ def _methods(text: str) -> tuple[str, ...]:
                 check_method_name(name)
             except ValueError as err:
                 raise argparse.ArgumentTypeError(str(err)) from None
-        elif name not in METHOD_NAMES:
-            raise argparse.ArgumentTypeError(f"unknown method {name!r}; choose from all, {', '.join(METHOD_NAMES)}")
+        elif name not in _method_names():
+            raise argparse.ArgumentTypeError(f"unknown method {name!r}; choose from all, {', '.join(_method_names())}")
     return names
 
 
@@ -83,7 +96,7 @@ def add_sweep_parser(sub, add_problem_args, number, epsilon) -> None:  # noqa: A
     sw.add_argument("--preprocess", default="none", help="--dataset file: a declared, data-independent feature map: "
                     "none, bounds:LOW:HIGH (or LOW:HIGH per feature, comma-separated) or norm:R, optionally "
                     "+intercept (e.g. bounds:-10:10+intercept)")
-    sw.add_argument("--methods", type=_methods, default=METHOD_NAMES, help="all or a comma-separated list")
+    sw.add_argument("--methods", type=_methods, default=_method_names(), help="all or a comma-separated list")
     sw.add_argument("--epsilons", type=_csv_list(epsilon, "numbers"), default=knobs.EPSILONS,
                     help="comma-separated (default: the dashboard's curve, %(default)s)")
     knobs.add_argument(sw, "delta")
@@ -113,7 +126,7 @@ def add_sweep_parser(sub, add_problem_args, number, epsilon) -> None:  # noqa: A
 def format_rows(rows: list[dict[str, Any]], fmt: str, tuned: bool = False) -> str:
     """Rows as CSV (header + one line per row) or a JSON array, with the CLI's columns (and the
     knobs a tuned comparison picked, when ``tuned``)."""
-    columns = _CLI_COLUMNS + (("tuned",) if tuned else ())
+    columns = cli_columns() + (("tuned",) if tuned else ())
     picked = [{k: r.get(k) for k in columns} for r in rows]
     if fmt == "json":
         return json.dumps([{k: ("inf" if isinstance(v, float) and math.isinf(v) else v) for k, v in r.items()}

@@ -27,8 +27,15 @@ from typing import Any
 
 __all__ = ["check_against_point"]
 
-_SCALE_NUMBERS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta", "sensitivity",
-                  "solver_tolerance", "output_scale", "threshold", "test_noise", "cap")
+_CORE_SCALE_NUMBERS = ("sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "per_query_delta",
+                       "sensitivity", "solver_tolerance", "output_scale")
+
+
+def _scale_numbers() -> tuple[str, ...]:
+    """Every number a stored scale may hold: the common ones and the registered methods' own."""
+    from ..methods.fields import declared_scale_fields
+
+    return _CORE_SCALE_NUMBERS + tuple(f.name for f in declared_scale_fields())
 _RTOL = 1e-6
 #: The data shapes (N, D, C) a calibration is done for: what differs between them depends on the
 #: data set, which a results file does not name; what agrees is determined by the point.
@@ -179,10 +186,11 @@ def _compare_scale(scale: dict[str, Any], at: list[dict[str, Any]], with_classes
     base = at[0]
     if scale.get("noise") != base["noise"]:
         return f"value.scale.noise: {str(scale.get('noise'))[:40]!r}, this method's calibration adds {base['noise']!r}"
-    stored = {name: _number(scale.get(name)) for name in _SCALE_NUMBERS}
+    numbers = _scale_numbers()
+    stored = {name: _number(scale.get(name)) for name in numbers}
     sens = [_number(r.get("sensitivity")) for r in at]
     by_classes: list[str] = []
-    for name in _SCALE_NUMBERS:
+    for name in numbers:
         ref = [_number(r.get(name)) for r in at]
         got = stored[name]
         if all(r is None for r in ref):

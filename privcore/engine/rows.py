@@ -4,19 +4,25 @@ Frozen and checked once; it travels from the runner to the recommendation, the c
 exports unchanged. ``to_dict()`` gives the CSV/JSON record. It is also a read-only
 ``Mapping`` over its columns (``row["accuracy_mean"]``, ``row.get("sigma")``), the view that
 tabular consumers (pandas, plotly hover tables, the exports) read.
+
+Its columns are the engine's core columns and, in their place among them, every registered method's
+own result fields (:attr:`privcore.methods.base.Method.result_fields`): a row carries its method's
+values in ``extras`` and reads as None in the other methods' columns (:func:`result_columns`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Iterator
+
+from ..types import Extras
 
 if TYPE_CHECKING:  # pragma: no cover
     from .specs import SweepSpec
 
-__all__ = ["ResultRow", "RESULT_COLUMNS", "SweepResult", "knobs_picked"]
+__all__ = ["ResultRow", "CORE_COLUMNS", "result_columns", "SweepResult", "knobs_picked"]
 
 
 @dataclass(frozen=True)
@@ -59,19 +65,6 @@ class ResultRow(Mapping):
     solver_grad_norm: float | None = None
     solver_tolerance: float | None = None
     sensitivity: float | None = None
-    #: Methods that test before answering (Confident-GNMax, sparse vector): the test's threshold;
-    #: methods that may abstain: the fraction of queries answered and the accuracy among them
-    #: (``accuracy_mean`` counts abstentions as wrong). None elsewhere.
-    threshold: float | None = None
-    answered_fraction: float | None = None
-    accuracy_answered: float | None = None
-    accuracy_answered_std: float | None = None  # its spread over the repetitions
-    #: Confident-GNMax: PATE's data-dependent epsilon of B queries like the test set's (NOT a
-    #: guarantee: a function of the private votes, so showing it is itself a release of private
-    #: information; ``epsilon`` is the guarantee) and the epsilon of publishing it with
-    #: smooth-sensitivity noise (privcore.accounting.pate_dd). None elsewhere.
-    epsilon_data_dependent: float | None = None
-    epsilon_dd_published: float | None = None
     #: Where the row's accounting claims more than this project's sound accountant gives (``paper``
     #: mode; tight subsample-and-aggregate's non-adaptive assumption): the epsilon its noise really
     #: reaches at ``delta`` under replace-one neighbours, and a sentence saying so
@@ -81,35 +74,81 @@ class ResultRow(Mapping):
     #: A tuned comparison's row (:mod:`privcore.engine.tuned`): the variant ("held-out: ..." or
     #: "private: ...") and the knobs it picked. None in a comparison as configured.
     tuned: str | None = None
+    #: The method's own result fields (its ``result_fields``: e.g. the answered share of a method that
+    #: may abstain, PATE's data-dependent epsilon), plain numbers by name; columns of their own in the
+    #: Mapping view and :meth:`to_dict`.
+    extras: Extras = field(default_factory=Extras)
 
     def __post_init__(self) -> None:
         if not isinstance(self.method, str) or not self.method:
             raise TypeError(f"method must be a non-empty string, got {self.method!r}")
+        object.__setattr__(self, "extras", self.extras if isinstance(self.extras, Extras) else Extras(self.extras))
+        clash = sorted(set(self.extras) & _CORE_SET)
+        if clash:
+            raise ValueError(f"extras may not name core columns, got {', '.join(clash)}")
         for name in ("accuracy_mean", "accuracy_std"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be a finite number in [0, 1], got {value!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        """The plain record, columns in :data:`RESULT_COLUMNS` order."""
-        return asdict(self)
+        """The plain record, columns in :func:`result_columns` order (the extras of methods registered
+        since a row was made come last)."""
+        return {key: self[key] for key in self}
 
     # Read-only Mapping view over the columns.
     def __getitem__(self, key: str) -> Any:
-        if key not in _COLUMN_SET:
-            raise KeyError(key)
-        return getattr(self, key)
+        if key in _CORE_SET:
+            return getattr(self, key)
+        if key in self.extras:
+            return self.extras[key]
+        if key in _extra_columns():
+            return None
+        raise KeyError(key)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(RESULT_COLUMNS)
+        columns = result_columns()
+        return iter(columns + tuple(k for k in self.extras if k not in columns))
 
     def __len__(self) -> int:
-        return len(RESULT_COLUMNS)
+        return sum(1 for _ in self)
+
+    def __getattr__(self, name: str) -> Any:
+        # Thin read-only alias: ``row.answered_fraction`` for a declared result field (None where absent).
+        if not name.startswith("_") and name != "extras" and name in _extra_columns():
+            return self.extras.get(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
-#: Columns of every result row, in the order of CSV exports.
-RESULT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(ResultRow))
-_COLUMN_SET = frozenset(RESULT_COLUMNS)
+#: The engine's own columns, the same for every method (the dataclass fields but ``extras``).
+CORE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(ResultRow) if f.name != "extras")
+_CORE_SET = frozenset(CORE_COLUMNS)
+#: The registered methods' own columns stand where the first methods' stood before they were declared
+#: by the methods (issue 31), so the exports keep their column order: after this core column.
+_EXTRAS_AFTER = "sensitivity"
+
+
+def _extra_columns() -> tuple[str, ...]:
+    from ..methods.fields import declared_result_fields
+
+    names = tuple(f.name for f in declared_result_fields())
+    clash = sorted(set(names) & _CORE_SET)
+    if clash:
+        raise ValueError(f"a registered method declares result fields named like core columns: {', '.join(clash)}")
+    return names
+
+
+def result_columns() -> tuple[str, ...]:
+    """Columns of every result row, in the order of CSV exports: the core columns with the registered
+    methods' result fields (registry order) after ``sensitivity``."""
+    cut = CORE_COLUMNS.index(_EXTRAS_AFTER) + 1
+    return CORE_COLUMNS[:cut] + _extra_columns() + CORE_COLUMNS[cut:]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RESULT_COLUMNS":  # the registry's columns now (a method registered later adds its own)
+        return result_columns()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -125,10 +164,10 @@ class SweepResult:
     cached: int = 0
 
     def to_frame(self):  # noqa: ANN201 - pandas is optional for the library
-        """The rows as a pandas DataFrame with :data:`RESULT_COLUMNS`."""
+        """The rows as a pandas DataFrame with :func:`result_columns`."""
         import pandas as pd
 
-        return pd.DataFrame([r.to_dict() for r in self.rows], columns=list(RESULT_COLUMNS))
+        return pd.DataFrame([r.to_dict() for r in self.rows], columns=list(result_columns()))
 
 
 def knobs_picked(tuned: str | None) -> str:

@@ -19,25 +19,30 @@ from typing import Any, Callable, Iterator
 from ..device import resolve_device
 from ..jobs import JobCancelled, ProgressFn, check_callbacks
 from ..methods import get_method
-from ..methods.base import EXTRA_RESULT_KEYS
 from ..types import Problem
 from .cache import SCHEMA_VERSION, ResultCache
 from .context import _CONTEXTS  # noqa: F401 - the name older tests clear (privcore.engine.context.clear)
 from .executor import ClusterError, Executor, LocalExecutor, WorkUnit
 from .plan import PlannedJob, SweepPlan, check_features, make_plan
 from .progress import WorkProgress
-from .rows import RESULT_COLUMNS, ResultRow, SweepResult
+from .rows import ResultRow, SweepResult, result_columns
 from .specs import SweepSpec
 from .units import SECURE_NOTE, _evaluate, execute_unit  # noqa: F401 - _evaluate: tests call it here
 
 __all__ = ["run_sweep", "running_elsewhere", "read_cached", "all_cached", "execute_unit", "SweepResult", "SweepCancelled", "ProgressFn",
-           "RESULT_COLUMNS", "check_features"]
+           "result_columns", "check_features"]  # RESULT_COLUMNS: module __getattr__ below
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RESULT_COLUMNS":  # the registry's columns now (privcore.engine.rows.result_columns)
+        return result_columns()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: Above this final gradient norm a solve is reported as not (numerically) exact.
 GRAD_NORM_WARN = 1e-3
 _NOISE_FIELDS = ("noise", "sigma", "beta", "rho", "noise_multiplier", "per_query_epsilon", "formula", "solver_tolerance",
-                 "sensitivity", "threshold")
+                 "sensitivity")
 
 #: (lock, holders + waiters) per (spec, cache directory) being run in this process: identical
 #: sweeps run once, one after the other (the later ones then read the cache).
@@ -55,7 +60,8 @@ def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary: str |
     scale = stored.get("scale", {})
     # The lambda a row reports: the one its result was computed with (lam = "auto" stores the choice)
     # for a method that uses lambda; this sweep's for one that does not (a cache hit across lambdas).
-    lam = stored.get("lam", problem.lam) if "lam" in get_method(method).uses else problem.lam
+    entry = get_method(method)
+    lam = stored.get("lam", problem.lam) if "lam" in entry.uses else problem.lam
     from ..accounting.forward import real_guarantee
 
     real, guarantee = real_guarantee(method, scale, _with_lam(problem, lam), spec.delta, spec.accounting)
@@ -66,10 +72,9 @@ def _row(method: str, eps: float, spec: SweepSpec, problem: Problem, vary: str |
         accuracy_mean=stored["accuracy_mean"], accuracy_std=stored["accuracy_std"],
         seconds=0.0 if cached else stored["seconds"], device=stored["device"], cached=cached,
         note=stored.get("note") or None, solver_grad_norm=stored.get("solver_grad_norm"),
-        answered_fraction=stored.get("answered_fraction"), accuracy_answered=stored.get("accuracy_answered"),
-        accuracy_answered_std=stored.get("accuracy_answered_std"),
-        **{key: stored.get(key) for key in EXTRA_RESULT_KEYS},
-        **{key: scale.get(key) for key in _NOISE_FIELDS}, real_epsilon=real, guarantee=guarantee)
+        **{key: scale.get(key) for key in _NOISE_FIELDS}, real_epsilon=real, guarantee=guarantee,
+        # The method's own columns, as it declares them: from the noise scale or measured.
+        extras={f.name: (scale if f.on_scale else stored).get(f.name) for f in entry.result_fields})
 
 
 def _with_lam(problem: Problem, lam: Any) -> Problem:
@@ -86,7 +91,7 @@ def run_sweep(spec: SweepSpec, *, progress: ProgressFn | None = None, cancel: Ca
               executor: Executor | None = None, plan: SweepPlan | None = None) -> SweepResult:
     """Compute (or fetch) test accuracy mean/std for every point of ``spec``.
 
-    Returns a :class:`SweepResult` whose rows hold plain numbers (see :data:`RESULT_COLUMNS`),
+    Returns a :class:`SweepResult` whose rows hold plain numbers (see :func:`result_columns`),
     plus a ``non_private`` row per variant when ``spec.baseline``. Unsupported points (DP-SGD at
     delta = 0) are skipped with a warning, never an exception. When another thread of this process
     is already running the same spec on the same cache (two browser sessions, or the dashboard's

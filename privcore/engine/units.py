@@ -19,7 +19,6 @@ from ..data import Dataset
 from .. import device as _device
 from ..device import resolve_device
 from ..methods import get_method
-from ..methods.base import EXTRA_RESULT_KEYS
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from . import context as _contexts
 from .cache import SCHEMA_VERSION, point_key
@@ -47,19 +46,24 @@ def _stored(acc: np.ndarray, scale: NoiseScale | None, seconds: float, device: s
 
 
 def _evaluate(method: str, ctx: TrainContext, budgets: list[PrivacyBudget], accounting: str,
-              repeats: int) -> tuple[list[NoiseScale], np.ndarray, np.ndarray | None, np.ndarray | None, list[dict]]:
-    """Scales, accuracies [E, R] and, for abstaining methods, answered fractions, accuracies among answered
-    and the method's extra numbers per scale (:meth:`Method.extra_results`)."""
+              repeats: int) -> tuple[list[NoiseScale], np.ndarray, list[dict[str, float]]]:
+    """Scales, accuracies [E, R] and the method's measured result fields per scale (:meth:`Method.measure`)."""
     m = get_method(method)
     scales = [m.calibrate(b, ctx.problem, accounting) for b in budgets]
-    if not m.abstains:
-        return scales, m.evaluate(ctx, scales, repeats).detach().cpu().numpy(), None, None, [{} for _ in scales]
-    out = m.release(ctx, scales, repeats)  # [E, R, M], -1 = abstained (counted wrong)
-    answered = (out >= 0).double()
-    right = (out == ctx.y_test).double()
-    among = right.sum(dim=2) / answered.sum(dim=2).clamp(min=1.0)
-    extras = m.extra_results(ctx, scales, out)
-    return (scales, right.mean(dim=2).cpu().numpy(), answered.mean(dim=2).cpu().numpy(), among.cpu().numpy(), extras)
+    acc, extras = m.measure(ctx, scales, repeats)
+    return scales, acc, extras
+
+
+def _measured(method: str, values: dict[str, Any]) -> dict[str, float]:
+    """``values`` of the method's measured result fields as stored numbers; ValueError naming an
+    undeclared or out-of-range one (a method's outputs are stored only as it declares them)."""
+    from ..methods.fields import check_field_value
+
+    declared = {f.name: f for f in get_method(method).result_fields if not f.on_scale}
+    unknown = sorted(set(values) - set(declared))
+    if unknown:
+        raise ValueError(f"{method} measured {', '.join(unknown)}, which its result_fields do not declare")
+    return {name: check_field_value(declared[name], v) for name, v in values.items() if v is not None}
 
 
 def execute_unit(unit: WorkUnit, poll: Callable[[float | None], None] | None = None) -> UnitOutcome:
@@ -132,8 +136,7 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
     for lam in sorted(set(lams)):
         idx = [i for i, chosen in enumerate(lams) if chosen == lam]
         ctx = context(base_problem(ds, spec, lam))
-        scales, acc, answered, among, extras = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting,
-                                                         spec.repeats)
+        scales, acc, extras = _evaluate(method, ctx, [budgets[i] for i in idx], spec.accounting, spec.repeats)
         for j, i in enumerate(idx):
             # The largest certified gradient norm of the solves this release used (theta*, the
             # perturbed problems); None for methods that release no minimiser (DP-SGD, S&A).
@@ -142,8 +145,5 @@ def _compute(method: str, ds: Dataset, spec: SweepSpec, budgets: list[PrivacyBud
             auto_note = LAM_AUTO_NOTE if auto else (LAM_AUTO_COUPLED_NOTE if coupled else "")
             note = "; ".join(n for n in (auto_note, SECURE_NOTE if spec.secure_noise else "") if n)
             out[i] = _stored(acc[j], scale, 0.0, dev, lam, note, grad)
-            if answered is not None:
-                out[i].update(answered_fraction=float(answered[j].mean()), accuracy_answered=float(among[j].mean()),
-                              accuracy_answered_std=float(among[j].std(ddof=1)) if among[j].size > 1 else 0.0)
-            out[i].update({k: float(v) for k, v in extras[j].items() if k in EXTRA_RESULT_KEYS})
+            out[i].update(_measured(method, extras[j]))  # the method's own result fields, as it declares them
     return out

@@ -3,12 +3,19 @@
 ``REGISTRY`` holds the private methods; ``BASELINE`` is the non-private reference. Everything that
 lists, labels, colours, explains or rules on methods asks these entries (``get_method`` knows
 both), so a new method is its module plus one line here.
+
+:func:`register` / :func:`unregister` are the same entry made at run time (a plug-in, or a test's
+toy method): they check the method's declarations and keep ``REGISTRY``, ``ENTRIES`` and
+``METHOD_NAMES`` in step. Code that lists the methods reads these names from this module when it
+runs (``methods.METHOD_NAMES``), not a copy taken at import.
 """
 
 from __future__ import annotations
 
 from ..validation import check_choice
 from .base import Method
+from .card import MethodCard
+from .fields import ABSTENTION_FIELDS, ResultField, declared_result_fields, declared_scale_fields
 from .confident_gnmax import ConfidentGNMax
 from .dpsgd import DPSGD
 from .loss_perturbation import LossPerturbation
@@ -20,8 +27,8 @@ from .private_knn import PrivateKNN
 from .sparse_vector import SparseVectorAggregate
 from .subsample_aggregate import SubsampleAggregate
 
-__all__ = ["Method", "REGISTRY", "METHOD_NAMES", "BASELINE", "ENTRIES", "get_method", "methods_of_family",
-           "method_name", "check_method_name"]
+__all__ = ["Method", "MethodCard", "ResultField", "REGISTRY", "METHOD_NAMES", "BASELINE", "ENTRIES", "get_method",
+           "methods_of_family", "method_name", "check_method_name", "register", "unregister", "check_declarations"]
 
 REGISTRY: dict[str, Method] = {
     m.name: m
@@ -32,6 +39,60 @@ METHOD_NAMES: tuple[str, ...] = tuple(REGISTRY)
 BASELINE: Method = NonPrivate()
 #: Every entry, private methods first, in the order charts and tables list them.
 ENTRIES: dict[str, Method] = {**REGISTRY, BASELINE.name: BASELINE}
+
+
+def check_declarations(method: Method) -> None:
+    """TypeError/ValueError naming the method and what is wrong with its declarations: a
+    :class:`MethodCard`, :class:`ResultField` tuples, the abstention summary where it may abstain, each
+    ``on_scale`` column among its scale fields, and no name declared unlike another method's field
+    (the result rows refuse a field named like one of their core columns)."""
+    name = getattr(method, "name", None)
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"a method's name must be an identifier, got {name!r}")
+    if not isinstance(getattr(type(method), "card", None), MethodCard):
+        raise TypeError(f"{name} must declare card = MethodCard(...) (privcore.methods.card)")
+    for attr in ("result_fields", "scale_fields"):
+        declared = getattr(method, attr)
+        if not isinstance(declared, tuple) or not all(isinstance(f, ResultField) for f in declared):
+            raise TypeError(f"{name}.{attr} must be a tuple of ResultField, got {declared!r}")
+    if method.abstains and not set(ABSTENTION_FIELDS) <= set(method.result_fields):
+        raise ValueError(f"{name} may abstain: its result_fields must include ABSTENTION_FIELDS")
+    scale_names = {f.name for f in method.scale_fields}
+    missing = [f.name for f in method.result_fields if f.on_scale and f.name not in scale_names]
+    if missing:
+        raise ValueError(f"{name}: the on_scale result fields {', '.join(missing)} must be among its scale_fields")
+    others = [m for m in ENTRIES.values() if m.name != name]
+    declared_result_fields([*others, method])  # one name, one field (ValueError otherwise)
+    declared_scale_fields([*others, method])
+
+
+def register(method: Method) -> Method:
+    """Add ``method`` to the registry (after the methods already there), as a line in ``REGISTRY``
+    above would; ValueError if its name is taken. Returns it."""
+    global METHOD_NAMES, ENTRIES
+    if not isinstance(method, Method):
+        raise TypeError(f"method must be a Method instance, got {type(method).__name__}")
+    if method.name in ENTRIES:
+        raise ValueError(f"a method called {method.name!r} is registered already")
+    check_declarations(method)
+    REGISTRY[method.name] = method
+    entries = {**REGISTRY, BASELINE.name: BASELINE}  # the baseline stays last
+    ENTRIES.clear()
+    ENTRIES.update(entries)
+    METHOD_NAMES = tuple(REGISTRY)
+    return method
+
+
+def unregister(name: str) -> None:
+    """Remove a method :func:`register` added (and its parameterised variants)."""
+    global METHOD_NAMES
+    if name not in REGISTRY:
+        raise ValueError(f"no registered method called {name!r}")
+    del REGISTRY[name]
+    del ENTRIES[name]
+    for key in [k for k, m in _VARIANTS.items() if m.base_name == name]:
+        del _VARIANTS[key]
+    METHOD_NAMES = tuple(REGISTRY)
 
 
 def methods_of_family(family: str) -> tuple[str, ...]:
@@ -107,3 +168,8 @@ def check_method_name(name: object) -> str:
         check_choice("method", name, tuple(REGISTRY))  # the message names the registry
         return name
     return get_method(name).name
+
+
+for _entry in ENTRIES.values():  # the built-in entries meet the rules register() checks
+    check_declarations(_entry)
+del _entry

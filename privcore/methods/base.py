@@ -19,23 +19,26 @@ leakage-audit trial observes).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from ..types import ACCOUNTING_MODES, CalibrationError, NoiseScale, PrivacyBudget, Problem
 from ..validation import check_choice
+from .card import MethodCard
+from .fields import ABSTENTION_FIELDS, ResultField
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
     import torch
 
     from ..context import TrainContext
 
-__all__ = ["Method", "WinContext", "EXTRA_RESULT_KEYS", "CostPart", "solver_iterations", "data_work", "nonprivate_part",
-           "teacher_part"]
+__all__ = ["Method", "MethodCard", "ResultField", "WinContext", "CostPart", "solver_iterations", "data_work",
+           "nonprivate_part", "teacher_part", "CARD_ATTRIBUTES"]
 
-#: Extra numbers a method may store per point (:meth:`Method.extra_results`), all finite and >= 0:
-#: PATE's data-dependent epsilon (not a guarantee) and what publishing it privately would cost.
-EXTRA_RESULT_KEYS: tuple[str, ...] = ("epsilon_data_dependent", "epsilon_dd_published")
+#: The card's fields, readable on a method as thin read-only aliases (``m.label`` is ``m.card.label``):
+#: dozens of views read them. A method class declares them in its ``card`` only.
+CARD_ATTRIBUTES: tuple[str, ...] = tuple(f.name for f in fields(MethodCard))
 
 
 @dataclass(frozen=True)
@@ -75,11 +78,15 @@ class CostPart:
     ``kind`` names a fitted constant (seconds per unit of work), ``work`` is the size of the piece
     (1 = the reference piece on mnist-5k: N = 4,000, D = 784, C = 10, lambda = 1e-3, 20 releases),
     ``shared`` a key other methods of the same run may need too (counted once), None for own work.
+    ``query_share``: for a piece that answers queries, the share of its work that grows with the query
+    rows of each answer (the rest is paid per answer, whatever its rows); ``work`` prices one answer
+    of the test set per release. None: not a query piece (the leakage estimate rescales query pieces).
     """
 
     kind: str
     work: float
     shared: tuple | None = None
+    query_share: float | None = None
 
 
 def solver_iterations(lam: float) -> float:
@@ -116,19 +123,23 @@ def teacher_part(problem: Problem) -> CostPart:
 
 
 class Method(ABC):
-    """Base class of the five methods. Subclasses are stateless singletons in the registry."""
+    """Base class of the methods. Subclasses are stateless singletons in the registry.
+
+    A method class declares its mechanism (``name``, the class attributes below, ``_calibrate``,
+    ``release``, ``cost_parts``), its presentation apart in ``card`` (a :class:`MethodCard`; the
+    card's fields read as ``m.label`` etc. through thin aliases) and its own outputs in
+    ``result_fields`` / ``scale_fields`` (:class:`ResultField`s), which rows, the cache, the CLI,
+    the exports and the tables read generically.
+    """
 
     name: ClassVar[str]
-    label: ClassVar[str]
-    #: Short label for dense charts (winner maps); in-sentence label for recommendation texts.
-    short_label: ClassVar[str] = ""
-    sentence_label: ClassVar[str] = ""
-    #: Fixed chart colour (Okabe-Ito palette, colour-blind safe), the same in every view.
-    colour: ClassVar[str] = "#888888"
-    #: Plotly marker symbol and line dash, distinct per method, so charts read without colour
-    #: (greyscale print, colour-blind readers); the non-private reference alone is dashed "dash".
-    marker: ClassVar[str] = "circle"
-    dash: ClassVar[str] = "solid"
+    #: How the method is named, drawn and explained (nothing in it changes a number).
+    card: ClassVar[MethodCard]
+    #: Its extra result-row columns (:mod:`privcore.methods.fields`): measured by :meth:`measure`, or
+    #: copied from the noise scale (``on_scale``). A method that abstains lists ``ABSTENTION_FIELDS``.
+    result_fields: ClassVar[tuple[ResultField, ...]] = ()
+    #: Its calibration's extra numbers, kept on :class:`NoiseScale` as ``extras`` (``s.threshold`` reads one).
+    scale_fields: ClassVar[tuple[ResultField, ...]] = ()
     #: "training" (the model is private), "prediction" (B answers are) or "baseline" (no privacy).
     family: ClassVar[str]
     uses: ClassVar[tuple[str, ...]]  # Problem fields besides n, dim, classes that change its results
@@ -148,12 +159,6 @@ class Method(ABC):
     from_paper: ClassVar[bool] = False
     #: The knob the paper's Figure 6 sweeps for this method ("lam", "teachers"), if any.
     paper_figure6_axis: ClassVar[str | None] = None
-    summary: ClassVar[str] = ""
-    wins_when: ClassVar[str] = ""
-    assumptions: ClassVar[str] = ""
-    #: Standing caveats: true of the method or its data whatever the setting (the UI lists them in one
-    #: collapsed note); notes about the current setting belong in :meth:`setting_warnings`.
-    caveats: ClassVar[tuple[str, ...]] = ()
     #: Constructor keywords that change the mechanism (Private-kNN's k and gamma, Confident-GNMax's
     #: threshold and noise ratio). A non-default choice is part of the method's name,
     #: ``base[k=v,...]`` (:func:`privcore.methods.get_method` parses it), so it reaches every cache
@@ -170,6 +175,26 @@ class Method(ABC):
     #: each answer depends on its own query alone: such methods get no private selection
     #: (``lam = auto`` runs them at the stand-in lambda; a private tuned comparison as configured).
     couples_queries: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        mixed = sorted(set(CARD_ATTRIBUTES) & set(vars(cls)))
+        if mixed:  # the card is the one place of the presentation (issue 31: mechanism and card apart)
+            raise TypeError(f"{cls.__name__} sets {', '.join(mixed)} on the class: declare them in its "
+                            "card = MethodCard(...) (privcore.methods.card)")
+
+    # Thin read-only aliases of the card (dozens of views read ``m.label``, ``m.colour`` ...).
+    label = property(lambda self: self.card.label)
+    short_label = property(lambda self: self.card.short_label)
+    sentence_label = property(lambda self: self.card.sentence_label)
+    colour = property(lambda self: self.card.colour)
+    marker = property(lambda self: self.card.marker)
+    dash = property(lambda self: self.card.dash)
+    summary = property(lambda self: self.card.summary)
+    wins_when = property(lambda self: self.card.wins_when)
+    assumptions = property(lambda self: self.card.assumptions)
+    caveats = property(lambda self: self.card.caveats)
+    covers = property(lambda self: self.card.covers)
 
     @property
     def base_name(self) -> str:
@@ -200,13 +225,34 @@ class Method(ABC):
             raise CalibrationError(f"{self.name} cannot be calibrated at epsilon={budget.epsilon:g}, "
                                    f"delta={budget.delta:g}: {err}") from err
 
+    def measure(self, ctx: "TrainContext", scales: list[NoiseScale],
+                repeats: int) -> "tuple[np.ndarray, list[dict[str, float]]]":
+        """Test accuracies [len(scales), repeats] and, per scale, the values of the method's measured
+        :attr:`result_fields` (plain numbers; a field left out is None in the row).
+
+        Default: :meth:`evaluate` and nothing else; a method that abstains (:attr:`abstains`) gets the
+        abstention summary (:data:`~privcore.methods.fields.ABSTENTION_FIELDS`: answered share, accuracy
+        among answered and its spread) from one release, plus :meth:`extra_results` of that release.
+        """
+        if not self.abstains:
+            return self.evaluate(ctx, scales, repeats).detach().cpu().numpy(), [{} for _ in scales]
+        out = self.release(ctx, scales, repeats)  # [E, R, M], -1 = abstained (counted wrong)
+        answered = (out >= 0).double()
+        right = (out == ctx.y_test).double()
+        among = right.sum(dim=2) / answered.sum(dim=2).clamp(min=1.0)
+        extras = self.extra_results(ctx, scales, out)
+        answered_np, among_np = answered.mean(dim=2).cpu().numpy(), among.cpu().numpy()
+        fraction, accuracy, spread = (f.name for f in ABSTENTION_FIELDS)
+        summary = [{fraction: float(answered_np[j].mean()), accuracy: float(among_np[j].mean()),
+                    spread: float(among_np[j].std(ddof=1)) if among_np[j].size > 1 else 0.0}
+                   for j in range(len(scales))]
+        return right.mean(dim=2).cpu().numpy(), [{**a, **b} for a, b in zip(summary, extras)]
+
     def extra_results(self, ctx: "TrainContext", scales: list[NoiseScale],
                       released: "torch.Tensor") -> list[dict[str, float]]:
-        """Plain numbers stored beside each scale's accuracy (keys: :data:`EXTRA_RESULT_KEYS`), from its releases.
-
-        ``released`` is what :meth:`release` returned for ``scales`` (only computed for methods that
-        abstain). Confident-GNMax adds PATE's data-dependent epsilon here (not a guarantee).
-        """
+        """An abstaining method's further measured numbers per scale (keys: its :attr:`result_fields`),
+        from ``released``, what :meth:`release` returned for ``scales``. Confident-GNMax adds PATE's
+        data-dependent epsilon here (not a guarantee)."""
         return [{} for _ in scales]
 
     def cost_parts(self, problem: Problem, points: int, repeats: int) -> list[CostPart]:

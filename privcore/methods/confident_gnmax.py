@@ -35,6 +35,8 @@ from ..types import NoiseScale, PrivacyBudget, Problem
 from ..validation import check_real, format_value as _fmt
 from .teachers import TeacherVoteMethod
 from .base import CostPart, WinContext
+from .card import MethodCard
+from .fields import ABSTENTION_FIELDS, TEST_NOISE, THRESHOLD, ResultField
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -54,31 +56,48 @@ DATA_INDEPENDENT_NOTE = ("data-independent accounting (the guarantee): every que
                          "the guarantee; " + DATA_DEPENDENT_DISCLOSURE)
 
 
+#: PATE's data-dependent epsilon of B queries like the test set's (NOT a guarantee: a function of the
+#: private votes, so showing it is itself a release of private information; ``epsilon`` is the guarantee)
+#: and the epsilon of publishing it with smooth-sensitivity noise (privcore.accounting.pate_dd).
+EPSILON_DATA_DEPENDENT = ResultField(
+    "epsilon_data_dependent", "ε data-dependent (not a guarantee)", "ε dd",
+    "PATE's data-dependent epsilon: a function of the private votes, not the guarantee; showing it is itself a "
+    "release of private information")
+EPSILON_DD_PUBLISHED = ResultField(
+    "epsilon_dd_published", "ε to publish the data-dependent ε", "ε publ.",
+    "what publishing the data-dependent epsilon itself would cost (smooth sensitivity); the guarantee stays the ε "
+    "above")
+
+
 class ConfidentGNMax(TeacherVoteMethod):
     name = "confident_gnmax"
-    label = "PATE Confident-GNMax"
-    short_label = "Conf.-GNMax"
-    sentence_label = "PATE's Confident-GNMax"
-    colour = "#56B4E9"  # sky blue
-    marker = "triangle-down"
-    dash = "longdashdot"
+    card = MethodCard(
+        label="PATE Confident-GNMax",
+        short_label="Conf.-GNMax",
+        sentence_label="PATE's Confident-GNMax",
+        colour="#56B4E9",  # sky blue
+        marker="triangle-down",
+        dash="longdashdot",
+        summary=("Teachers on disjoint parts vote; a noisy threshold on the top vote drops low-consensus queries, the "
+                 "others get the Gaussian noisy argmax (PATE, Papernot et al. 2018)."),
+        wins_when=("Many teachers that agree and few queries; data-independently it pays for every query, so it rarely "
+                   "beats the noisy vote of subsample-and-aggregate; abstentions count as wrong."),
+        assumptions=("Disjoint parts, each teacher trained on its own part alone; one example changes one vote "
+                     "(histogram sensitivity √2, max 1); threshold "
+                     "0.8 T and σ₁ = 3.75 σ₂ as in PATE's MNIST setting; the guarantee covers B queries. PATE's "
+                     "data-dependent ε (lower when the teachers agree) is shown beside it, not as the guarantee."),
+        caveats=("Confident-GNMax abstains on low-consensus queries; abstentions count as wrong answers "
+                 "(the answered fraction is shown beside the accuracy).",
+                 "Confident-GNMax: " + DATA_DEPENDENT_DISCLOSURE[0].upper() + DATA_DEPENDENT_DISCLOSURE[1:] + "."),
+    )
     uses = ("lam", "budget", "teachers")
     family = "prediction"
     supports_pure = False
     uses_budget = True
     releases = "labels"
     abstains = True
-    summary = ("Teachers on disjoint parts vote; a noisy threshold on the top vote drops low-consensus queries, the "
-               "others get the Gaussian noisy argmax (PATE, Papernot et al. 2018).")
-    wins_when = ("Many teachers that agree and few queries; data-independently it pays for every query, so it rarely "
-                 "beats the noisy vote of subsample-and-aggregate; abstentions count as wrong.")
-    assumptions = ("Disjoint parts, each teacher trained on its own part alone; one example changes one vote "
-                   "(histogram sensitivity √2, max 1); threshold "
-                   "0.8 T and σ₁ = 3.75 σ₂ as in PATE's MNIST setting; the guarantee covers B queries. PATE's "
-                   "data-dependent ε (lower when the teachers agree) is shown beside it, not as the guarantee.")
-    caveats = ("Confident-GNMax abstains on low-consensus queries; abstentions count as wrong answers "
-               "(the answered fraction is shown beside the accuracy).",
-               "Confident-GNMax: " + DATA_DEPENDENT_DISCLOSURE[0].upper() + DATA_DEPENDENT_DISCLOSURE[1:] + ".")
+    result_fields = (THRESHOLD, *ABSTENTION_FIELDS, EPSILON_DATA_DEPENDENT, EPSILON_DD_PUBLISHED)
+    scale_fields = (THRESHOLD, TEST_NOISE)
 
     params = ("threshold_fraction", "sigma_ratio")
     #: T from few to PATE's hundreds, the threshold at PATE's 0.8 T and lower, the check noise at PATE's
@@ -102,7 +121,7 @@ class ConfidentGNMax(TeacherVoteMethod):
         if accounting == "paper":
             notes += ("paper: PATE's data-independent RDP with the standard RDP-to-(eps, delta) conversion",)
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=g.sigma_vote, sensitivity=2 ** 0.5,
-                          threshold=self.threshold_fraction * problem.teachers, test_noise=g.sigma_check,
+                          extras={"threshold": self.threshold_fraction * problem.teachers, "test_noise": g.sigma_check},
                           formula=(f"sigma_1 = {self.sigma_ratio:g} sigma_2, threshold = {self.threshold_fraction:g} T; "
                                    f"{g.formula}"), notes=notes)
 
@@ -130,7 +149,7 @@ class ConfidentGNMax(TeacherVoteMethod):
             answered = (released[e] >= 0).cpu().numpy()
             dd = confident_gnmax_data_dependent(votes, answered, float(s.sigma), float(s.test_noise),
                                                 float(s.threshold), ctx.problem.budget, float(s.delta))
-            out.append({"epsilon_data_dependent": dd.epsilon, "epsilon_dd_published": dd.epsilon_published})
+            out.append({EPSILON_DATA_DEPENDENT.name: dd.epsilon, EPSILON_DD_PUBLISHED.name: dd.epsilon_published})
         return out
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,

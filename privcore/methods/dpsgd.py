@@ -26,6 +26,7 @@ from ..accounting.dpsgd import dpsgd_epsilon_replace_one, dpsgd_noise_multiplier
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
 from .base import CostPart, Method, WinContext, data_work
+from .card import MethodCard
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -55,22 +56,24 @@ EPSILON_SHARE = 0.16
 
 class DPSGD(Method):
     name = "dpsgd"
-    label = "DP-SGD"
-    short_label = "DP-SGD"
-    sentence_label = "DP-SGD"
+    card = MethodCard(
+        label="DP-SGD",
+        short_label="DP-SGD",
+        sentence_label="DP-SGD",
+        colour="#009E73",  # bluish green
+        marker="x",
+        dash="longdash",
+        summary="Clip every example's gradient, add Gaussian noise at each step of SGD.",
+        wins_when="δ > 0 and many predictions; works for any differentiable model.",
+        assumptions="δ > 0; Poisson-sampled batches; per-example clipping to ν.",
+    )
     from_paper = True
-    colour = "#009E73"  # bluish green
-    marker = "x"
-    dash = "longdash"
     uses = ("batch_size", "epochs", "clip", "learning_rate")
     #: Clip norm and step size around the defaults (0.5, 10).
     tuning_grid = {"clip": (0.5, 2.0), "learning_rate": (3.0, 10.0)}
     family = "training"
     trains_per_release = True
     supports_pure = False
-    summary = "Clip every example's gradient, add Gaussian noise at each step of SGD."
-    wins_when = "δ > 0 and many predictions; works for any differentiable model."
-    assumptions = "δ > 0; Poisson-sampled batches; per-example clipping to ν."
 
     def pure_unsupported_message(self) -> str:
         from . import REGISTRY  # the alternatives, as the registry lists them

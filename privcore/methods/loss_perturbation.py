@@ -38,6 +38,7 @@ from ..accounting.gaussian import analytic_gaussian_sigma
 from ..validation import format_value as _fmt
 from ..types import K_LIPSCHITZ, L_HESSIAN, NoiseScale, PrivacyBudget, Problem
 from .base import EXACT_MINIMISER_NOTE, CostPart, Method, data_work, nonprivate_part, solver_iterations, scaled_noise, unit_noise, WinContext
+from .card import MethodCard
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -109,22 +110,24 @@ _PAPER_NOTE = ("as published: calibrated for add/remove neighbours (||b - b'|| <
 
 class LossPerturbation(Method):
     name = "loss_perturbation"
-    label = "Loss perturbation"
-    short_label = "Loss pert."
-    sentence_label = "loss perturbation"
+    card = MethodCard(
+        label="Loss perturbation",
+        short_label="Loss pert.",
+        sentence_label="loss perturbation",
+        colour="#E69F00",  # orange
+        marker="diamond",
+        dash="dot",
+        summary="Add a random linear term (and extra L2 weight ρ) to the objective, solve it to a certified tolerance.",
+        wins_when="Small ε at δ = 0 and many predictions; gains quickly as N grows.",
+        assumptions="Convex, twice-differentiable loss with Hessian ≤ L = 1/2, ‖x‖ ≤ 1; solver gradient norm certified (approximate minima perturbation).",
+    )
     paper_figure6_axis = "lam"
     from_paper = True
-    colour = "#E69F00"  # orange
-    marker = "diamond"
-    dash = "dot"
     uses = ("lam",)
     #: The average-form L2 weight over the lam = auto grid (engine.specs.LAM_AUTO_GRID).
     tuning_grid = {"lam": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)}
     family = "training"
     trains_per_release = True
-    summary = "Add a random linear term (and extra L2 weight ρ) to the objective, solve it to a certified tolerance."
-    wins_when = "Small ε at δ = 0 and many predictions; gains quickly as N grows."
-    assumptions = "Convex, twice-differentiable loss with Hessian ≤ L = 1/2, ‖x‖ ≤ 1; solver gradient norm certified (approximate minima perturbation)."
 
     def win_reason(self, s: WinContext) -> str:
         if s.pure and s.epsilon is not None and float(s.epsilon) <= 3:

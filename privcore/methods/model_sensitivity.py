@@ -20,6 +20,7 @@ from ..accounting.gaussian import analytic_gaussian_sigma
 from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
 from .base import CostPart, Method, noisy_release, nonprivate_part, sensitivity_of, WinContext
+from .card import MethodCard
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -31,20 +32,22 @@ __all__ = ["ModelSensitivity"]
 
 class ModelSensitivity(Method):
     name = "model_sensitivity"
-    label = "Model sensitivity"
-    short_label = "Model sens."
-    sentence_label = "model sensitivity"
+    card = MethodCard(
+        label="Model sensitivity",
+        short_label="Model sens.",
+        sentence_label="model sensitivity",
+        colour="#0072B2",  # blue
+        marker="circle",
+        dash="solid",
+        summary="Train the regularised model (to a certified gradient norm), then add noise to its weights once.",
+        wins_when="N λ is large (noise shrinks as 1/(N λ ε)), D·C small, many predictions needed, δ > 0.",
+        assumptions="Convex loss, K-Lipschitz (K = √2), λ > 0, ‖x‖ ≤ 1, solver gradient norm certified.",
+    )
     from_paper = True
-    colour = "#0072B2"  # blue
-    marker = "circle"
-    dash = "solid"
     uses = ("lam",)
     #: The average-form L2 weight over the lam = auto grid (engine.specs.LAM_AUTO_GRID).
     tuning_grid = {"lam": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)}
     family = "training"
-    summary = "Train the regularised model (to a certified gradient norm), then add noise to its weights once."
-    wins_when = "N λ is large (noise shrinks as 1/(N λ ε)), D·C small, many predictions needed, δ > 0."
-    assumptions = "Convex loss, K-Lipschitz (K = √2), λ > 0, ‖x‖ ≤ 1, solver gradient norm certified."
 
     def win_reason(self, s: WinContext) -> str:
         core = (f"large N λ (N = {_fmt(s.n)}, λ = {_fmt(s.lam)}) shrinks the sensitivity methods' noise "

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from .base import CostPart, Method, nonprivate_part
+from .card import MethodCard
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -21,16 +22,18 @@ __all__ = ["NonPrivate"]
 
 class NonPrivate(Method):
     name = "non_private"
-    label = "Non-private (no noise)"
-    short_label = "Non-private"
-    sentence_label = "the non-private model"
-    colour = "#333333"  # near black, dashed
-    marker = "line-ew"
-    dash = "dash"
+    card = MethodCard(
+        label="Non-private (no noise)",
+        short_label="Non-private",
+        sentence_label="the non-private model",
+        colour="#333333",  # near black, dashed
+        marker="line-ew",
+        dash="dash",
+        summary="The same regularised model trained without any privacy: the accuracy every method is compared with.",
+        assumptions="None: it offers no privacy.",
+    )
     family = "baseline"
     uses = ("lam",)
-    summary = "The same regularised model trained without any privacy: the accuracy every method is compared with."
-    assumptions = "None: it offers no privacy."
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         raise CalibrationError("non_private is the epsilon = inf baseline; it has no finite-epsilon calibration")

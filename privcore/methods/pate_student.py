@@ -29,6 +29,7 @@ from ..types import NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
 from .teachers import TeacherVoteMethod
 from .base import CostPart, WinContext, solver_iterations
+from .card import MethodCard
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -51,12 +52,24 @@ def public_split(ctx: "TrainContext") -> tuple[torch.Tensor, torch.Tensor]:
 
 class PateStudent(TeacherVoteMethod):
     name = "pate_student"
-    label = "PATE student (pay once)"
-    short_label = "Student"
-    sentence_label = "the PATE student"
-    colour = "#999999"  # grey
-    marker = "cross"
-    dash = "1px,5px"
+    card = MethodCard(
+        label="PATE student (pay once)",
+        short_label="Student",
+        sentence_label="the PATE student",
+        colour="#999999",  # grey
+        marker="cross",
+        dash="1px,5px",
+        summary=(f"Teachers label {PUBLIC_LABELS} public rows with the Gaussian noisy argmax once; a linear student "
+                 "trained on them answers any number of queries for free."),
+        wins_when=("Many predictions (large B) with many accurate teachers and enough public, unlabelled data; "
+                   "its accuracy does not depend on B."),
+        assumptions=(f"Public unlabelled rows from the data's distribution (here {PUBLIC_LABELS} per student, carved "
+                     "from the test set by a fixed seeded rule, 2-fold cross-fitted); teachers on disjoint parts, each trained "
+                     "on its own part alone; one example changes one vote."),
+        covers="the released student model (trained on public rows labelled by the private teachers)",
+        caveats=(f"The PATE student's {PUBLIC_LABELS} public rows per student come from the test set (split in two "
+                 "halves by a fixed seeded rule; each row is scored by the student that did not see it).",),
+    )
     uses = ("lam", "teachers")
     #: The labelling teachers: from the default to PATE's hundreds.
     couples_queries = True  # see Method.couples_queries
@@ -66,15 +79,6 @@ class PateStudent(TeacherVoteMethod):
     uses_budget = False
     trains_per_release = True  # one student per release (all of them in one batched solve)
     releases = "labels"
-    summary = (f"Teachers label {PUBLIC_LABELS} public rows with the Gaussian noisy argmax once; a linear student "
-               "trained on them answers any number of queries for free.")
-    wins_when = ("Many predictions (large B) with many accurate teachers and enough public, unlabelled data; "
-                 "its accuracy does not depend on B.")
-    assumptions = (f"Public unlabelled rows from the data's distribution (here {PUBLIC_LABELS} per student, carved "
-                   "from the test set by a fixed seeded rule, 2-fold cross-fitted); teachers on disjoint parts, each trained "
-                   "on its own part alone; one example changes one vote.")
-    caveats = (f"The PATE student's {PUBLIC_LABELS} public rows per student come from the test set (split in two "
-               "halves by a fixed seeded rule; each row is scored by the student that did not see it).",)
 
     def win_reason(self, s: WinContext) -> str:
         return (f"with B = {_fmt(s.budget)} predictions, paying once for {PUBLIC_LABELS} noisy teacher labels and "

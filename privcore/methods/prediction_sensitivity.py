@@ -17,6 +17,7 @@ from ..accounting.gaussian import analytic_gaussian_epsilon
 from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
 from .base import CostPart, Method, noisy_release, nonprivate_part, sensitivity_of, WinContext
+from .card import MethodCard
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -28,22 +29,24 @@ __all__ = ["PredictionSensitivity"]
 
 class PredictionSensitivity(Method):
     name = "prediction_sensitivity"
-    label = "Prediction sensitivity"
-    short_label = "Pred. sens."
-    sentence_label = "prediction sensitivity"
+    card = MethodCard(
+        label="Prediction sensitivity",
+        short_label="Pred. sens.",
+        sentence_label="prediction sensitivity",
+        colour="#CC79A7",  # reddish purple
+        marker="square",
+        dash="dashdot",
+        summary="Train non-privately; add noise to every released logit vector (B answers).",
+        wins_when="Rarely: few predictions (small B), large N λ; tight Gaussian accounting helps it most.",
+        assumptions="As model sensitivity; the guarantee covers B predictions only.",
+    )
     from_paper = True
-    colour = "#CC79A7"  # reddish purple
-    marker = "square"
-    dash = "dashdot"
     uses = ("lam", "budget")
     #: The average-form L2 weight over the lam = auto grid (engine.specs.LAM_AUTO_GRID).
     tuning_grid = {"lam": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)}
     family = "prediction"
     uses_budget = True
     releases = "logits"
-    summary = "Train non-privately; add noise to every released logit vector (B answers)."
-    wins_when = "Rarely: few predictions (small B), large N λ; tight Gaussian accounting helps it most."
-    assumptions = "As model sensitivity; the guarantee covers B predictions only."
 
     def win_reason(self, s: WinContext) -> str:
         return (f"few predictions (B = {_fmt(s.budget)}) and large N λ = {_fmt(s.n_lam)} keep the per-answer logit "

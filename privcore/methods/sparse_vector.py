@@ -29,6 +29,8 @@ from ..types import NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
 from .teachers import TeacherVoteMethod
 from .base import WinContext
+from .card import MethodCard
+from .fields import ABSTENTION_FIELDS, CAP, TEST_NOISE, THRESHOLD
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -85,12 +87,24 @@ def svt_labels(votes: torch.Tensor, order: torch.Tensor, nu: torch.Tensor, rho: 
 
 class SparseVectorAggregate(TeacherVoteMethod):
     name = "sparse_vector"
-    label = "Sparse-vector aggregation"
-    short_label = "Sparse vec."
-    sentence_label = "sparse-vector aggregation"
-    colour = "#6A3D9A"  # deep purple (the goldenrod it had was too close to loss perturbation's orange)
-    marker = "star"
-    dash = "12px,4px,2px,4px,2px,4px"
+    card = MethodCard(
+        label="Sparse-vector aggregation",
+        short_label="Sparse vec.",
+        sentence_label="sparse-vector aggregation",
+        colour="#6A3D9A",  # deep purple (the goldenrod it had was too close to loss perturbation's orange)
+        marker="star",
+        dash="12px,4px,2px,4px,2px,4px",
+        caveats=("Sparse vector abstains once its budget of unstable queries is spent; abstentions count as wrong "
+                 "answers (the answered fraction is shown beside the accuracy), so its accuracy can fall below chance.",),
+        summary=("Teachers vote; queries whose majority is stable (far from a tie, tested by the sparse vector "
+                 "technique) are answered for free, at most c = B/4 unstable ones pay for a noisy vote "
+                 "(Bassily, Thakkar, Thakurta 2018)."),
+        wins_when=("Very many teachers (the stability test's threshold grows as (B/ε) ln(B/δ)), so large N; "
+                   "then its cost hardly grows with B."),
+        assumptions=("Disjoint parts, each teacher trained on its own part alone; one example changes one vote "
+                     "(distance to instability has sensitivity 1); "
+                     "needs δ > 0; after c = ceil(B/4) unstable queries a stream abstains (counted wrong)."),
+    )
     uses = ("lam", "budget", "teachers")
     #: The stability test needs many teachers: from the default to PATE's hundreds.
     couples_queries = True  # see Method.couples_queries
@@ -100,16 +114,8 @@ class SparseVectorAggregate(TeacherVoteMethod):
     uses_budget = True
     releases = "labels"
     abstains = True
-    caveats = ("Sparse vector abstains once its budget of unstable queries is spent; abstentions count as wrong "
-               "answers (the answered fraction is shown beside the accuracy), so its accuracy can fall below chance.",)
-    summary = ("Teachers vote; queries whose majority is stable (far from a tie, tested by the sparse vector "
-               "technique) are answered for free, at most c = B/4 unstable ones pay for a noisy vote "
-               "(Bassily, Thakkar, Thakurta 2018).")
-    wins_when = ("Very many teachers (the stability test's threshold grows as (B/ε) ln(B/δ)), so large N; "
-                 "then its cost hardly grows with B.")
-    assumptions = ("Disjoint parts, each teacher trained on its own part alone; one example changes one vote "
-                   "(distance to instability has sensitivity 1); "
-                   "needs δ > 0; after c = ceil(B/4) unstable queries a stream abstains (counted wrong).")
+    result_fields = (THRESHOLD, *ABSTENTION_FIELDS)
+    scale_fields = (THRESHOLD, TEST_NOISE, CAP)
 
     def win_reason(self, s: WinContext) -> str:
         return (f"most of the B = {_fmt(s.budget)} queries have a stable majority over T = {_fmt(s.teachers)} "
@@ -134,8 +140,8 @@ class SparseVectorAggregate(TeacherVoteMethod):
         notes = ("paper, corrected and tight are the same for sparse vector (zCDP for the noisy votes: the unstable "
                  "queries are chosen by the data, so the non-adaptive optimal composition does not apply)",)
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "exponential_mechanism", beta=s.beta,
-                          per_query_epsilon=2.0 * s.beta, sensitivity=1.0, threshold=s.threshold,
-                          test_noise=s.query_scale, cap=s.cap,
+                          per_query_epsilon=2.0 * s.beta, sensitivity=1.0,
+                          extras={"threshold": s.threshold, "test_noise": s.query_scale, "cap": s.cap},
                           formula=(f"c = ceil(B/4) = {s.cap}; threshold noise Lap({s.threshold_scale:.4g}); " + s.formula),
                           notes=notes)
 

@@ -27,6 +27,7 @@ from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
 from .teachers import TeacherVoteMethod
 from .base import WinContext
+from .card import MethodCard
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -52,24 +53,26 @@ def _paper_delta_note(beta: float, eps: float, delta: float, budget: int) -> tup
 
 class SubsampleAggregate(TeacherVoteMethod):
     name = "subsample_aggregate"
-    label = "Subsample-and-aggregate"
-    short_label = "Subs.-agg."
-    sentence_label = "subsample-and-aggregate"
+    card = MethodCard(
+        label="Subsample-and-aggregate",
+        short_label="Subs.-agg.",
+        sentence_label="subsample-and-aggregate",
+        colour="#D55E00",  # vermillion
+        marker="triangle-up",
+        dash="8px,3px,2px,3px",
+        summary="Train T models on disjoint parts; answer each query by a noisy vote (exponential mechanism).",
+        wins_when="Few predictions (small B) and δ = 0, or small N; any model class works.",
+        assumptions=("Disjoint parts, each teacher trained on its own part alone (own basis, no shared statistics); "
+                     "one example changes one vote; the guarantee covers B predictions only."),
+    )
     paper_figure6_axis = "teachers"
     from_paper = True
-    colour = "#D55E00"  # vermillion
-    marker = "triangle-up"
-    dash = "8px,3px,2px,3px"
     uses = ("lam", "budget", "teachers")
     #: Few to many teachers: more votes per unit of noise against weaker teachers.
     tuning_grid = {"teachers": (8, 16, 32, 64, 128)}
     family = "prediction"
     uses_budget = True
     releases = "labels"
-    summary = "Train T models on disjoint parts; answer each query by a noisy vote (exponential mechanism)."
-    wins_when = "Few predictions (small B) and δ = 0, or small N; any model class works."
-    assumptions = ("Disjoint parts, each teacher trained on its own part alone (own basis, no shared statistics); "
-                   "one example changes one vote; the guarantee covers B predictions only.")
 
     def win_reason(self, s: WinContext) -> str:
         if s.pure and s.few:
