@@ -51,8 +51,11 @@ def run_jobs(specs: Sequence[Any], args: argparse.Namespace, *, progress: Progre
     from .engine.executor import executor_from_args
     from .engine.jobkinds import run_job
 
+    from .threads import use_threads
+
     executor = executor_from_args(args)
     try:
+        use_threads()  # the cores others leave free (privcore.threads)
         given = {k: v for k, v in dict(progress=progress, executor=executor, **kw).items() if v is not None}
         return [run_job(spec, **given) for spec in specs]
     except DataUnavailableError as err:  # a RuntimeError (full MNIST offline): one line, like bad input

@@ -1,11 +1,16 @@
 """Shared pytest configuration for the privcore test suite."""
 
+import os
 from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
 
 _HERE = Path(__file__).resolve().parent
+
+# Torch's threads as the test process starts them, whatever the load: results compared bit for bit
+# must not change their float sums between two runs (privcore/threads.py; its tests set their own).
+os.environ.setdefault("PRIVCORE_THREADS", "keep")
 
 #: Whole modules marked ``slow`` (``python -m pytest -m "not slow"`` leaves them out; .ci/run runs
 #: them): Chromium driving the served dashboard, the dashboard's pages under AppTest, the deep models,

@@ -75,3 +75,16 @@ def test_the_bar_redraws_at_most_once_per_interval_and_always_at_the_end():
     drawn = [now for now, fraction in [(0.0, 0.0), (0.25, 0.1), (0.5, 0.2), (1.0, 0.3), (1.25, 0.4), (2.1, 0.5),
                                        (2.2, 1.0)] if throttle.due(now, fraction)]
     assert drawn == [0.0, 1.0, 2.1, 2.2]
+
+
+def test_the_device_line_says_when_other_jobs_hold_cores(monkeypatch):
+    from privcore import threads
+    from ui import progress
+
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(threads, "planned_threads", lambda: 1)
+    assert progress.device_text("cpu") == "CPU (1 thread of 2 cores: other jobs hold the rest)"
+    monkeypatch.setattr(threads, "planned_threads", lambda: 2)
+    assert progress.device_text("cpu") == "CPU (2 threads)"

@@ -30,7 +30,13 @@ def device_text(device: str) -> str:
         dev = resolve_device(device)
         if dev.type == "cuda":
             return f"GPU ({torch.cuda.get_device_name(dev)})"
-        return f"CPU ({torch.get_num_threads()} threads)"
+        import os
+
+        from privcore.threads import planned_threads
+
+        threads, cores = planned_threads(), os.cpu_count() or 1
+        busy = f" of {cores} cores: other jobs hold the rest" if threads < cores else ""
+        return f"CPU ({threads} thread{'s' if threads != 1 else ''}{busy})"
     except Exception as err:  # noqa: BLE001
         return f"device unavailable: {err}"
 
@@ -184,6 +190,7 @@ def run_jobs(specs, run: Callable[[Any, Callable[[float, str], None]], Any], *, 
     results, or None when cancelled (``cancelled`` is said; finished work stays cached) or failed with
     one of ``errors`` (shown inline, or by ``on_error``)."""
     from privcore.jobs import JobCancelled
+    from privcore.threads import use_threads
 
     box = cancellable_bar(key, sig, label, device, what=what, predicted=predicted)
     if box is None:
@@ -191,6 +198,7 @@ def run_jobs(specs, run: Callable[[Any, Callable[[float, str], None]], Any], *, 
     holder, bar = box
     results = []
     try:
+        use_threads()  # the cores others leave free: more would spin at OpenMP's barriers (privcore.threads)
         for i, spec in enumerate(specs):
             def part(fraction: float, message: str, i: int = i) -> None:
                 bar((i + min(max(fraction, 0.0), 1.0)) / len(specs), message)

@@ -14,8 +14,8 @@ design of settings) on the machine that runs the engine: it writes them to
 ``$PRIVCORE_CACHE/cost_model.json``, which :func:`coefficients` reads; :data:`DEFAULT_COEFFS` are
 the ones fitted on the development machine (2 CPU cores). Predictions for a run
 (:func:`estimate_spec`) scale with the machine's load now against the load during the fit
-(:func:`slowdown`: runnable jobs per core, the load average blended with the jobs runnable now),
-since other jobs stretch every piece alike. The dashboard shows the estimate before
+(:func:`slowdown`: the speed of the threads the run will get, :mod:`privcore.threads`), since other
+jobs stretch every piece alike. The dashboard shows the estimate before
 a run, asks for an explicit click above :data:`THRESHOLD_SECONDS`, and the runner weights its
 progress fraction by it so the ETA follows the same model.
 """
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .. import knobs
+from .. import knobs, threads
 from ..methods import BASELINE, get_method
 from ..methods.base import CostPart, data_work
 from ..types import Problem
@@ -70,8 +70,8 @@ FIRST_SOLVE_S = 0.15
 RELEASE_ONLY_KINDS: tuple[str, ...] = ("pate_dd",)
 #: The kinds above that are measured directly: bench/bench_cost.py subtracts them and fits the rest.
 MEASURED_KINDS: tuple[str, ...] = ("calibrate", "pate_dd", "import", "solve", "sgd", "sgd_batch", "sgd_steps", "knn")
-#: How much slower than idle the machine ran while :data:`DEFAULT_COEFFS` were fitted
-#: (:func:`slowdown` = load average / cores, at least 1: 1.0 on the quiet 2 cores).
+#: How much slower than one thread on an idle machine the fit's runs went while :data:`DEFAULT_COEFFS`
+#: were fitted (:func:`slowdown`: 1.0 at OMP_NUM_THREADS=1 on the quiet machine).
 DEFAULT_FIT_SLOWDOWN = 1.0
 #: Above this estimate the dashboard waits for an explicit "Compute" click (the first view of
 #: mnist-5k, about 15 s cold on 2 loaded cores, starts by itself; the curves at lambda = 1e-6,
@@ -97,11 +97,14 @@ def threshold_seconds() -> float:
 
 @dataclass(frozen=True)
 class DataSizes:
-    """The full training split of a data set: N, D, C (what ``n``/``dim``/``classes`` = None mean)."""
+    """The full training split of a data set: N, D, C (what ``n``/``dim``/``classes`` = None mean), and
+    the test split's rows."""
 
     n: int
     dim: int
     classes: int
+    #: Rows of the test split (the queries a prediction method's accuracy answers).
+    test_rows: int = 1000
 
 
 @dataclass
@@ -188,109 +191,27 @@ def save_coefficients(coeffs: Mapping[str, float], note: str = "", fit_slowdown:
 def fit_slowdown() -> float:
     """The :func:`slowdown` under which the constants in use were measured."""
     value = _finite(_model_file().get("slowdown", DEFAULT_FIT_SLOWDOWN))
-    return value if value is not None and value >= 1.0 else DEFAULT_FIT_SLOWDOWN
-
-
-def _runnable_now(samples: int = 5, pause: float = 0.003) -> float | None:
-    """Runnable threads on the machine now (this one included): the mean of a few reads of the
-    fourth field of /proc/loadavg over about 12 ms; None where there is no such file."""
-    import time
-
-    counts = []
-    for i in range(samples):
-        try:
-            with open("/proc/loadavg") as fh:
-                counts.append(int(fh.read().split()[3].split("/")[0]))
-        except (OSError, ValueError, IndexError):
-            return None
-        if i + 1 < samples:
-            time.sleep(pause)
-    return sum(counts) / len(counts)
+    return value if value is not None and value > 0.0 else DEFAULT_FIT_SLOWDOWN
 
 
 def slowdown() -> float:
-    """How much slower than idle this machine runs now (other jobs on a shared machine stretch
-    every piece alike): (other runnable jobs + the run's own threads) per core, at least 1. ``PRIVCORE_SLOWDOWN`` (a number >= 1)
-    fixes it instead, e.g. in a container whose load average counts the host's jobs.
-
-    The 1-minute load average lags: a minute after other jobs stopped it still reads high, and an idle
-    machine's first prediction would run long. So it is blended with the runnable threads of
-    this moment (:func:`_runnable_now`), the geometric mean of the two factors: the recent past and
-    the present weigh alike, and neither a lagging average nor a momentary burst moves the
-    prediction by more than the square root of its own factor."""
+    """How much longer than one thread on an idle machine a run takes now: 1 / :func:`privcore.threads.speed`
+    of the threads it will use (:func:`privcore.threads.planned_threads`, the cores other jobs leave
+    free) beside the other jobs runnable now (:func:`privcore.threads.others_load`). Below 1 on an idle
+    machine with several cores. ``PRIVCORE_SLOWDOWN`` (a number > 0) fixes it instead, e.g. in a
+    container whose load average counts the host's jobs."""
     fixed = os.environ.get("PRIVCORE_SLOWDOWN")
     if fixed:
         try:
             value = float(fixed)
         except ValueError:
             value = math.nan
-        if not (math.isfinite(value) and value >= 1.0):
-            raise ValueError(f"PRIVCORE_SLOWDOWN must be a number >= 1, got {fixed!r}")
+        if not (math.isfinite(value) and value > 0.0):
+            raise ValueError(f"PRIVCORE_SLOWDOWN must be a number > 0, got {fixed!r}")
         return value
-    try:
-        load = os.getloadavg()[0]
-    except (OSError, AttributeError):
-        return 1.0
     cores = os.cpu_count() or 1
-    threads = _compute_threads(cores)
-    # This process's own recent work is in the load average too (the server's warm-up, the sweep it
-    # just finished): it will not compete with the next run, and counting it made estimates read
-    # 2-4x too long after a computation (issue 32). Others' jobs and the run's own threads share the cores.
-    past = max(1.0, (max(load - _own_load(), 0.0) + threads) / cores)
-    now = _runnable_now()
-    if now is None:
-        return past
-    return math.sqrt(past * max(1.0, (max(now - _own_runnable(), 0.0) + threads) / cores))
-
-
-def _compute_threads(cores: int) -> int:
-    """Threads a run computes on: torch's intra-op threads where torch is loaded, else every core."""
-    torch = sys.modules.get("torch")
-    try:
-        return max(1, min(int(torch.get_num_threads()), cores)) if torch is not None else cores
-    except (AttributeError, TypeError, ValueError):
-        return cores
-
-
-_OWN: dict[str, float] = {}  # the last reading of this process's CPU time: wall, cpu, recent load
-
-
-def _own_load() -> float:
-    """This process's share of the 1-minute load average: its CPU seconds per second, averaged with the
-    kernel's weights (exp(-t / 60 s)) over the readings of this function (the first one: since the
-    process started)."""
-    import time
-
-    wall, cpu = time.monotonic(), time.process_time()
-    if not _OWN:
-        try:
-            with open("/proc/self/stat") as fh:
-                start = int(fh.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
-            with open("/proc/uptime") as fh:
-                age = max(float(fh.read().split()[0]) - start, 1e-3)
-        except (OSError, ValueError, IndexError):
-            age = 60.0
-        _OWN.update(wall=wall - age, cpu=0.0, load=0.0)
-    dt = max(wall - _OWN["wall"], 1e-3)
-    keep = math.exp(-dt / 60.0)
-    load = _OWN["load"] * keep + (cpu - _OWN["cpu"]) / dt * (1.0 - keep)
-    _OWN.update(wall=wall, cpu=cpu, load=load)
-    return load
-
-
-def _own_runnable() -> int:
-    """Threads of this process runnable now (this one included), from /proc/self/task; 1 where unreadable."""
-    count = 0
-    try:
-        for task in os.listdir("/proc/self/task"):
-            try:
-                with open(f"/proc/self/task/{task}/stat") as fh:
-                    count += fh.read().rsplit(")", 1)[1].split()[0] == "R"
-            except (OSError, IndexError):
-                continue
-    except OSError:
-        return 1
-    return max(count, 1)
+    others = threads.others_load()
+    return 1.0 / threads.speed(threads.planned_threads(cores, others), others, cores)
 
 
 def _variant_sizes(spec: SweepSpec, sizes: DataSizes) -> tuple[int, int, int, int]:
@@ -316,7 +237,10 @@ def _parts(method: str, spec: SweepSpec, problem: Problem, points: int) -> list[
     """(dedupe key or None, piece) of one method's batch, lambda = auto's selection included."""
     m = get_method(method)
     if not (spec.lam == "auto" and "lam" in m.uses and m.family != "baseline"):
-        return [(p.shared, p) for p in m.cost_parts(problem, points, spec.repeats)]
+        parts = m.cost_parts(problem, points, spec.repeats)
+        if m.calibration_stored(spec.epsilons, spec.delta, problem, spec.accounting):  # read, not computed
+            parts = [p for p in parts if p.kind not in ("calibrate", "import")]
+        return [(p.shared, p) for p in parts]
     sub_n = max(int(round(0.8 * problem.n)), 1)
     n_val = max(problem.n - sub_n, 1)
     out: list[tuple[tuple | None, CostPart]] = [
@@ -411,7 +335,7 @@ def data_sizes(spec: SweepSpec) -> DataSizes:
     from ..data import load_dataset
 
     ds = load_dataset(spec.data.name, data_file=spec.data.data_file, seed=spec.seed)
-    return DataSizes(int(ds.n), int(ds.dim), int(ds.classes))
+    return DataSizes(int(ds.n), int(ds.dim), int(ds.classes), int(ds.x_test.shape[0]))
 
 
 def plan_state(spec: SweepSpec, cache: Any = None) -> tuple[dict[tuple[int, str], int], dict[int, set]]:

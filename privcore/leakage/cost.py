@@ -18,6 +18,7 @@ from typing import Iterable
 from ..engine import cost
 from ..methods import get_method
 from ..methods.base import CostPart, data_work, teacher_part
+from .sizes import answers_per_release, observed
 from .spec import LeakageSpec
 
 __all__ = ["estimate_seconds"]
@@ -46,19 +47,39 @@ def estimate_seconds(specs: Iterable[LeakageSpec], sizes: cost.DataSizes, *, coe
 
     for spec in specs:
         m = get_method(spec.method)
-        n_train = max((sizes.n + spec.canaries) // 2, 1)
+        population = sizes.n + spec.canaries
+        n_train = max(population // 2, 1)
         problem = spec.problem(n_train, sizes.dim, sizes.classes)
         game = (spec.data, spec.seed, spec.canaries, spec.worlds, spec.references)
-        deterministic = m.family == "baseline"
-        contexts = [(("world", g), 1 if deterministic else spec.repeats) for g in range(spec.worlds)]
-        contexts += [(("audit", member), 1 if deterministic else spec.audit_trials) for member in (True, False)]
-        for where, releases in contexts:
+        prediction = m.releases in ("logits", "labels")
+        answers = answers_per_release(spec.method, spec.budget)
+        obs = observed(prediction, m.family == "baseline", answers, sizes.classes, population, spec.canaries,
+                        spec.repeats, spec.audit_trials)
+        rows = population if obs.targets is None else obs.targets
+        test = max(sizes.test_rows, 1)
+
+        def per_release(query_rows: int, evaluate: bool, share: float) -> float:
+            """Test-set answers one release is worth to a query piece: B answers about ``query_rows``
+            rows each (and the accuracy's answer of the test set on the first world)."""
+            return answers * ((1.0 - share) + share * query_rows / test) + evaluate
+
+        contexts = [(("world", g), obs.repeats, rows, g == 0) for g in range(spec.worlds)]
+        contexts += [(("audit", member), obs.trials, 1, False) for member in (True, False)]
+        for where, releases, query_rows, evaluate in contexts:
             for name, part in _context_parts(problem):
                 add(game + where + (name,), part)
             for part in m.cost_parts(problem, 1, releases):
+                if part.query_share is not None and prediction:
+                    part = replace(part, work=part.work * per_release(query_rows, evaluate, part.query_share))
                 add(None if part.shared is None else game + where + part.shared, part)
         # the attacker's reference models: non-private models (or teacher ensembles) on random halves
-        teachers = problem.teachers if m.releases == "labels" else 1
-        refs = replace(problem, n=n_train * spec.references, teachers=spec.references * teachers)
-        add(game + ("references", float(spec.lam), teachers), teacher_part(refs))
+        if m.releases == "labels":  # K ensembles of T teachers on a half each: K times one ensemble's solves
+            # (one solve of K x T small problems was priced as one ensemble of K x T teachers, a T-power
+            # fitted up to T = 100: 8x the measured time at K = T = 16)
+            teachers, part = problem.teachers, teacher_part(problem)
+            part = replace(part, work=part.work * spec.references)
+        else:  # K non-private models, one on each half, solved together
+            teachers = 1
+            part = teacher_part(replace(problem, n=n_train * spec.references, teachers=spec.references))
+        add(game + ("references", float(spec.lam), teachers), part)
     return total * cost.slowdown() / cost.fit_slowdown()

@@ -26,17 +26,13 @@ from ..methods import get_method
 from ..types import NoiseScale, PrivacyBudget
 from .attacks import confidence, lira_offline_scores, loss_scores, out_stats
 from .game import Population, audit_rows, build_population, reference_logits, reference_masks, vote_logits, world_masks
+from .sizes import MAX_AUDIT_ANSWERS, MAX_OBSERVED, answers_per_release, observed
 from .spec import AttackResult, LeakageResult, LeakageSpec
 from .stats import EpsilonBound, epsilon_lower_bound, roc
 
 __all__ = ["run_leakage", "LeakageCancelled", "LeakageUnit", "execute_leakage_unit", "observe", "audit_scores",
            "audit_bound", "answers_per_release", "forget", "kept_games", "MAX_OBSERVED", "MAX_AUDIT_ANSWERS"]
-#: Largest number of answer entries (repeats x B x targets x C) drawn per world for a prediction
-#: method: the repeats are lowered first (to 1), then the ordinary targets subsampled (every canary
-#: is kept).
-MAX_OBSERVED = 1 << 22
-#: Largest audit trials x B for a prediction method (each answer is one generator draw).
-MAX_AUDIT_ANSWERS = 40_000
+
 
 _GAMES: dict[tuple, "_Game"] = {}
 _GAMES_LOCK = threading.Lock()
@@ -157,12 +153,6 @@ def kept_games() -> list[tuple]:
     """The keys (data fingerprint, seed, canaries, worlds, references, device) of the games this process keeps."""
     with _GAMES_LOCK:
         return list(_GAMES)
-
-
-def answers_per_release(method: str, budget: int) -> int:
-    """How many answers about one query row one release gives the attacker: B, or 1 for a method
-    whose results do not depend on B (the PATE student: one student answers every query alike)."""
-    return int(budget) if get_method(method).uses_budget else 1
 
 
 def observe(method: str, ctx: TrainContext, scale: NoiseScale | None, repeats: int,
@@ -338,22 +328,20 @@ def _compute(spec: LeakageSpec, ds, progress: ProgressFn | None, cancel: Callabl
 
     # Targets: every row, or (prediction methods with a large B) all canaries plus a subsample.
     targets = torch.arange(pop.size, device=device)
-    repeats = 1 if deterministic else spec.repeats
     answers = answers_per_release(spec.method, spec.budget)
-    if prediction:
-        per_repeat = answers * pop.classes * pop.size
-        repeats = max(1, min(repeats, MAX_OBSERVED // per_repeat))
-        if repeats < spec.repeats:
-            notes.append(f"{repeats} release(s) per world instead of {spec.repeats} (each answers B = {spec.budget:,} "
-                         "queries per row)")
-        cap = MAX_OBSERVED // (repeats * answers * pop.classes)
-        if cap < pop.size:
-            g = torch.Generator(device=device)
-            g.manual_seed(derive_seed(spec.seed, "leakage", "targets"))
-            ordinary = torch.nonzero(~pop.canary).flatten()
-            keep = ordinary[torch.randperm(ordinary.numel(), generator=g, device=device)[: max(cap - spec.canaries, 64)]]
-            targets = torch.cat([keep.sort().values, torch.nonzero(pop.canary).flatten()])
-            notes.append(f"{targets.numel():,} of {pop.size:,} rows attacked (B = {spec.budget:,} answers each)")
+    seen = observed(prediction, deterministic, answers, pop.classes, pop.size, spec.canaries, spec.repeats,
+                    spec.audit_trials)
+    repeats = seen.repeats
+    if prediction and repeats < spec.repeats:
+        notes.append(f"{repeats} release(s) per world instead of {spec.repeats} (each answers B = {spec.budget:,} "
+                     "queries per row)")
+    if seen.targets is not None:
+        g = torch.Generator(device=device)
+        g.manual_seed(derive_seed(spec.seed, "leakage", "targets"))
+        ordinary = torch.nonzero(~pop.canary).flatten()
+        keep = ordinary[torch.randperm(ordinary.numel(), generator=g, device=device)[: seen.targets - spec.canaries]]
+        targets = torch.cat([keep.sort().values, torch.nonzero(pop.canary).flatten()])
+        notes.append(f"{targets.numel():,} of {pop.size:,} rows attacked (B = {spec.budget:,} answers each)")
     tx, ty, tcan = pop.x[targets], pop.y[targets], pop.canary[targets]
 
     # 1. The target releases on each world.
@@ -386,9 +374,8 @@ def _compute(spec: LeakageSpec, ds, progress: ProgressFn | None, cancel: Callabl
         # 3. The audit: two neighbouring data sets, i.i.d. releases on each.
         state["done"] = 2 + spec.worlds
         tick("auditing: releases with and without the canary")
-        trials = spec.audit_trials
-        if prediction and trials * answers > MAX_AUDIT_ANSWERS:
-            trials = max(8, MAX_AUDIT_ANSWERS // answers)
+        trials = seen.trials
+        if trials < spec.audit_trials:
             notes.append(f"audit trials capped at {trials} (each needs B = {spec.budget:,} answers)")
         qx, qy = pop.x[game.canary:game.canary + 1], pop.y[game.canary:game.canary + 1]
         ctx_in, ctx_out = game.audit(True, spec), game.audit(False, spec)

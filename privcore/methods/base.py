@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 from ..types import ACCOUNTING_MODES, CalibrationError, NoiseScale, PrivacyBudget, Problem
 from ..validation import check_choice
@@ -259,6 +259,11 @@ class Method(ABC):
         """The pieces of compute of ``points`` epsilons x ``repeats`` releases at ``problem``
         (:mod:`privcore.engine.cost` turns them into seconds). Default: a fixed overhead."""
         return [CostPart("fixed", 1.0)]
+
+    def calibration_stored(self, epsilons: Sequence[float], delta: float, problem: Problem, accounting: str) -> bool:
+        """Whether every epsilon's calibration is already stored (a memo, a shipped table), so that the
+        time model leaves out its "calibrate" and "import" pieces. Default: False (priced)."""
+        return False
 
     def supports(self, delta: float) -> bool:
         """Whether the method has a guarantee at this delta (pure DP when delta = 0)."""
