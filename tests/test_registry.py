@@ -1,8 +1,9 @@
 """The registry drives everything: a new method is its class plus one registry entry.
 
-The toy method below is defined here, in the test, and registered the way a module would be
-(one entry in the registry): runner, cache, calibration, recommendation, charts and exports then
-handle it with no other file changed.
+The toy method below is defined here, in the test, and registered through the registry's seam
+(``privcore.methods.register``, the one registry line made at run time): runner, cache, calibration,
+recommendation, charts and exports then handle it with no other file changed
+(tests/methods/test_method_in_one_file.py follows a method's own result fields the same way).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from privcore.calibration import calibrate_all
 from privcore.engine.cache import ResultCache
 from privcore.engine.runner import run_sweep
 from privcore.engine.specs import DataSpec, SweepSpec
-from privcore.methods import ENTRIES, REGISTRY, get_method, methods_of_family
+from privcore.methods import get_method, methods_of_family, register, unregister
 from privcore.methods.base import Method, MethodCard, WinContext
 from privcore.recommend import recommend
 from privcore.types import NoiseScale, PrivacyBudget, Problem
@@ -44,11 +45,10 @@ class ToyMajority(Method):
 
 
 @pytest.fixture
-def toy(monkeypatch):
-    method = ToyMajority()
-    for registry in (REGISTRY, ENTRIES):  # the one registry line, made at run time
-        monkeypatch.setitem(registry, method.name, method)
-    return method
+def toy():
+    method = register(ToyMajority())  # the one registry line, made at run time
+    yield method
+    unregister(method.name)
 
 
 @pytest.mark.slow

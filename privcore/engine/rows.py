@@ -108,7 +108,8 @@ class ResultRow(Mapping):
 
     def __iter__(self) -> Iterator[str]:
         columns = result_columns()
-        return iter(columns + tuple(k for k in self.extras if k not in columns))
+        own = tuple(k for k in self.extras if k not in columns)  # a method unregistered since the row was made
+        return iter(columns + own if own else columns)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -128,21 +129,35 @@ _CORE_SET = frozenset(CORE_COLUMNS)
 _EXTRAS_AFTER = "sensitivity"
 
 
-def _extra_columns() -> tuple[str, ...]:
+#: (the registry's declared fields, their names, the columns) of the last call: rows read them per cell.
+_COLUMNS_MEMO: tuple[Any, tuple[str, ...], tuple[str, ...]] = (None, (), CORE_COLUMNS)
+
+
+def _columns() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the registered methods' own column names, every column), kept while the registry's are the same."""
+    global _COLUMNS_MEMO
     from ..methods.fields import declared_result_fields
 
-    names = tuple(f.name for f in declared_result_fields())
-    clash = sorted(set(names) & _CORE_SET)
-    if clash:
-        raise ValueError(f"a registered method declares result fields named like core columns: {', '.join(clash)}")
-    return names
+    memo = _COLUMNS_MEMO
+    declared = declared_result_fields()
+    if declared is not memo[0]:
+        names = tuple(f.name for f in declared)
+        clash = sorted(set(names) & _CORE_SET)
+        if clash:
+            raise ValueError(f"a registered method declares result fields named like core columns: {', '.join(clash)}")
+        cut = CORE_COLUMNS.index(_EXTRAS_AFTER) + 1
+        memo = _COLUMNS_MEMO = (declared, names, CORE_COLUMNS[:cut] + names + CORE_COLUMNS[cut:])
+    return memo[1], memo[2]
+
+
+def _extra_columns() -> tuple[str, ...]:
+    return _columns()[0]
 
 
 def result_columns() -> tuple[str, ...]:
     """Columns of every result row, in the order of CSV exports: the core columns with the registered
     methods' result fields (registry order) after ``sensitivity``."""
-    cut = CORE_COLUMNS.index(_EXTRAS_AFTER) + 1
-    return CORE_COLUMNS[:cut] + _extra_columns() + CORE_COLUMNS[cut:]
+    return _columns()[1]
 
 
 def __getattr__(name: str) -> Any:

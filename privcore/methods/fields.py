@@ -124,20 +124,30 @@ def _gather(methods: Iterable[Any], attr: str) -> tuple[ResultField, ...]:
     return tuple(seen.values())
 
 
+#: The last gathering of the registry's declarations per attribute: (the entries' tuples, the result).
+#: Rows read the columns per cell, so the registry's answer is kept while its entries' declarations are
+#: the same objects (a method registered, removed or patched since makes a new gathering).
+_LAST: dict[str, tuple[list[tuple[ResultField, ...]], tuple[ResultField, ...]]] = {}
+
+
+def _registry_gather(attr: str) -> tuple[ResultField, ...]:
+    from . import ENTRIES
+
+    now = [getattr(m, attr) for m in ENTRIES.values()]
+    last = _LAST.get(attr)
+    if last is not None and len(last[0]) == len(now) and all(a is b for a, b in zip(last[0], now)):
+        return last[1]
+    out = _gather(ENTRIES.values(), attr)
+    _LAST[attr] = (now, out)
+    return out
+
+
 def declared_result_fields(methods: Iterable[Any] | None = None) -> tuple[ResultField, ...]:
     """Every extra result column of ``methods`` (default: the registry's entries, private methods first),
     in registry order, each once."""
-    if methods is None:
-        from . import ENTRIES
-
-        methods = ENTRIES.values()
-    return _gather(methods, "result_fields")
+    return _registry_gather("result_fields") if methods is None else _gather(methods, "result_fields")
 
 
 def declared_scale_fields(methods: Iterable[Any] | None = None) -> tuple[ResultField, ...]:
     """Every extra noise-scale entry of ``methods`` (default: the registry's), in registry order, each once."""
-    if methods is None:
-        from . import ENTRIES
-
-        methods = ENTRIES.values()
-    return _gather(methods, "scale_fields")
+    return _registry_gather("scale_fields") if methods is None else _gather(methods, "scale_fields")
