@@ -73,9 +73,9 @@ def privacy_statement(method: str, epsilon: float, delta: float, problem: Proble
         assumptions.append(f"paper accounting (as published): the noise was calibrated for epsilon = {epsilon:g}, but "
                            f"under replace-one neighbours it guarantees epsilon = {real:.4g}; that is the epsilon "
                            "stated here")
-    if accounting == "tight" and method == "subsample_aggregate" and delta > 0:
-        assumptions.append(f"tight accounting assumes the B queries are fixed in advance (non-adaptive); with "
-                           f"adaptively chosen queries the guarantee is epsilon = {real:.4g} (zCDP), stated here")
+    extra = entry.accounting_assumption(accounting, delta, real)  # the method's own (tight S&A: non-adaptive)
+    if extra:
+        assumptions.append(extra)
     assumptions.extend(n for n in scale.notes if n not in assumptions)
     pre = [{"step": p, "covered": not any(w in p.lower() for w in ("not covered", "group privacy", "does not cover"))}
            for p in preprocessing]

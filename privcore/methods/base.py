@@ -294,6 +294,11 @@ class Method(ABC):
         """Why this method wins at ``s``: one clause tying it to the setting (paper Sections 5-6)."""
         return f"{self.sentence_label or self.label} has the best accuracy at this setting"
 
+    def accounting_assumption(self, accounting: str, delta: float, real: float) -> str | None:
+        """An assumption ``accounting`` adds to this method's guarantee at ``delta``, in one sentence for the
+        privacy statement (``real``: the epsilon its noise reaches without it), or None."""
+        return None
+
     def pure_unsupported_message(self) -> str:
         return f"{self.name} needs delta > 0; use delta > 0 such as 1e-5, or a method that supports delta = 0"
 

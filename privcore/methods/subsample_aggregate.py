@@ -87,6 +87,12 @@ class SubsampleAggregate(TeacherVoteMethod):
         return (f"at ε = {_fmt(s.epsilon)} subsample-and-aggregate's vote over T = {_fmt(s.teachers)} teachers still "
                 f"answers B = {_fmt(s.budget)} queries more accurately than the alternatives")
 
+    def accounting_assumption(self, accounting: str, delta: float, real: float) -> str | None:
+        if accounting == "tight" and delta > 0:
+            return (f"tight accounting assumes the B queries are fixed in advance (non-adaptive); with adaptively "
+                    f"chosen queries the guarantee is epsilon = {real:.4g} (zCDP), stated here")
+        return None
+
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         self.check_teachers(problem)
         eps, dlt, b = budget.epsilon, budget.delta, problem.budget
