@@ -212,7 +212,7 @@ class NoiseScale:
     #: e.g. the threshold of a test before answering, the test's noise scale, a cap on paid answers.
     #: Read as ``scale.extras["threshold"]`` or, for a name some registered method declares,
     #: ``scale.threshold`` (None where this scale has none); flattened into :meth:`to_dict`.
-    extras: Extras = field(default_factory=Extras)
+    extras: Mapping[str, float | int | None] = field(default_factory=Extras)  # stored as an Extras
     formula: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
 

@@ -77,7 +77,7 @@ class ResultRow(Mapping):
     #: The method's own result fields (its ``result_fields``: e.g. the answered share of a method that
     #: may abstain, PATE's data-dependent epsilon), plain numbers by name; columns of their own in the
     #: Mapping view and :meth:`to_dict`.
-    extras: Extras = field(default_factory=Extras)
+    extras: Mapping[str, float | int | None] = field(default_factory=Extras)  # stored as an Extras
 
     def __post_init__(self) -> None:
         if not isinstance(self.method, str) or not self.method:
