@@ -79,3 +79,24 @@ def test_reference_ensembles_are_priced_per_ensemble():
 def replace_problem():
     return LeakageSpec(method="private_knn", **BASE).problem(2016, 784, 10)
 
+
+
+def test_what_an_earlier_measurement_built_is_not_priced_again():
+    # The page measures the quick methods first, then estimates the rest: the worlds, audit data sets
+    # and reference models the first part built are kept by the process and cost nothing the second time.
+    from privcore.leakage import run as leakage_run
+
+    digits = dict(data=DataSpec(name="digits", n=200, dim=16, augment=False), epsilon=3.0, delta=1e-5, budget=5,
+                  teachers=4, batch_size=32, epochs=2, references=4, canaries=8, worlds=2, repeats=2,
+                  audit_trials=16, accounting="corrected", seed=911)
+    sizes = cost.DataSizes(1000, 16, 10, 797)
+    first, later = LeakageSpec(method="model_sensitivity", **digits), LeakageSpec(method="loss_perturbation", **digits)
+    leakage_run.forget([leakage_run.load_dataset("digits", seed=911, **digits["data"].load_kwargs()).fingerprint])
+    cold = estimate_seconds([later], sizes)
+    run_leakage(first, use_cache=False)
+    built = leakage_run.warm_pieces(later)
+    assert {("world", 0), ("world", 1), ("audit", True), ("audit", False), ("references", 1e-3, 1)} <= built, built
+    warm = estimate_seconds([later], sizes)
+    assert warm < cold
+    leakage_run.forget([leakage_run.load_dataset("digits", seed=911, **digits["data"].load_kwargs()).fingerprint])
+    assert estimate_seconds([later], sizes) == pytest.approx(cold)

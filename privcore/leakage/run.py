@@ -31,7 +31,7 @@ from .spec import AttackResult, LeakageResult, LeakageSpec
 from .stats import EpsilonBound, epsilon_lower_bound, roc
 
 __all__ = ["run_leakage", "LeakageCancelled", "LeakageUnit", "execute_leakage_unit", "observe", "audit_scores",
-           "audit_bound", "answers_per_release", "forget", "kept_games", "MAX_OBSERVED", "MAX_AUDIT_ANSWERS"]
+           "audit_bound", "answers_per_release", "forget", "kept_games", "warm_pieces", "MAX_OBSERVED", "MAX_AUDIT_ANSWERS"]
 
 
 _GAMES: dict[tuple, "_Game"] = {}
@@ -118,6 +118,10 @@ class _Game:
             self._add_context(key, rows, x, y, derive_seed(spec.seed, "leakage", "audit"), spec)
         return self._ctx[key].with_problem(spec.problem(self.pop.n_train, self.pop.x.shape[1], self.pop.classes))
 
+    def warm(self) -> set[tuple]:
+        """What this game has built: ("world", g), ("audit", member) and ("references", lam, T or 1)."""
+        return set(self._ctx) | {("references", lam, teachers or 1) for lam, teachers in self._refs}
+
     def references(self, lam: float, teachers: int | None, callback: Callable[[], None] | None) -> torch.Tensor:
         key = (float(lam), teachers)
         if key not in self._refs:
@@ -147,6 +151,17 @@ def forget(fingerprints) -> None:  # noqa: ANN001 - an iterable of data fingerpr
     with _GAMES_LOCK:
         for key in [k for k in _GAMES if k[0] in prints]:
             del _GAMES[key]
+
+
+def warm_pieces(spec: LeakageSpec) -> set[tuple]:
+    """The pieces of ``spec``'s measurement that a game this process keeps has built, as
+    :func:`privcore.leakage.cost.estimate_seconds` keys them (a later estimate does not price them again)."""
+    d = spec.data
+    ds = load_dataset(d.name, seed=spec.seed, **d.load_kwargs())
+    with _GAMES_LOCK:
+        built = [g.warm() for k, g in _GAMES.items() if k[:5] == (ds.fingerprint, spec.seed, spec.canaries,
+                                                                     spec.worlds, spec.references)]
+    return set().union(*built) if built else set()
 
 
 def kept_games() -> list[tuple]:
