@@ -96,7 +96,7 @@ def add_deep_parser(sub, number: Callable, epsilon: Callable) -> None:  # noqa: 
 def write_rows(rows: list[DeepRow], fmt: str = "csv") -> str:
     if fmt == "json":
         return json.dumps([r.to_dict() for r in rows]) + "\n"
-    return csv_text([r.to_dict() for r in rows], list(DeepRow.__dataclass_fields__))
+    return csv_text([r.to_dict() for r in rows], list(DeepRow.columns()))
 
 
 def _progress(fraction: float, message: str) -> None:

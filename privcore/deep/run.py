@@ -32,7 +32,7 @@ from .dpsgd import SGDConfig, evaluate_model, train_dpsgd
 from .images import ImageData
 from .loop import Poller, TrainingCancelled, load_checkpoint, save_checkpoint
 from .models import build_model
-from .spec import DeepRow, DeepSpec, check_row
+from .spec import DeepRow, DeepSpec, check_row, vote_numbers
 from .teachers import teacher_predictions, train_teachers, votes_from_predictions
 from .votes import dpsgd_methods, private_vote_accuracy, vote_methods, vote_problem
 
@@ -373,8 +373,8 @@ def _rows(spec: DeepSpec, data: ImageData, store: ResultCache, device: torch.dev
                 row = DeepRow(spec.dataset, spec.model, m, e, spec.delta, b, spec.teachers, spec.accounting,
                               len(data.y_train), len(data.y_test), float(acc.mean()),
                               float(acc.std(unbiased=False)), spec.repeats, time.perf_counter() - t0, str(device),
-                              answered_fraction=float(answered.mean()) if get_method(m).abstains else None,
-                              sigma=scale.sigma, beta=scale.beta, threshold=scale.threshold, formula=scale.formula)
+                              sigma=scale.sigma, beta=scale.beta, formula=scale.formula,
+                              extras=vote_numbers(get_method(m), scale, float(answered.mean())))
                 store.put(key, row.to_dict())
                 rows.append(row)
     return rows

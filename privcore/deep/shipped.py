@@ -12,12 +12,12 @@ from __future__ import annotations
 import csv
 import os
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .data import DEEP_DATASETS
-from .spec import MODEL_NAMES, PRESETS, DeepRow
+from .spec import MODEL_NAMES, PRESETS, DeepRow, row_fields
 
 __all__ = ["ShippedRun", "figures_dir", "shipped_runs", "read_rows", "FIGURES_ENV"]
 
@@ -26,8 +26,9 @@ FIGURES_ENV = "PRIVCORE_FIGURES_DIR"
 _NAME = re.compile(r"fig7a_(?P<dataset>[a-z0-9-]+?)_(?P<model>resnet20|small-cnn)(?:_(?P<card>[a-z][a-z0-9]*))?"
                    r"(?:_e(?P<epochs>\d+)_t(?P<teacher_epochs>\d+))?\.csv")
 _INTS = ("budget", "teachers", "n_train", "n_test", "repeats", "steps")
-_FLOATS = ("epsilon", "delta", "accuracy_mean", "accuracy_std", "seconds", "answered_fraction", "noise_multiplier",
-           "sigma", "beta", "threshold")
+#: The row's own float columns; the methods' own columns (:func:`~privcore.deep.spec.row_fields`) are typed
+#: by their declarations.
+_FLOATS = ("epsilon", "delta", "accuracy_mean", "accuracy_std", "seconds", "noise_multiplier", "sigma", "beta")
 
 
 def figures_dir() -> Path:
@@ -86,13 +87,15 @@ def shipped_runs(folder: Path | None = None) -> list[ShippedRun]:
 
 def _typed(raw: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    names = {f.name for f in fields(DeepRow)}
+    names = set(DeepRow.columns())
+    ints = set(_INTS) | {f.name for f in row_fields() if f.integer}
+    floats = set(_FLOATS) | {f.name for f in row_fields() if not f.integer}
     for k, v in raw.items():
         if k not in names:
             raise ValueError(f"unexpected column {k!r}")
-        if k in _INTS:
+        if k in ints:
             out[k] = int(v) if v != "" else None
-        elif k in _FLOATS:
+        elif k in floats:
             out[k] = float(v) if v != "" else None
         elif k == "cached":
             out[k] = v == "True"

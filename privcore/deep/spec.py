@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
 
 from .. import knobs, limits
-from ..types import PrivacyBudget
+from ..types import Extras, PrivacyBudget
 from ..validation import check_choice, check_int, check_real
 from .data import DEEP_DATASETS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..methods.fields import ResultField
 
 #: Names accepted by :func:`privcore.deep.models.build_model` (and the CLI's ``--model``).
 MODEL_NAMES: tuple[str, ...] = ("small-cnn", "resnet20")
 
-__all__ = ["DeepSpec", "DeepRow", "PRESETS", "FIG7_EPSILONS", "FIG7_BUDGETS", "DEEP_SCHEMA", "figure7_specs"]
+__all__ = ["DeepSpec", "DeepRow", "PRESETS", "FIG7_EPSILONS", "FIG7_BUDGETS", "DEEP_SCHEMA", "figure7_specs",
+           "row_fields", "vote_numbers"]
 
 #: Bump when a change alters what a stored deep result means.
 DEEP_SCHEMA = 1
@@ -171,9 +176,45 @@ def figure7_specs(preset: str = "cpu-small", **overrides: Any) -> tuple[DeepSpec
     return a, b
 
 
+def row_fields() -> tuple[ResultField, ...]:
+    """The methods' own numbers a deep row carries (:mod:`privcore.methods.fields`), in registry order:
+    the answered share where a method the deep models offer may abstain (the votes measure it), and
+    the result columns those methods copy from their noise scale (``on_scale``). Fields the deep
+    pipeline does not measure (e.g. PATE's data-dependent epsilon) are not columns of its rows."""
+    from ..methods import get_method
+    from ..methods.fields import ANSWERED_FRACTION
+    from .votes import deep_methods
+
+    offered = [get_method(m) for m in deep_methods()]
+    out = {ANSWERED_FRACTION.name: ANSWERED_FRACTION} if any(m.abstains for m in offered) else {}
+    for m in offered:
+        for f in m.result_fields:
+            if f.on_scale:
+                out.setdefault(f.name, f)
+    return tuple(out.values())
+
+
+def vote_numbers(method: Any, scale: Any, answered: float) -> dict[str, float | int]:
+    """A vote row's own numbers (keys of :func:`row_fields`): ``answered`` (the share of queries answered)
+    where ``method`` may abstain, and its ``on_scale`` result columns read from ``scale``."""
+    from ..methods.fields import ANSWERED_FRACTION
+
+    values = scale.to_dict()
+    out = {f.name: values.get(f.name) for f in method.result_fields if f.on_scale}
+    if method.abstains:
+        out[ANSWERED_FRACTION.name] = answered
+    return {k: v for k, v in out.items() if v is not None}
+
+
 @dataclass(frozen=True)
 class DeepRow:
-    """Test accuracy of one method at one (epsilon, B) for one deep model; plain numbers only."""
+    """Test accuracy of one method at one (epsilon, B) for one deep model; plain numbers only.
+
+    ``extras``: the method's own numbers (:func:`row_fields`, e.g. the answered share of a method that may
+    abstain and the threshold of its test), columns of their own in :meth:`to_dict` (:meth:`columns`): the
+    measured ones after ``cached``, those of the noise scale after ``beta``, where the shipped Figure 7
+    files have them. Stored and shipped rows are these flat records.
+    """
 
     dataset: str
     model: str
@@ -191,25 +232,22 @@ class DeepRow:
     seconds: float
     device: str
     cached: bool = False
-    answered_fraction: float | None = None
     noise_multiplier: float | None = None
     sigma: float | None = None
     beta: float | None = None
-    threshold: float | None = None
     steps: int | None = None
     formula: str = ""
+    extras: Mapping[str, float | int | None] = field(default_factory=Extras)  # stored as an Extras
 
     def __post_init__(self) -> None:
         for name in ("dataset", "model", "method", "accounting", "device", "formula"):
             if not isinstance(getattr(self, name), str):
                 raise TypeError(f"{name} must be a string")
-        for name in ("accuracy_mean", "accuracy_std", "answered_fraction"):
+        for name in ("accuracy_mean", "accuracy_std"):
             v = getattr(self, name)
-            if v is None and name == "answered_fraction":
-                continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= float(v) <= 1.0:
                 raise ValueError(f"{name} must be a number in [0, 1], got {v!r}")
-        for name in ("epsilon", "delta", "seconds", "noise_multiplier", "sigma", "beta", "threshold"):
+        for name in ("epsilon", "delta", "seconds", "noise_multiplier", "sigma", "beta"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
                                   or v < 0):
@@ -220,19 +258,58 @@ class DeepRow:
                 raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
         if not isinstance(self.cached, bool):
             raise TypeError("cached must be True or False")
+        if not isinstance(self.extras, Mapping):
+            raise TypeError(f"extras must be a mapping of the methods' own numbers, got {self.extras!r}")
+        own = {f.name: f for f in row_fields()}
+        unknown = sorted(set(self.extras) - set(own))
+        if unknown:
+            raise ValueError(f"unexpected fields {unknown}")
+        for name, value in self.extras.items():
+            why = own[name].check(value)
+            if why:
+                raise ValueError(f"{why}, got {value!r}")
+        object.__setattr__(self, "extras", Extras({k: v for k, v in self.extras.items() if v is not None}))
+
+    @staticmethod
+    def columns() -> tuple[str, ...]:
+        """The record's columns: the core fields with :func:`row_fields` in place (measured ones after
+        ``cached``, those of the noise scale after ``beta``)."""
+        own = row_fields()
+        cols: list[str] = []
+        for name in _CORE:
+            cols.append(name)
+            if name == "cached":
+                cols += [f.name for f in own if not f.on_scale]
+            elif name == "beta":
+                cols += [f.name for f in own if f.on_scale]
+        return tuple(cols)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The flat record (:meth:`columns`; a method's own number it lacks reads None)."""
+        core = {name: getattr(self, name) for name in _CORE}
+        return {name: core[name] if name in core else self.extras.get(name) for name in self.columns()}
+
+    def __getattr__(self, name: str) -> Any:
+        # Thin read-only alias: ``row.<field>`` for one of row_fields() (None where the row has none).
+        if not name.startswith("_") and name != "extras" and any(f.name == name for f in row_fields()):
+            return self.extras.get(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
     def from_dict(cls, d: Any, cached: bool = False) -> "DeepRow":
+        """A row from its flat record (:meth:`to_dict`, the cache, a shipped CSV's typed columns)."""
         if not isinstance(d, dict):
             raise TypeError("a deep result must be an object")
-        names = {f.name for f in fields(cls)}
-        unknown = set(d) - names
+        own = {f.name for f in row_fields()}
+        unknown = set(d) - set(_CORE) - own
         if unknown:
             raise ValueError(f"unexpected fields {sorted(unknown)}")
-        return cls(**{**d, "cached": cached})
+        core = {k: v for k, v in d.items() if k in _CORE}
+        return cls(**{**core, "cached": cached}, extras={k: v for k, v in d.items() if k in own and v is not None})
+
+
+#: The row's own columns, the same for every method (the dataclass fields but ``extras``).
+_CORE: tuple[str, ...] = tuple(f.name for f in fields(DeepRow) if f.name != "extras")
 
 
 def check_row(value: Any) -> str | None:
