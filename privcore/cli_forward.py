@@ -1,7 +1,8 @@
 """``privcore epsilon`` (the epsilon a given noise spends) and ``privcore statement`` (a privacy statement).
 
 Registered by :func:`privcore.cli.build_parser`; the forward accounting is
-:mod:`privcore.accounting.forward`, the statement :mod:`privcore.statement`.
+:mod:`privcore.accounting.forward`, the statement :mod:`privcore.statement`. The noise flags are the
+registered methods' declared noise inputs (:mod:`privcore.methods.forward`), read when the parser is built.
 """
 
 from __future__ import annotations
@@ -10,23 +11,26 @@ import argparse
 import json
 from typing import Callable
 
-from . import knobs
-from .methods import METHOD_NAMES
+from . import knobs, methods
 
-__all__ = ["add_forward_parsers", "run_epsilon_command", "run_statement_command"]
+__all__ = ["add_forward_parsers", "run_epsilon_command", "run_statement_command", "noise_flags"]
 
-#: Noise flags of ``privcore epsilon``: flag -> NoiseScale field.
-NOISE_FLAGS = {"sigma": "Gaussian std (model/prediction sensitivity, loss perturbation, the GNMax vote noise)",
-               "beta": "inverse scale of Laplace-like noise, or the vote's inverse temperature (exponential "
-                       "mechanism: subsample-and-aggregate, sparse vector's fallback votes)",
-               "noise_multiplier": "DP-SGD noise multiplier (noise std / clip)",
-               "rho": "loss perturbation's extra L2 weight rho",
-               "output_scale": "loss perturbation's output noise scale (approximate minima perturbation; "
-                               "without it the exact minimiser is assumed)",
-               "sigma_check": "Confident-GNMax's check noise std (default: the calibration's fixed ratio to --sigma)",
-               "threshold": "sparse vector's threshold w",
-               "test_noise": "sparse vector's query noise (Laplace scale)",
-               "cap": "sparse vector's cap on unstable answers (default ceil(B/4))"}
+
+def noise_flags() -> dict[str, list]:
+    """The noise flags of ``privcore epsilon``: each registered method's declared noise inputs
+    (:attr:`privcore.methods.forward.ForwardAccounting.noise_inputs`) by name -> [(method, input)]."""
+    from .methods.forward import declared_noise_inputs
+
+    return declared_noise_inputs(methods.ENTRIES.values())
+
+
+def _flag_help(declared: list) -> str:
+    """Each distinct help line of a flag's declarations, after the methods that declare it."""
+    by_help: dict[str, list[str]] = {}
+    for m, inp in declared:
+        text = inp.help + (f" (not given: {inp.absent})" if inp.absent else "")
+        by_help.setdefault(text, []).append(m.short_label)
+    return "; ".join(f"{', '.join(who)}: {text}" for text, who in by_help.items())
 
 
 def _problem(args: argparse.Namespace):  # noqa: ANN202 - a Problem
@@ -43,20 +47,22 @@ def add_forward_parsers(sub, add_problem_args: Callable, number: Callable, epsil
     fwd = sub.add_parser("epsilon", help="the epsilon a given noise spends (the forward direction; instant, no data)",
                          description="Given a method's noise and the other knobs, the epsilon at --delta that it "
                          "really spends under replace-one neighbours, with the method's accountant.")
-    fwd.add_argument("--method", required=True, choices=METHOD_NAMES)
+    fwd.add_argument("--method", required=True, choices=methods.METHOD_NAMES)
     for name in ("delta", "n"):
         knobs.add_argument(fwd, name)
     knobs.add_argument(fwd, "lam", allow_auto=False)
     add_problem_args(fwd)
-    for name, text in NOISE_FLAGS.items():
-        fwd.add_argument("--" + name.replace("_", "-"), type=int if name == "cap" else number(float), default=None,
-                         help=text)
+    for name, declared in noise_flags().items():  # the methods' own noise inputs, each name once
+        aliases = dict.fromkeys(a for _, inp in declared for a in inp.aliases)
+        fwd.add_argument(declared[0][1].flag, *("--" + a.replace("_", "-") for a in aliases), dest=name,
+                         type=number(int if declared[0][1].integer else float), default=None,
+                         help=_flag_help(declared))
     fwd.add_argument("--json", action="store_true", help="print one JSON object")
 
     st = sub.add_parser("statement", help="privacy statement of one calibrated method (Markdown or JSON)",
                         description="Calibrate --method at (--epsilon, --delta) and print what is guaranteed: epsilon, "
                         "delta, neighbouring relation, accountant, mechanism, preprocessing, assumptions.")
-    st.add_argument("--method", required=True, choices=METHOD_NAMES)
+    st.add_argument("--method", required=True, choices=methods.METHOD_NAMES)
     knobs.add_argument(st, "epsilon", default=None, required=True, type=epsilon_type)
     for name in ("delta", "n"):
         knobs.add_argument(st, name)
@@ -70,34 +76,33 @@ def add_forward_parsers(sub, add_problem_args: Callable, number: Callable, epsil
 
 
 def run_epsilon_command(args: argparse.Namespace) -> int:
+    """The epsilon of the given noise: the method's declared inputs, completed and judged by its own
+    forward hook (:mod:`privcore.methods.forward`) through :func:`privcore.accounting.forward.spent_epsilon`."""
     from .accounting.forward import accountant_text, judging_accounting, spent_epsilon
     from .methods import get_method
 
     problem = _problem(args)
     method = get_method(args.method)
-    given = {name: getattr(args, name) for name in NOISE_FLAGS if getattr(args, name) is not None}
+    inputs = method.noise_inputs
+    if not inputs:
+        raise ValueError(f"{args.method} declares no noise inputs: it has no forward direction")
+    given = {name: getattr(args, name) for name in noise_flags() if getattr(args, name, None) is not None}
+    mine = {i.name for i in inputs}
+    flags = ", ".join(i.flag for i in inputs)
+    other = [n for n in given if n not in mine]
+    if other:
+        raise ValueError(f"{args.method} takes the noise {flags}; got {', '.join(sorted(other))}")
     if not given:
-        raise ValueError("give the noise: --sigma, --beta or --noise-multiplier (see privcore epsilon --help)")
-    if "sigma_check" in given:
-        given["test_noise"] = given.pop("sigma_check")
-    elif args.method == "confident_gnmax" and "sigma" in given:
-        from .accounting.pate import GNMAX_SIGMA_RATIO
-
-        given["test_noise"] = GNMAX_SIGMA_RATIO * given["sigma"]
-    if args.method == "loss_perturbation" and "output_scale" in given:
-        from .methods.loss_perturbation import LP_TOLERANCE_FACTOR
-
-        given["solver_tolerance"] = LP_TOLERANCE_FACTOR * problem.solver_tolerance
-    kinds = {"noise_multiplier": "gaussian", "sigma": "gaussian", "beta": "laplace_like"}
-    kind = next((kinds[k] for k in kinds if k in given), "gaussian")
-    if method.name in ("subsample_aggregate", "sparse_vector"):
-        kind = "exponential_mechanism"
+        raise ValueError(f"give the noise: {flags} (see privcore epsilon --help)")
+    noise = method.forward_noise(given, problem)
     judge = judging_accounting(args.method, args.accounting)
-    eps = spent_epsilon(args.method, {"noise": kind, **given}, problem, args.delta, judge)
+    eps = spent_epsilon(args.method, noise, problem, args.delta, judge)
     out = {"method": args.method, "epsilon": eps, "delta": args.delta, "accounting": judge,
-           "neighbouring_relation": "replace-one", "accountant": accountant_text(args.method, args.delta), **given}
-    if args.method == "loss_perturbation" and "output_scale" not in given:
-        out["note"] = "no --output-scale: the exact minimiser is assumed (a solver's output needs the output noise)"
+           "neighbouring_relation": "replace-one", "accountant": accountant_text(args.method, args.delta),
+           **{k: v for k, v in noise.items() if k != "noise"}}
+    notes = [f"no {i.flag}: {i.absent}" for i in inputs if i.absent and noise.get(i.name) is None]
+    if notes:
+        out["note"] = "; ".join(notes)
     if args.json:
         print(json.dumps({k: ("inf" if isinstance(v, float) and v == float("inf") else v) for k, v in out.items()}))
     else:

@@ -1,5 +1,6 @@
 """Calibrate's two questions from users of similar tools: "What ε does this noise give?" (the forward
-direction, :mod:`privcore.accounting.forward`) and a privacy statement download (:mod:`privcore.statement`)."""
+direction, :mod:`privcore.accounting.forward`; the inputs are each method's declared ``noise_inputs``,
+:mod:`privcore.methods.forward`) and a privacy statement download (:mod:`privcore.statement`)."""
 
 from __future__ import annotations
 
@@ -8,42 +9,32 @@ from typing import Any, Mapping, Sequence
 import streamlit as st
 
 from privcore.accounting.forward import accountant_text, judging_accounting, spent_epsilon
-from privcore.methods import METHOD_NAMES, get_method
+from privcore import methods as registry  # its METHOD_NAMES read when drawn (a method registered since counts)
+from privcore.methods import get_method
 from privcore.types import NoiseScale, Problem
 
 from .figures import format_number, method_label
 
-__all__ = ["noise_inputs", "forward_section", "statement_buttons", "NOISE_INPUTS"]
+__all__ = ["noise_inputs", "forward_section", "statement_buttons"]
 
-#: The noise a method's forward direction needs, as (NoiseScale field, label) pairs; the calibrated
-#: value at the current setting is the default of each input.
-NOISE_INPUTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "model_sensitivity": (("sigma", "σ (or β at δ = 0)"),),
-    "prediction_sensitivity": (("sigma", "σ (or β at δ = 0)"),),
-    "loss_perturbation": (("sigma", "σ (or β at δ = 0)"), ("rho", "ρ (extra L2)")),
-    "dpsgd": (("noise_multiplier", "noise multiplier z"),),
-    "subsample_aggregate": (("beta", "β (vote's inverse temperature)"),),
-    "confident_gnmax": (("sigma", "σ₂ (vote noise)"), ("test_noise", "σ₁ (check noise)")),
-    "sparse_vector": (("beta", "β (fallback votes)"), ("test_noise", "query noise scale"), ("threshold", "threshold w")),
-    "pate_student": (("sigma", "σ (vote noise)"),),
-    "private_knn": (("sigma", "σ₂ (vote noise)"), ("test_noise", "σ₁ (check noise)")),
-}
+
+def _inputs(scale: NoiseScale) -> tuple:
+    """The method's declared noise inputs that apply to ``scale``'s noise kind (privcore.methods.forward)."""
+    return tuple(i for i in get_method(scale.method).noise_inputs if i.kind in (None, scale.noise))
 
 
 def noise_inputs(scale: NoiseScale) -> dict[str, Any]:
-    """The noise fields of ``scale`` that the forward direction reads (with the kind and fixed extras)."""
+    """The noise of ``scale`` that the forward direction reads: its kind and the values of its method's
+    declared noise inputs for that kind (the calibrated values: the defaults of the page's inputs)."""
     noise = scale.to_dict()
-    fields = [f for f, _ in NOISE_INPUTS.get(scale.method, ())]
-    if scale.noise == "laplace_like" and "sigma" in fields:
-        fields[fields.index("sigma")] = "beta"
-    return {"noise": scale.noise, **{f: noise.get(f) for f in fields},
-            **{k: noise.get(k) for k in ("cap", "output_scale", "solver_tolerance") if noise.get(k) is not None}}
+    return {"noise": scale.noise, **{i.name: noise.get(i.name) for i in _inputs(scale) if noise.get(i.name) is not None}}
 
 
 def forward_section(scales: Mapping[str, Any], problem: Problem, delta: float, accounting: str) -> None:
     """"What ε does this noise give?": pick a method, edit its noise (the calibrated values by default), read
     the epsilon it spends at δ under replace-one neighbours with its accountant."""
-    usable = [m for m in METHOD_NAMES if isinstance(scales.get(m), NoiseScale) and scales[m].noise != "none"]
+    usable = [m for m in registry.METHOD_NAMES if isinstance(scales.get(m), NoiseScale) and scales[m].noise != "none"
+              and get_method(m).noise_inputs]
     if not usable:
         return
     with st.expander("What ε does this noise give? (the forward direction)", expanded=False):
@@ -53,20 +44,17 @@ def forward_section(scales: Mapping[str, Any], problem: Problem, delta: float, a
         method = st.selectbox("Method", usable, format_func=method_label, key="forward_method")
         scale = scales[method]
         noise = noise_inputs(scale)
-        cols = st.columns(max(1, len(noise) - 1))
-        i = 0
-        for field in list(noise):
-            if field in ("noise", "cap", "output_scale", "solver_tolerance") or noise[field] is None:
-                continue
-            label = dict(NOISE_INPUTS[method]).get(field, field)
-            if field == "beta" and scale.noise == "laplace_like":
-                label = "β (Laplace-like inverse scale)"
-            noise[field] = cols[i % len(cols)].number_input(label, value=float(noise[field]), min_value=0.0,
-                                                           format="%.6g", key=f"forward_{method}_{field}")
-            i += 1
+        shown = [i for i in _inputs(scale) if i.shown and i.name in noise]  # the others keep their calibrated value
+        cols = st.columns(max(1, len(shown)))
+        for j, inp in enumerate(shown):
+            kind = int if inp.integer else float  # a count is asked for as one
+            noise[inp.name] = cols[j % len(cols)].number_input(
+                inp.label, value=kind(noise[inp.name]), min_value=kind(inp.low),
+                max_value=None if inp.high is None else kind(inp.high), format="%d" if inp.integer else "%.6g",
+                help=inp.help, key=f"forward_{method}_{inp.name}")
         judge = judging_accounting(method, accounting)
         try:
-            eps = spent_epsilon(method, noise, problem, delta, judge)
+            eps = spent_epsilon(method, get_method(method).forward_noise(noise, problem), problem, delta, judge)
         except (ValueError, ArithmeticError) as err:
             st.warning(f"{method_label(method)}: {err}")
             return
@@ -82,7 +70,7 @@ def statement_buttons(methods: Sequence[str], problem: Problem, epsilon: float, 
     knobs and how they were picked."""
     from privcore.statement import privacy_statement, statement_json, statement_markdown
 
-    usable = [m for m in METHOD_NAMES if m in methods and get_method(m).supports(delta)]
+    usable = [m for m in registry.METHOD_NAMES if m in methods and get_method(m).supports(delta)]
     if not usable:
         return
     if first in usable:

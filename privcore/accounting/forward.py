@@ -11,22 +11,23 @@ certifies for replace-one neighbours. It serves two purposes:
   (docs/spec.md), so their epsilon under this project's relation is computed here with the
   ``corrected`` accountant (adaptive queries, certified solver sensitivity).
 
-Each function inverts its method's calibration exactly where a closed form exists (Laplace-like
+Each method says which of its noise numbers the question needs, names its accountant and computes the
+epsilon in its own module, beside its calibration (:mod:`privcore.methods.forward`: ``noise_inputs``,
+``accountant``, ``spent_epsilon``); :func:`spent_epsilon` here asks it, naming no method. The math they
+share is here: each function inverts a calibration exactly where a closed form exists (Laplace-like
 noise, the analytic Gaussian, the zCDP of a bounded-range vote, loss perturbation's privacy-loss
-bound, sparse vector's split), and otherwise reuses the accountant's own epsilon function
+bound, sparse vector's split); the methods otherwise reuse the accountant's own epsilon function
 (:func:`privcore.accounting.dpsgd.dpsgd_epsilon_replace_one`, :func:`privcore.accounting.pate.gnmax_epsilon`,
 :func:`privcore.accounting.bounded_range.br_composition_epsilon`) or, for prediction
-sensitivity's basic/advanced composition, bisects on the calibration itself and keeps the upper
-end. Every value returned is an upper bound on what the accountant certifies for that noise.
+sensitivity's basic/advanced composition, :func:`bisect_epsilon` on the calibration itself (upper
+end). Every value returned is an upper bound on what the accountant certifies for that noise.
 """
 
 from __future__ import annotations
 
-from typing import Callable
-
 import functools
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..types import K_LIPSCHITZ, L_HESSIAN, NoiseScale, Problem
 from ..validation import check_choice, check_int, check_real
@@ -168,80 +169,26 @@ def bisect_epsilon(noise_at: "Callable[[float], float]", target: float, lo: floa
     return hi
 
 
-def _get(noise: Mapping[str, Any], key: str) -> float:
-    value = noise.get(key)
-    if value is None:
-        raise ValueError(f"{noise.get('method') or 'this method'} needs {key} to compute its epsilon")
-    return float(value)
-
-
 def spent_epsilon(method: str, noise: Mapping[str, Any], problem: Problem, delta: float,
                   accounting: str = "corrected") -> float:
     """Epsilon at ``delta`` (replace-one) that ``method`` spends with ``noise`` on ``problem``.
 
-    ``noise``: the noise fields of a :class:`~privcore.types.NoiseScale` (``noise`` kind, ``sigma``,
-    ``beta``, ``rho``, ``noise_multiplier``, ``threshold``, ``test_noise``, ``cap``, ``output_scale``,
-    ``solver_tolerance``); ``accounting``: ``corrected`` or ``tight`` (the accountant that judges it).
+    ``noise``: the noise fields of a :class:`~privcore.types.NoiseScale` (``noise`` kind and the numbers
+    the method's :attr:`~privcore.methods.forward.ForwardAccounting.noise_inputs` name, e.g. ``sigma``,
+    ``beta``, ``noise_multiplier``, its own scale fields); ``accounting``: ``corrected`` or ``tight`` (the
+    accountant that judges it). The method's own hook computes it
+    (:meth:`~privcore.methods.forward.ForwardAccounting.spent_epsilon`, beside its calibration): this
+    function checks the mode and delta, and gives epsilon = inf for no noise.
     """
+    from ..methods import get_method
+
     check_choice("accounting", accounting, FORWARD_MODES)
     dlt = check_real("delta", delta, low=0.0, high=1.0, high_open=True)
-    noise = {**noise, "method": method}  # named in the message of a missing field
-    kind = noise.get("noise")
-    if kind == "none" or method == "non_private":
+    entry = get_method(method)
+    if noise.get("noise") == "none":
         return math.inf
-    if method in ("model_sensitivity", "prediction_sensitivity"):
-        sens = problem.certified_sensitivity  # the released output is the certified solver's
-        queries = problem.budget if method == "prediction_sensitivity" else 1
-        if kind == "laplace_like":
-            return laplace_like_epsilon(_get(noise, "beta"), sens, queries)
-        sigma = _get(noise, "sigma")
-        if queries == 1 or accounting == "tight":
-            return gaussian_epsilon(sigma, dlt, sens, queries)
-        from .composition import advanced_gaussian_sigma
-
-        # Exact Gaussian composition is tighter than basic/advanced: its epsilon is a lower end to start from.
-        return bisect_epsilon(lambda e: advanced_gaussian_sigma(e, dlt, queries, sens).sigma, sigma,
-                              lo=gaussian_epsilon(sigma, dlt, sens, queries))
-    if method == "loss_perturbation":
-        scale = 1.0 / _get(noise, "beta") if kind == "laplace_like" else _get(noise, "sigma")
-        out = noise.get("output_scale")
-        return loss_perturbation_epsilon(kind, scale, _get(noise, "rho"), problem.classes, dlt, n=problem.n,
-                                         lam=problem.lam, solver_tolerance=noise.get("solver_tolerance"),
-                                         output_scale=None if out is None else float(out))
-    if method == "dpsgd":
-        from .dpsgd import dpsgd_epsilon_replace_one
-
-        if problem.sample_rate > 1.0:
-            raise ValueError(f"dpsgd batch_size must be at most N = {problem.n:,}, got {problem.batch_size:,}")
-        return dpsgd_epsilon_replace_one(_get(noise, "noise_multiplier"), problem.sample_rate, problem.steps, dlt)
-    if method == "subsample_aggregate":
-        return exponential_vote_epsilon(_get(noise, "beta"), problem.budget, dlt, accounting)
-    if method in ("confident_gnmax", "pate_student"):
-        from .pate import gnmax_epsilon
-
-        if method == "pate_student":
-            from ..methods.pate_student import PUBLIC_LABELS
-
-            return gnmax_epsilon(_get(noise, "sigma"), None, PUBLIC_LABELS, dlt, accounting)
-        return gnmax_epsilon(_get(noise, "sigma"), _get(noise, "test_noise"), problem.budget, dlt, accounting)
-    if method == "sparse_vector":
-        cap = noise.get("cap")
-        if cap is None:
-            from ..methods.sparse_vector import svt_cap
-
-            cap = svt_cap(problem.budget)
-        return sparse_vector_epsilon(_get(noise, "beta"), _get(noise, "threshold"), _get(noise, "test_noise"),
-                                     int(cap), problem.budget, dlt)
-    if method == "private_knn":
-        from ..methods import ENTRIES
-        from ..methods.private_knn import PrivateKNN
-        from .private_knn import knn_epsilon
-
-        entry = ENTRIES.get(method) or PrivateKNN()  # its sampling rate gamma: the registered instance's
-        sigma, check = _get(noise, "sigma"), noise.get("test_noise")
-        ratio = {} if check is None else {"ratio": float(check) / sigma}  # sigma_1 / sigma_2 as given
-        return knn_epsilon(sigma, problem.budget, entry.sample_rate, dlt, **ratio)
-    raise ValueError(f"no forward accountant for method {method!r}")
+    noise = {**noise, "method": method}  # named in the message of a missing field
+    return entry.spent_epsilon(noise, problem, dlt, accounting)
 
 
 def replace_one_epsilon(scale: NoiseScale, problem: Problem) -> float:
@@ -255,49 +202,31 @@ def replace_one_epsilon(scale: NoiseScale, problem: Problem) -> float:
                          judging_accounting(scale.method, scale.accounting))
 
 
-_ACCOUNTANTS = {
-    "model_sensitivity": ("Laplace-like mechanism at the certified L2 sensitivity", "analytic Gaussian mechanism "
-                          "(Balle and Wang 2018) at the certified L2 sensitivity"),
-    "prediction_sensitivity": ("Laplace-like mechanism, basic composition over B answers",
-                               "Gaussian mechanism, basic/advanced composition over B answers (corrected) or exact "
-                               "Gaussian composition (tight)"),
-    "loss_perturbation": ("objective perturbation (Laplace-like, replace-one ||b - b'|| <= 2K) plus approximate "
-                          "minima perturbation", "objective perturbation (Gaussian, chi_{2C} tail) plus approximate "
-                          "minima perturbation"),
-    "dpsgd": ("", "Poisson-subsampled Gaussian, dp_accounting PLD (pessimistic)"),
-    "subsample_aggregate": ("exponential mechanism, 2 beta-DP per answer, basic composition",
-                            "2 beta-bounded-range votes: zCDP (corrected, adaptive) or optimal bounded-range "
-                            "composition (tight, non-adaptive)"),
-    "confident_gnmax": ("", "data-independent GNMax zCDP/RDP (every query charged)"),
-    "pate_student": ("", "data-independent GNMax zCDP/RDP over the student's public labels"),
-    "sparse_vector": ("", "sparse vector (Lyu, Su and Li 2017) plus zCDP of the capped fallback votes"),
-    "private_knn": ("", "Poisson-subsampled Gaussian votes and checks, dp_accounting PLD (pessimistic)"),
-}
-
-
 def accountant_text(method: str, delta: float) -> str:
-    """One phrase naming the accountant of ``method`` at ``delta`` (pure or approximate DP)."""
-    pure, approx = _ACCOUNTANTS.get(method, ("", ""))
-    return (pure if float(delta) == 0.0 and pure else approx) or "none (no privacy)"
+    """One phrase naming the accountant of ``method`` at ``delta`` (pure or approximate DP): its declaration."""
+    from ..methods import get_method
+
+    return get_method(method).accountant_text(delta)
 
 
 def judging_accounting(method: str, accounting: str) -> str:
     """The sound accountant that judges a scale of ``method`` calibrated under ``accounting``.
 
-    ``paper`` scales: ``tight`` (exact Gaussian composition and PLD hold for adaptive queries too),
-    except for subsample-and-aggregate, whose tight accountant assumes queries fixed in advance, so
-    ``corrected`` (zCDP). ``tight`` subsample-and-aggregate scales are judged by ``corrected`` too:
-    that is what they guarantee when the queries are chosen adaptively.
+    ``paper`` scales: ``tight`` (exact Gaussian composition and PLD hold for adaptive queries too), unless
+    the method's tight accountant assumes more (subsample-and-aggregate's, queries fixed in advance: then
+    ``corrected``, zCDP, for its ``tight`` scales too). The method says
+    (:meth:`~privcore.methods.forward.ForwardAccounting.judging_accounting`).
     """
+    from ..methods import get_method
+
     check_choice("accounting", accounting, ("paper", "corrected", "tight"))
-    if method == "subsample_aggregate":
-        return "corrected"
-    return "tight" if accounting == "paper" else accounting
+    return get_method(method).judging_accounting(accounting)
 
 
 def claims_more(method: str, accounting: str, delta: float) -> bool:
-    """Whether a row of ``method`` under ``accounting`` claims more than the sound accountant gives."""
-    return accounting == "paper" or (accounting == "tight" and method == "subsample_aggregate" and delta > 0)
+    """Whether a row of ``method`` under ``accounting`` claims more than the sound accountant gives: ``paper``
+    rows, and rows at delta > 0 whose mode is judged by another accountant (a tight one assuming more)."""
+    return accounting == "paper" or (float(delta) > 0 and judging_accounting(method, accounting) != accounting)
 
 
 @functools.lru_cache(maxsize=4096)

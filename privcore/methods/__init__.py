@@ -16,6 +16,7 @@ from ..validation import check_choice
 from .base import Method
 from .card import MethodCard
 from .fields import ABSTENTION_FIELDS, ResultField, declared_result_fields, declared_scale_fields
+from .forward import ForwardAccounting, NoiseInput, declared_noise_inputs
 from .confident_gnmax import ConfidentGNMax
 from .dpsgd import DPSGD
 from .loss_perturbation import LossPerturbation
@@ -27,7 +28,7 @@ from .private_knn import PrivateKNN
 from .sparse_vector import SparseVectorAggregate
 from .subsample_aggregate import SubsampleAggregate
 
-__all__ = ["Method", "MethodCard", "ResultField", "REGISTRY", "METHOD_NAMES", "BASELINE", "ENTRIES", "get_method",
+__all__ = ["Method", "MethodCard", "ResultField", "NoiseInput", "REGISTRY", "METHOD_NAMES", "BASELINE", "ENTRIES", "get_method",
            "methods_of_family", "method_name", "check_method_name", "register", "unregister", "check_declarations"]
 
 REGISTRY: dict[str, Method] = {
@@ -45,7 +46,8 @@ def check_declarations(method: Method) -> None:
     """TypeError/ValueError naming the method and what is wrong with its declarations: a
     :class:`MethodCard`, :class:`ResultField` tuples, the abstention summary where it may abstain, each
     ``on_scale`` column among its scale fields, and no name declared unlike another method's field
-    (the result rows refuse a field named like one of their core columns)."""
+    (the result rows refuse a field named like one of their core columns); its forward direction's
+    :class:`NoiseInput` tuple with a ``spent_epsilon`` where it declares any."""
     name = getattr(method, "name", None)
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"a method's name must be an identifier, got {name!r}")
@@ -61,9 +63,16 @@ def check_declarations(method: Method) -> None:
     missing = [f.name for f in method.result_fields if f.on_scale and f.name not in scale_names]
     if missing:
         raise ValueError(f"{name}: the on_scale result fields {', '.join(missing)} must be among its scale_fields")
+    inputs = method.noise_inputs
+    if not isinstance(inputs, tuple) or not all(isinstance(i, NoiseInput) for i in inputs):
+        raise TypeError(f"{name}.noise_inputs must be a tuple of NoiseInput, got {inputs!r}")
+    if inputs and type(method).spent_epsilon is ForwardAccounting.spent_epsilon:
+        raise ValueError(f"{name} declares noise_inputs but no spent_epsilon: the forward direction needs both "
+                         "(privcore.methods.forward)")
     others = [m for m in ENTRIES.values() if m.name != name]
     declared_result_fields([*others, method])  # one name, one field (ValueError otherwise)
     declared_scale_fields([*others, method])
+    declared_noise_inputs([*others, method])  # one noise name, one CLI flag
 
 
 def register(method: Method) -> Method:

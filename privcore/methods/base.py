@@ -11,7 +11,8 @@ A method is a class with class attributes describing it and two operations:
   test set is the query set); ``measure`` adds the method's own measured result fields.
 
 Its presentation is its ``card`` (:class:`~privcore.methods.card.MethodCard`), its own outputs its
-``result_fields`` and ``scale_fields`` (:mod:`privcore.methods.fields`).
+``result_fields`` and ``scale_fields`` (:mod:`privcore.methods.fields`), its forward direction (the
+epsilon a given noise spends) its ``noise_inputs`` and ``spent_epsilon`` (:mod:`privcore.methods.forward`).
 
 ``release`` is what an attacker sees: the leakage module and the privacy audits call it on
 neighbouring data sets; ``evaluate`` is shared by all methods and needs no override.
@@ -30,6 +31,7 @@ from ..validation import check_choice
 from .card import MethodCard
 from .cost_parts import CostPart, data_work, nonprivate_part, solver_iterations, teacher_part
 from .fields import ABSTENTION_FIELDS, ResultField
+from .forward import ForwardAccounting, NoiseInput
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -37,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..context import TrainContext
 
-__all__ = ["Method", "MethodCard", "ResultField", "WinContext", "CostPart", "solver_iterations", "data_work",
+__all__ = ["Method", "MethodCard", "ResultField", "NoiseInput", "WinContext", "CostPart", "solver_iterations", "data_work",
            "nonprivate_part", "teacher_part", "CARD_ATTRIBUTES"]
 
 #: The card's fields, readable on a method as thin read-only aliases (``m.label`` is ``m.card.label``):
@@ -75,14 +77,16 @@ class WinContext:
         return float(self.n) * float(self.lam) if self.n is not None and isinstance(self.lam, (int, float)) else None
 
 
-class Method(ABC):
+class Method(ForwardAccounting, ABC):
     """Base class of the methods. Subclasses are stateless singletons in the registry.
 
     A method class declares its mechanism (``name``, the class attributes below, ``_calibrate``,
     ``release``, ``cost_parts``), its presentation apart in ``card`` (a :class:`MethodCard`; the
-    card's fields read as ``m.label`` etc. through thin aliases) and its own outputs in
+    card's fields read as ``m.label`` etc. through thin aliases), its own outputs in
     ``result_fields`` / ``scale_fields`` (:class:`ResultField`s), which rows, the cache, the CLI,
-    the exports and the tables read generically.
+    the exports and the tables read generically, and its forward direction (``noise_inputs``,
+    ``accountant``, ``spent_epsilon``: :class:`~privcore.methods.forward.ForwardAccounting`), which
+    ``privcore epsilon``, the Calibrate page and the real-epsilon check read.
     """
 
     name: ClassVar[str]

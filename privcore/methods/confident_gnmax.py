@@ -36,6 +36,7 @@ from ..validation import check_real, format_value as _fmt
 from .teachers import TeacherVoteMethod
 from .base import CostPart, WinContext
 from .card import MethodCard
+from .forward import CHECK_NOISE, VOTE_SIGMA, noise_value
 from .fields import ABSTENTION_FIELDS, TEST_NOISE, THRESHOLD, ResultField
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
@@ -98,6 +99,8 @@ class ConfidentGNMax(TeacherVoteMethod):
     abstains = True
     result_fields = (THRESHOLD, *ABSTENTION_FIELDS, EPSILON_DATA_DEPENDENT, EPSILON_DD_PUBLISHED)
     scale_fields = (THRESHOLD, TEST_NOISE)
+    noise_inputs = (VOTE_SIGMA, CHECK_NOISE)
+    accountant = ("", "data-independent GNMax zCDP/RDP (every query charged)")
 
     params = ("threshold_fraction", "sigma_ratio")
     #: T from few to PATE's hundreds, the threshold at PATE's 0.8 T and lower, the check noise at PATE's
@@ -124,6 +127,21 @@ class ConfidentGNMax(TeacherVoteMethod):
                           extras={"threshold": self.threshold_fraction * problem.teachers, "test_noise": g.sigma_check},
                           formula=(f"sigma_1 = {self.sigma_ratio:g} sigma_2, threshold = {self.threshold_fraction:g} T; "
                                    f"{g.formula}"), notes=notes)
+
+    def forward_noise(self, given, problem: Problem) -> dict:  # noqa: ANN001 - a mapping
+        """The given noise; without a check noise, this instance's fixed ratio to the vote noise (as calibrated)."""
+        noise = super().forward_noise(given, problem)
+        if noise.get(TEST_NOISE.name) is None and noise.get("sigma") is not None:
+            noise[TEST_NOISE.name] = self.sigma_ratio * noise["sigma"]
+        return noise
+
+    def spent_epsilon(self, noise, problem: Problem, delta: float, accounting: str) -> float:  # noqa: ANN001
+        """Data-independent GNMax accounting of B checks and answers (:func:`privcore.accounting.pate.gnmax_epsilon`):
+        every query is charged, answered or not."""
+        from ..accounting.pate import gnmax_epsilon
+
+        return gnmax_epsilon(noise_value(noise, "sigma"), noise_value(noise, TEST_NOISE.name), problem.budget, delta,
+                             accounting)
 
     def cost_parts(self, problem: Problem, points: int, repeats: int) -> list[CostPart]:
         """The teacher methods' pieces, plus PATE's data-dependent epsilon once per point (its smooth

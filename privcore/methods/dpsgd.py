@@ -27,6 +27,7 @@ from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from ..validation import format_value as _fmt
 from .base import CostPart, Method, WinContext, data_work
 from .card import MethodCard
+from .forward import NoiseInput, noise_value
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -74,6 +75,9 @@ class DPSGD(Method):
     family = "training"
     trains_per_release = True
     supports_pure = False
+    noise_inputs = (NoiseInput("noise_multiplier", "noise multiplier z", "the noise multiplier (noise std / clip)",
+                               kind="gaussian"),)
+    accountant = ("", "Poisson-subsampled Gaussian, dp_accounting PLD (pessimistic)")
 
     def pure_unsupported_message(self) -> str:
         from . import REGISTRY  # the alternatives, as the registry lists them
@@ -122,6 +126,14 @@ class DPSGD(Method):
         sens = problem.clip if accounting == "paper" else 2.0 * problem.clip
         return NoiseScale(self.name, eps, dlt, accounting, "gaussian", sigma=z * problem.clip,
                           noise_multiplier=z, sensitivity=sens, notes=notes, formula=formula)
+
+    def spent_epsilon(self, noise, problem: Problem, delta: float, accounting: str) -> float:  # noqa: ANN001
+        """The replace-one PLD epsilon of the noise multiplier at this sampling rate and number of steps
+        (dp_accounting, pessimistic), whatever the mode."""
+        if problem.sample_rate > 1.0:
+            raise ValueError(f"dpsgd batch_size must be at most N = {problem.n:,}, got {problem.batch_size:,}")
+        return dpsgd_epsilon_replace_one(noise_value(noise, "noise_multiplier"), problem.sample_rate, problem.steps,
+                                         delta)
 
     def calibration_stored(self, epsilons, delta: float, problem, accounting: str) -> bool:  # noqa: ANN001
         """True when the replace-one PLD multiplier of every epsilon is in the accountant's memo or the

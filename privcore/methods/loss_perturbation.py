@@ -39,6 +39,7 @@ from ..validation import format_value as _fmt
 from ..types import K_LIPSCHITZ, L_HESSIAN, NoiseScale, PrivacyBudget, Problem
 from .base import EXACT_MINIMISER_NOTE, CostPart, Method, data_work, nonprivate_part, solver_iterations, scaled_noise, unit_noise, WinContext
 from .card import MethodCard
+from .forward import SENSITIVITY_INPUTS, NoiseInput, noise_value
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -128,6 +129,13 @@ class LossPerturbation(Method):
     tuning_grid = {"lam": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)}
     family = "training"
     trains_per_release = True
+    noise_inputs = (*SENSITIVITY_INPUTS, NoiseInput("rho", "ρ (extra L2)", "the extra L2 weight rho"),
+                    NoiseInput("output_scale", "output noise scale", "the output noise's scale (approximate minima "
+                               "perturbation)", shown=False,
+                               absent="the exact minimiser is assumed (a solver's output needs the output noise)"))
+    accountant = ("objective perturbation (Laplace-like, replace-one ||b - b'|| <= 2K) plus approximate minima "
+                  "perturbation", "objective perturbation (Gaussian, chi_{2C} tail) plus approximate minima "
+                  "perturbation")
 
     def win_reason(self, s: WinContext) -> str:
         if s.pure and s.epsilon is not None and float(s.epsilon) <= 3:
@@ -172,6 +180,26 @@ class LossPerturbation(Method):
                           output_scale=analytic_gaussian_sigma(eps2, dlt2, out_sens),
                           formula="sigma = 2K (sqrt(r^2 + eps1) + r) / eps1, r = chi_{2C} quantile at 1 - delta1; "
                                   f"rho = 2 L C / eps1, (eps1, delta1) = {1 - AMP_FRACTION:g} (eps, delta)" + amp)
+
+    def forward_noise(self, given, problem: Problem) -> dict:  # noqa: ANN001 - a mapping
+        """The given noise; with an output noise, the certified gradient norm g its sensitivity needs (the
+        one :meth:`_calibrate` certifies: ``LP_TOLERANCE_FACTOR`` times the problem's solver tolerance)."""
+        noise = super().forward_noise(given, problem)
+        if noise.get("output_scale") is not None:
+            noise["solver_tolerance"] = LP_TOLERANCE_FACTOR * problem.solver_tolerance
+        return noise
+
+    def spent_epsilon(self, noise, problem: Problem, delta: float, accounting: str) -> float:  # noqa: ANN001
+        """The privacy-loss bound of :func:`privcore.accounting.forward.loss_perturbation_epsilon` (noise term at
+        replace-one sensitivity 2K, Jacobian L C / rho, and the output noise where there is one)."""
+        from ..accounting.forward import loss_perturbation_epsilon
+
+        kind = noise.get("noise")
+        scale = 1.0 / noise_value(noise, "beta") if kind == "laplace_like" else noise_value(noise, "sigma")
+        out = noise.get("output_scale")
+        return loss_perturbation_epsilon(kind, scale, noise_value(noise, "rho"), problem.classes, delta, n=problem.n,
+                                         lam=problem.lam, solver_tolerance=noise.get("solver_tolerance"),
+                                         output_scale=None if out is None else float(out))
 
     def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
         """The non-private solve (its warm start, shared) and one perturbed solve per release, batched.

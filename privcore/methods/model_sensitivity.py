@@ -21,6 +21,7 @@ from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
 from .base import CostPart, Method, noisy_release, nonprivate_part, sensitivity_of, WinContext
 from .card import MethodCard
+from .forward import SENSITIVITY_INPUTS, noise_value
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -48,6 +49,9 @@ class ModelSensitivity(Method):
     #: The average-form L2 weight over the lam = auto grid (engine.specs.LAM_AUTO_GRID).
     tuning_grid = {"lam": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)}
     family = "training"
+    noise_inputs = SENSITIVITY_INPUTS
+    accountant = ("Laplace-like mechanism at the certified L2 sensitivity",
+                  "analytic Gaussian mechanism (Balle and Wang 2018) at the certified L2 sensitivity")
 
     def win_reason(self, s: WinContext) -> str:
         core = (f"large N λ (N = {_fmt(s.n)}, λ = {_fmt(s.lam)}) shrinks the sensitivity methods' noise "
@@ -65,6 +69,15 @@ class ModelSensitivity(Method):
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=sigma,
                           sensitivity=delta_s, solver_tolerance=tol, notes=notes,
                           formula=f"sigma = analytic Gaussian(eps, delta, Delta = {what})")
+
+    def spent_epsilon(self, noise, problem: Problem, delta: float, accounting: str) -> float:  # noqa: ANN001
+        """beta Delta (Laplace-like, paper Theorem 1) or the analytic Gaussian epsilon of sigma, at the certified
+        sensitivity: the released output is the certified solver's (a ``paper`` scale assumed the exact one)."""
+        from ..accounting.forward import gaussian_epsilon, laplace_like_epsilon
+
+        if noise.get("noise") == "laplace_like":
+            return laplace_like_epsilon(noise_value(noise, "beta"), problem.certified_sensitivity)
+        return gaussian_epsilon(noise_value(noise, "sigma"), delta, problem.certified_sensitivity)
 
     def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
         """A fixed overhead and the non-private solve it perturbs (shared)."""

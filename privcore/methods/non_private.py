@@ -6,6 +6,7 @@ it is drawn as the dashed reference line and never wins a recommendation (``fami
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
@@ -37,6 +38,10 @@ class NonPrivate(Method):
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         raise CalibrationError("non_private is the epsilon = inf baseline; it has no finite-epsilon calibration")
+
+    def spent_epsilon(self, noise, problem: Problem, delta: float, accounting: str) -> float:  # noqa: ANN001
+        """No noise, no privacy: epsilon = inf."""
+        return math.inf
 
     def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
         """A fixed overhead and the non-private solve it perturbs (shared)."""

@@ -30,6 +30,7 @@ from ..validation import format_value as _fmt
 from .teachers import TeacherVoteMethod
 from .base import CostPart, WinContext, solver_iterations
 from .card import MethodCard
+from .forward import NoiseInput, noise_value
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -79,6 +80,9 @@ class PateStudent(TeacherVoteMethod):
     uses_budget = False
     trains_per_release = True  # one student per release (all of them in one batched solve)
     releases = "labels"
+    noise_inputs = (NoiseInput("sigma", "σ (vote noise)", "the Gaussian vote noise's std (noisy argmax)",
+                               kind="gaussian"),)
+    accountant = ("", "data-independent GNMax zCDP/RDP over the student's public labels")
 
     def win_reason(self, s: WinContext) -> str:
         return (f"with B = {_fmt(s.budget)} predictions, paying once for {PUBLIC_LABELS} noisy teacher labels and "
@@ -91,6 +95,12 @@ class PateStudent(TeacherVoteMethod):
                           formula=f"P = {PUBLIC_LABELS} GNMax labels, whatever B; {g.formula.replace('B', 'P')}",
                           notes=("data-independent GNMax accounting for the P labels (PATE's data-dependent "
                                  "analysis is not implemented)",))
+
+    def spent_epsilon(self, noise, problem: Problem, delta: float, accounting: str) -> float:  # noqa: ANN001
+        """GNMax accounting of the P public labels (no check), whatever B: the student answers for free."""
+        from ..accounting.pate import gnmax_epsilon
+
+        return gnmax_epsilon(noise_value(noise, "sigma"), None, PUBLIC_LABELS, delta, accounting)
 
     def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
         """The teachers (shared), then per fold an eigenbasis of the public rows and E x R students.

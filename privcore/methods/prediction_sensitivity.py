@@ -18,6 +18,7 @@ from ..validation import format_value as _fmt
 from ..types import NoiseScale, PrivacyBudget, Problem
 from .base import CostPart, Method, noisy_release, nonprivate_part, sensitivity_of, WinContext
 from .card import MethodCard
+from .forward import SENSITIVITY_INPUTS, noise_value
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
     import torch
@@ -47,6 +48,10 @@ class PredictionSensitivity(Method):
     family = "prediction"
     uses_budget = True
     releases = "logits"
+    noise_inputs = SENSITIVITY_INPUTS
+    accountant = ("Laplace-like mechanism, basic composition over B answers",
+                  "Gaussian mechanism, basic/advanced composition over B answers (corrected) or exact Gaussian "
+                  "composition (tight)")
 
     def win_reason(self, s: WinContext) -> str:
         return (f"few predictions (B = {_fmt(s.budget)}) and large N λ = {_fmt(s.n_lam)} keep the per-answer logit "
@@ -75,6 +80,22 @@ class PredictionSensitivity(Method):
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=adv.sigma,
                           per_query_epsilon=adv.per_query_epsilon, per_query_delta=adv.per_query_delta,
                           sensitivity=delta_s, solver_tolerance=tol, notes=notes, formula=formula)
+
+    def spent_epsilon(self, noise, problem: Problem, delta: float, accounting: str) -> float:  # noqa: ANN001
+        """B answers at the certified sensitivity: B beta Delta (Laplace-like, basic composition); Gaussian:
+        the exact composition's epsilon (tight, or B = 1), else the basic/advanced composition inverted by
+        bisection on its calibration (upper end of the bracket), starting from the exact one."""
+        from ..accounting.forward import bisect_epsilon, gaussian_epsilon, laplace_like_epsilon
+
+        sens, queries = problem.certified_sensitivity, problem.budget
+        if noise.get("noise") == "laplace_like":
+            return laplace_like_epsilon(noise_value(noise, "beta"), sens, queries)
+        sigma = noise_value(noise, "sigma")
+        if queries == 1 or accounting == "tight":
+            return gaussian_epsilon(sigma, delta, sens, queries)
+        # Exact Gaussian composition is tighter than basic/advanced: its epsilon is a lower end to start from.
+        return bisect_epsilon(lambda e: advanced_gaussian_sigma(e, delta, queries, sens).sigma, sigma,
+                              lo=gaussian_epsilon(sigma, delta, sens, queries))
 
     def cost_parts(self, problem, points: int, repeats: int) -> list[CostPart]:  # noqa: ANN001 - Problem
         """A fixed overhead, the non-private solve (shared) and noisy logits for every answer."""

@@ -31,6 +31,7 @@ from ..validation import check_int, check_real
 from ..validation import format_value as _fmt
 from .base import CostPart, Method, WinContext, data_work
 from .card import MethodCard
+from .forward import CHECK_NOISE, VOTE_SIGMA, noise_value
 from .fields import ABSTENTION_FIELDS, TEST_NOISE, THRESHOLD
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
@@ -116,6 +117,8 @@ class PrivateKNN(Method):
     abstains = True
     result_fields = (THRESHOLD, *ABSTENTION_FIELDS)
     scale_fields = (THRESHOLD, TEST_NOISE)
+    noise_inputs = (VOTE_SIGMA, CHECK_NOISE)
+    accountant = ("", "Poisson-subsampled Gaussian votes and checks, dp_accounting PLD (pessimistic)")
 
     params = ("neighbours", "sample_rate")
     #: k around the default (mnist-5k's 25) and gamma at half, once and twice the default.
@@ -150,6 +153,16 @@ class PrivateKNN(Method):
                           extras={"threshold": KNN_THRESHOLD_FRACTION * self.neighbours, "test_noise": g.sigma_check},
                           formula=f"threshold = {KNN_THRESHOLD_FRACTION:g} k, sigma_1 = {KNN_SIGMA_RATIO:g} sigma_2; "
                                   + g.formula, notes=notes)
+
+    def spent_epsilon(self, noise, problem: Problem, delta: float, accounting: str) -> float:  # noqa: ANN001
+        """The replace-one PLD epsilon of B subsampled (rate gamma, this instance's) checks and votes
+        (:func:`privcore.accounting.private_knn.knn_epsilon`); the check noise at the given ratio to sigma, or
+        the calibration's."""
+        from ..accounting.private_knn import knn_epsilon
+
+        sigma, check = noise_value(noise, "sigma"), noise.get(TEST_NOISE.name)
+        ratio = {} if check is None else {"ratio": float(check) / sigma}  # sigma_1 / sigma_2 as given
+        return knn_epsilon(sigma, problem.budget, self.sample_rate, delta, **ratio)
 
     def cost_parts(self, problem: Problem, points: int, repeats: int) -> list[CostPart]:
         """A fixed overhead, one calibration per epsilon, and per repetition the distances and sorts of the

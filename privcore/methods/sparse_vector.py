@@ -30,6 +30,7 @@ from ..validation import format_value as _fmt
 from .teachers import TeacherVoteMethod
 from .base import WinContext
 from .card import MethodCard
+from .forward import NoiseInput, noise_value
 from .fields import ABSTENTION_FIELDS, CAP, TEST_NOISE, THRESHOLD
 
 if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up stays light)
@@ -116,6 +117,12 @@ class SparseVectorAggregate(TeacherVoteMethod):
     abstains = True
     result_fields = (THRESHOLD, *ABSTENTION_FIELDS)
     scale_fields = (THRESHOLD, TEST_NOISE, CAP)
+    noise_inputs = (NoiseInput("beta", "β (fallback votes)", "the fallback votes' inverse temperature (exponential "
+                               "mechanism)", kind="exponential_mechanism"),
+                    NoiseInput.of(TEST_NOISE, "query noise scale", "the stability test's query noise (Laplace scale)"),
+                    NoiseInput.of(THRESHOLD, "threshold w", "the stability test's threshold w", low_open=False),
+                    NoiseInput.of(CAP, "cap c", "the cap on unstable answers (default ceil(B/4))", shown=False))
+    accountant = ("", "sparse vector (Lyu, Su and Li 2017) plus zCDP of the capped fallback votes")
 
     def win_reason(self, s: WinContext) -> str:
         return (f"most of the B = {_fmt(s.budget)} queries have a stable majority over T = {_fmt(s.teachers)} "
@@ -132,6 +139,16 @@ class SparseVectorAggregate(TeacherVoteMethod):
                            "teachers give a distance to instability of at most T/2: almost every query is unstable, "
                            f"and after c = {svt_cap(b):,} of them a stream of B queries abstains.")
         return out
+
+    def spent_epsilon(self, noise, problem: Problem, delta: float, accounting: str) -> float:  # noqa: ANN001
+        """The sparse vector's epsilon from its query noise and threshold plus the zCDP of the c fallback votes
+        (:func:`privcore.accounting.forward.sparse_vector_epsilon`; c = ceil(B/4) unless given)."""
+        from ..accounting.forward import sparse_vector_epsilon
+
+        cap = noise.get(CAP.name)
+        cap = svt_cap(problem.budget) if cap is None else int(cap)
+        return sparse_vector_epsilon(noise_value(noise, "beta"), noise_value(noise, THRESHOLD.name),
+                                     noise_value(noise, TEST_NOISE.name), cap, problem.budget, delta)
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         self.check_teachers(problem)

@@ -4,8 +4,10 @@ The toy method below lives in this test file alone. It declares a calibrated num
 noise scale, shown as a column) and a measured one, and is registered through the registry's seam
 (:func:`privcore.methods.register`). With no other module edited, its numbers reach the cached and
 re-read rows, the CLI's CSV and JSON, the results export and import, the CSV download and the
-dashboard's noise tables; unregistered, every column list is as before. A second test fails when a
-module outside privcore/methods/ (and the accountants) names a method's own field again.
+dashboard's noise tables; unregistered, every column list is as before. By declaring its noise inputs
+and a ``spent_epsilon`` hook it gets the forward calculator ("what ε does this noise give?") of the CLI
+and the Calibrate page. A further test fails when a module outside privcore/methods/ (and the
+accountants) names a method's own field again.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from privcore.methods import REGISTRY, MethodCard, ResultField, register, unregister
+from privcore.methods import REGISTRY, MethodCard, NoiseInput, ResultField, register, unregister
 from privcore.methods.base import Method, WinContext
+from privcore.methods.forward import ForwardAccounting, noise_value
 from privcore.types import NoiseScale, PrivacyBudget, Problem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,6 +44,13 @@ class ToyZero(Method):
     releases = "labels"
     result_fields = (COIN_BIAS, ZERO_SHARE)
     scale_fields = (COIN_BIAS,)
+    # Its forward direction: the number to ask for and the epsilon its (toy) accountant gives for it.
+    noise_inputs = (NoiseInput.of(COIN_BIAS, "coin bias b"),)  # its name, range and help from the field
+    accountant = ("", "the toy's coin: b / (1 - b)")
+
+    def spent_epsilon(self, noise, problem, delta, accounting):
+        b = noise_value(noise, "coin_bias")
+        return b / (1.0 - b) if b < 1.0 else float("inf")
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         bias = budget.epsilon / (1.0 + budget.epsilon)
@@ -74,6 +84,9 @@ def toy():
     finally:
         unregister(method.name)
     assert result_columns() == before  # unregistered, the columns are as they were
+    from privcore.cli_forward import noise_flags
+
+    assert "coin_bias" not in noise_flags()  # and the CLI has no flag of its own
 
 
 def _spec():
@@ -149,6 +162,59 @@ def test_a_toy_methods_own_fields_reach_rows_cache_cli_exports_and_tables(toy, t
     assert cal.iloc[0]["Coin bias"] == "0.5"
 
 
+def _forward_page(epsilon):
+    """The Calibrate page's "What ε does this noise give?" for the toy's calibration (an AppTest script)."""
+    from privcore.methods import get_method
+    from privcore.types import PrivacyBudget, Problem
+    from ui.forward import forward_section
+
+    problem = Problem()
+    forward_section({"toy_zero": get_method("toy_zero").calibrate(PrivacyBudget(epsilon, 1e-5), problem)}, problem,
+                    1e-5, "corrected")
+
+
+def test_a_toy_method_gets_a_forward_calculator_from_its_declarations(toy, capsys):
+    """Declaring noise inputs and a spent_epsilon hook (nothing else edited) gives the toy the CLI's flag and
+    output, the Calibrate page's input, the accountant's name and the real epsilon of a paper row."""
+    from streamlit.testing.v1 import AppTest
+
+    from privcore.accounting.forward import accountant_text, real_guarantee, spent_epsilon
+    from privcore.cli import main
+    from ui.forward import noise_inputs
+
+    problem = Problem()
+    scale = toy.calibrate(PrivacyBudget(1.0, 1e-5), problem)
+    assert noise_inputs(scale) == {"noise": "exponential_mechanism", "coin_bias": 0.5}
+    assert spent_epsilon("toy_zero", toy.forward_noise(noise_inputs(scale), problem), problem, 1e-5) == 1.0
+    assert accountant_text("toy_zero", 1e-5) == "the toy's coin: b / (1 - b)"
+
+    # The CLI: its own flag, the epsilon of its hook, the number given; out of range or another method's
+    # noise is a one-line error naming what to give.
+    assert main(["epsilon", "--method", "toy_zero", "--coin-bias", "0.75", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["epsilon"] == 3.0 and out["coin_bias"] == 0.75 and out["accountant"].startswith("the toy's coin")
+    assert main(["epsilon", "--method", "toy_zero", "--coin-bias", "1.5"]) == 2
+    assert "coin_bias" in capsys.readouterr().err
+    assert main(["epsilon", "--method", "toy_zero", "--sigma", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "--coin-bias" in err and "sigma" in err
+    assert main(["epsilon", "--method", "model_sensitivity", "--coin-bias", "0.5"]) == 2  # not its noise
+
+    # A paper row's real epsilon is the hook's too.
+    paper = toy.calibrate(PrivacyBudget(3.0, 1e-5), problem, "paper")
+    assert real_guarantee("toy_zero", paper.to_dict(), problem, 1e-5, "paper")[0] == pytest.approx(3.0)
+
+    # The Calibrate page: the toy is offered, its input filled with the calibrated bias, edited to 0.75.
+    at = AppTest.from_function(_forward_page, args=(1.0,), default_timeout=30).run()
+    assert not at.exception
+    assert at.selectbox(key="forward_method").value == "toy_zero"
+    box = at.number_input(key="forward_toy_zero_coin_bias")
+    assert box.value == 0.5 and box.label == "coin bias b"
+    assert any(m.value.startswith("**ε = 1**") for m in at.markdown)
+    box.set_value(0.75).run()
+    assert any(m.value.startswith("**ε = 3**") for m in at.markdown)
+
+
 def test_the_registry_refuses_a_method_that_breaks_its_declarations():
     class Mixed(ToyZero):
         pass
@@ -171,21 +237,20 @@ def test_the_registry_refuses_a_method_that_breaks_its_declarations():
     unscaled = type("Unscaled", (ToyZero,), {"name": "toy_unscaled", "scale_fields": ()})
     with pytest.raises(ValueError, match="coin_bias"):
         register(unscaled())
+    unaccounted = type("Unaccounted", (ToyZero,), {"name": "toy_unaccounted",
+                                                   "spent_epsilon": ForwardAccounting.spent_epsilon})
+    with pytest.raises(ValueError, match="spent_epsilon"):  # inputs without the hook: no forward calculator
+        register(unaccounted())
+    with pytest.raises(TypeError, match="noise_inputs"):
+        register(type("Listed", (ToyZero,), {"name": "toy_listed", "noise_inputs": [ToyZero.noise_inputs[0]]})())
     assert Mixed.card.label == "Toy zero"
 
 
 #: Modules outside privcore/methods/ and privcore/accounting/ (the accountants may read a method's noise
 #: numbers) that still name a method's own field, and why; every other module must read the declarations.
-KNOWN = {
-    # The deep pipeline's typed row (privcore.deep.spec.DeepRow, its shipped Figure 7 file and the run that
-    # fills it) has its own answered share and threshold columns: not yet generic.
-    "privcore/deep/run.py": {"answered_fraction", "threshold"},
-    "privcore/deep/spec.py": {"answered_fraction", "threshold"},
-    "privcore/deep/shipped.py": {"answered_fraction", "threshold"},
-    # The forward calculator (epsilon from given noise numbers) lists, per method, which numbers to ask for.
-    "privcore/cli_forward.py": {"threshold", "test_noise", "cap"},
-    "ui/forward.py": {"threshold", "test_noise", "cap"},
-}
+#: None is left: the deep pipeline's rows carry the declared fields (privcore.deep.spec.row_fields) and the
+#: forward calculator asks for each method's declared noise inputs (privcore.methods.forward).
+KNOWN: dict[str, set[str]] = {}
 #: Homonyms: a local name or another object's attribute that only shares a field's name (never quoted).
 HOMONYMS = {
     "privcore/audit.py": {"threshold"},          # an audit's decision threshold
@@ -193,23 +258,24 @@ HOMONYMS = {
     "app_pages/explore.py": {"threshold"},       # rec.threshold, the same
     "privcore/leakage/sizes.py": {"cap"},        # a cap on observed answers
     "privcore/leakage/run.py": {"cap"},          # the same
+    "privcore/leakage/stats.py": {"threshold"},  # an audit's decision threshold (a field of its estimate)
 }
 
 
 def _offences(files) -> list[str]:
     """Lines of ``files`` that name a registered method's own field (quoted anywhere; as an attribute,
-    keyword or assignment unless a known homonym), outside the modules allowed to (:data:`KNOWN`)."""
+    keyword, assignment or annotated name unless a known homonym), outside the modules allowed to (:data:`KNOWN`)."""
     from privcore.methods.fields import declared_result_fields, declared_scale_fields
 
     words = "|".join(sorted({f.name for f in declared_result_fields() + declared_scale_fields()}))
     quoted = re.compile(rf"""(["'])({words})\1""")
-    bare = re.compile(rf"""\.({words})\b|\b({words})\s*=(?!=)""")
+    bare = re.compile(rf"""\.({words})\b|\b({words})\s*=(?!=)|^\s*({words})\s*:""")
     found = []
     for rel, text in files:
         for number, line in enumerate(text.splitlines(), 1):
             code = "" if line.lstrip().startswith("#") else line.split("  #", 1)[0]
             hits = {m.group(2) for m in quoted.finditer(code)}
-            hits |= {m.group(1) or m.group(2) for m in bare.finditer(code)} - HOMONYMS.get(rel, set())
+            hits |= {m.group(1) or m.group(2) or m.group(3) for m in bare.finditer(code)} - HOMONYMS.get(rel, set())
             hits -= KNOWN.get(rel, set())
             if hits:
                 found.append(f"{rel}:{number}: {sorted(hits)}: {line.strip()[:90]}")
@@ -241,8 +307,13 @@ def test_the_scan_catches_a_re_added_field():
     bad = [("privcore/engine/runner.py", 'answered = stored.get("answered_fraction")'),
            ("ui/tables.py", '    "Threshold": format_number(r.get("threshold")),'),
            ("app_pages/explore.py", "shown = row.epsilon_dd_published"),
-           ("privcore/recommend.py", 'x = r["threshold"]')]
-    assert len(_offences(bad)) == 4
+           ("privcore/recommend.py", 'x = r["threshold"]'),
+           # The debts paid (issue 31, item 3): the deep row's own column, the forward calculator's inputs.
+           ("privcore/deep/spec.py", "    answered_fraction: float | None = None"),
+           ("privcore/deep/run.py", "                  sigma=scale.sigma, threshold=scale.threshold)"),
+           ("ui/forward.py", '    "sparse_vector": (("beta", "β"), ("test_noise", "query noise scale")),'),
+           ("privcore/cli_forward.py", '               "cap": "sparse vector\'s cap on unstable answers",')]
+    assert len(_offences(bad)) == len(bad)
     fine = [("privcore/recommend.py", "    threshold = significance_threshold(a, b, reps)"),
             ("privcore/engine/rows.py", "    # ``row.answered_fraction`` reads the declared field")]
     assert _offences(fine) == []
