@@ -114,6 +114,7 @@ def run(name: str) -> list[dict]:
            if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PRIVCORE_SLOWDOWN", "PRIVCORE_THREADS")}
     if name == "methods":  # CPU seconds of one thread stand for a quiet machine's wall time: no load factor
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PRIVCORE_SLOWDOWN="1")
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the dashboard's entry script sets it (app.py)
     env["PRIVCORE_CACHE"] = tempfile.mkdtemp()
     res = subprocess.run([sys.executable, "-c", CHILD, name], cwd=ROOT, capture_output=True, text=True, env=env)
     if res.returncode != 0:

@@ -271,7 +271,9 @@ TUNING_NOTES = {
                 "over one private release per candidate on 80 % of the training data, scored on the other 20 %); "
                 "the selection spends 10 % of ε and δ, the release the rest: ε and δ are the totals. Sparse vector and "
                 "the PATE student run as configured: their answers couple queries, so no private selection covers "
-                "them."),
+                "them. For the prediction methods each candidate answers every validation query on its share of "
+                "the selection's budget (ε / 10 split over the grid), so the scores are mostly noise and the pick "
+                "is close to random: a privately tuned prediction method can land below its configured knobs."),
 }
 
 

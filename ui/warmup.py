@@ -48,6 +48,7 @@ def warm_default_view(values: dict[str, Any] | None = None, cancel: Callable[[],
     try:
         from privcore.engine.runner import SweepCancelled, run_sweep
         from privcore.engine.warmup import warm_up
+        from privcore.threads import use_threads
 
         from . import state
         from .setting import build_data_info, explore_plan
@@ -63,6 +64,7 @@ def warm_default_view(values: dict[str, Any] | None = None, cancel: Callable[[],
                 break
             try:
                 t0 = time.perf_counter()
+                use_threads()  # this thread's own OpenMP count: the cores other jobs leave free now
                 n = run_sweep(spec, cancel=cancel).computed
                 done += n
                 _LOG.info("warm-up: %d points of %d methods in %.2f s", n, len(spec.methods), time.perf_counter() - t0)
