@@ -81,7 +81,7 @@ def test_data_dependent_epsilon_beside_the_guarantee(ctx):
     """PATE's data-dependent epsilon is stored per point, never above the data-independent one; the
     calibration (the guarantee) does not use it."""
     from privcore.engine.rows import RESULT_COLUMNS
-    from privcore.engine.runner import _evaluate
+    from privcore.engine.units import _evaluate
 
     budgets = [PrivacyBudget(e, 1e-5) for e in (1.0, 30.0)]
     scales, acc, extras = _evaluate("confident_gnmax", ctx, budgets, "corrected", 2)

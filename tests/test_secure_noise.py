@@ -18,9 +18,10 @@ import torch
 
 from privcore import device
 from privcore.cli import main
-from privcore.engine import runner, tuning
+from privcore.engine import context, tuning
 from privcore.engine.cache import ResultCache
-from privcore.engine.runner import SECURE_NOTE, read_cached, run_sweep
+from privcore.engine.runner import read_cached, run_sweep
+from privcore.engine.units import SECURE_NOTE
 from privcore.engine.specs import DataSpec, SweepSpec
 
 SPEC = SweepSpec(data=DataSpec(name="digits", n=300, augment=False),
@@ -92,7 +93,7 @@ def test_the_secret_seed_is_never_shown_or_stored(tmp_path, monkeypatch, drawn, 
     for seed in drawn:
         for form in (str(seed), f"{seed:x}", f"{seed:X}", f"{seed:.6g}", f"{float(seed)!r}"):
             assert form not in everything, form
-    kept = {k[1] for k in runner._CONTEXTS} | {k[1] for k in tuning._SUB_CONTEXT}
+    kept = {k[1] for k in context._CONTEXTS} | {k[1] for k in tuning._SUB_CONTEXT}
     assert not kept & set(drawn)
 
 

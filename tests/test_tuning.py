@@ -97,12 +97,12 @@ def test_noisy_max_picks_the_best_score_only_when_the_budget_allows(monkeypatch)
 def test_methods_sharing_the_fitting_context_choose_as_they_would_alone():
     # lambda = auto's candidates share one fitting-part context across methods (a speed-up): each
     # method's choice and accuracy must be what it gets alone, in a fresh process state.
-    from privcore.engine import runner
+    from privcore.engine import context
     from privcore.engine.runner import run_sweep
     from privcore.engine.specs import DataSpec, SweepSpec
 
     def rows(methods):
-        runner._CONTEXTS.clear()
+        context.clear()
         tuning._SUB_CONTEXT.clear()
         res = run_sweep(SweepSpec(data=DataSpec(name="digits"), methods=methods, epsilons=(1.0, 10.0), lam="auto",
                                   delta=1e-5, repeats=2, device="cpu", baseline=False), use_cache=False)
@@ -159,7 +159,7 @@ def test_noisy_max_noise_is_laplace_of_twice_the_sensitivity_over_epsilon(monkey
 def _draws(monkeypatch, spec: SweepSpec) -> tuple[list[tuple], list[tuple], list[float]]:
     """(selection's, release's) generators as (context seed, labels), and the lambdas chosen, of one sweep."""
     from privcore.context import TrainContext
-    from privcore.engine import runner, units
+    from privcore.engine import context, units
 
     inside, selection, release, chosen = [False], [], [], []
     generator, choose = TrainContext.generator, units.choose_lams
@@ -177,7 +177,7 @@ def _draws(monkeypatch, spec: SweepSpec) -> tuple[list[tuple], list[tuple], list
         chosen.extend(out)
         return out
 
-    runner._CONTEXTS.clear()  # nothing cached: every run makes all of its own draws
+    context.clear()  # nothing cached: every run makes all of its own draws
     tuning._SUB_CONTEXT.clear()
     with monkeypatch.context() as mp:  # undone on return: a second call spies on the originals
         mp.setattr(TrainContext, "generator", spy_generator)

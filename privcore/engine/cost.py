@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .plan import SweepPlan
 
 __all__ = ["DEFAULT_COEFFS", "MEASURED_KINDS", "THRESHOLD_SECONDS", "threshold_seconds", "DataSizes", "Estimate", "estimate", "coefficients",
-           "coefficients_path", "save_coefficients", "slowdown", "fit_slowdown", "DEFAULT_FIT_SLOWDOWN", "data_sizes", "plan_state", "estimate_plan", "estimate_spec", "job_weights", "eta"]
+           "coefficients_path", "save_coefficients", "slowdown", "fit_slowdown", "DEFAULT_FIT_SLOWDOWN", "data_sizes", "plan_state", "estimate_plan", "estimate_spec", "eta"]
 
 #: Seconds per unit of work of each kind of piece, fitted by ``bench/bench_cost.py --write`` on the 2-core
 #: development machine when idle (OMP_NUM_THREADS=1), rescaled to a median predicted/measured ratio of 1.
@@ -366,17 +366,6 @@ def estimate_spec(spec: SweepSpec, cache: Any = None, *, sizes: DataSizes | None
     from .plan import make_plan
 
     return estimate_plan(make_plan(spec, cache), sizes=sizes)
-
-
-def job_weights(plan: SweepPlan) -> dict[tuple[int, str], float]:
-    """Predicted seconds per job of ``plan``, the runner's progress weights: the progress fraction is
-    the share of predicted work done, so an ETA drawn from it follows the model. Empty when unknown."""
-    try:
-        est = estimate_plan(plan)
-    except (ValueError, TypeError, RuntimeError, OSError):  # the run itself reports the problem
-        return {}
-    floor = 0.02 * max(est.seconds, 1e-9) / max(len(est.jobs), 1)  # cached jobs still take a moment
-    return {k: v + floor for k, v in est.jobs.items()} if est.seconds > 0 else {}
 
 
 def eta(predicted: float, fraction: float, elapsed: float) -> float:

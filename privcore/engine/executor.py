@@ -41,10 +41,10 @@ import importlib
 import time
 import uuid
 from concurrent.futures import CancelledError
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from .cluster_health import WORKER_WAIT_S, ClusterError, Watch, check_workers, local_cluster_kwargs, one_line, quiet_logs
+from .work import Poll, UnitOutcome, Work, WorkUnit
 
 __all__ = ["WorkUnit", "UnitOutcome", "ClusterError", "Executor", "LocalExecutor", "DaskExecutor", "EXECUTOR_CHOICES",
            "add_executor_args", "executor_from_args", "local_cluster_kwargs", "DASK_MISSING", "WORKER_WAIT_S"]
@@ -52,52 +52,6 @@ __all__ = ["WorkUnit", "UnitOutcome", "ClusterError", "Executor", "LocalExecutor
 EXECUTOR_CHOICES: tuple[str, ...] = ("local", "dask")
 
 DASK_MISSING = ("the dask executor needs the optional cluster packages: pip install -r requirements-cluster.txt")
-
-#: Poll = the runner's in-batch callback: called with the fraction done of the current unit (or
-#: None), reports progress and raises :class:`~privcore.engine.runner.SweepCancelled` on cancel.
-Poll = Callable[[Any], None]
-
-
-@dataclass(frozen=True)
-class WorkUnit:
-    """One method's missing epsilons x all repetitions in one variant of a sweep (frozen values, picklable).
-
-    Made from a job of the sweep's plan (:mod:`privcore.engine.plan`); a worker computes it without
-    planning anything. ``spec``: the variant's :class:`~privcore.engine.specs.SweepSpec` (no varied
-    axis: the data to load and the settings); ``problem``: its :class:`~privcore.types.Problem` as the
-    driver planned it; ``epsilons``: the missing epsilons (``float('inf')`` for the baseline);
-    ``points`` and ``keys``: their cache identities and keys, aligned with ``epsilons``;
-    ``fingerprint``: the data set the driver planned with (a worker that loads other data refuses the
-    unit); ``schema``: the driver's cache schema version (a worker with other code refuses the unit).
-    """
-
-    index: int
-    spec: Any
-    problem: Any
-    method: str
-    epsilons: tuple[float, ...]
-    points: tuple[dict, ...]
-    keys: tuple[str, ...]
-    fingerprint: str
-    schema: int
-    label: str = ""
-
-
-@dataclass
-class UnitOutcome:
-    """What a unit sends back: ``results`` is one (key, value) per epsilon of the unit, value a plain
-    JSON-able dict or None (not computed: see ``warnings``); ``seconds`` the unit's wall time where it ran."""
-
-    index: int
-    results: list[tuple[str, dict | None]]
-    warnings: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    where: str = "local"
-
-
-#: work(unit, poll) -> outcome; the runner's ``execute_unit`` (module-level, so a worker can import it).
-Work = Callable[[WorkUnit, Any], UnitOutcome]
-
 
 class Executor:
     """Runs units and yields their outcomes (the order may differ from the submission order)."""
@@ -109,7 +63,7 @@ class Executor:
     concurrent = False
 
     def run(self, units: Iterable[WorkUnit], work: Work, poll: Poll, note: Callable[[str], None]) -> Iterator[UnitOutcome]:
-        """Run every unit of ``units`` (a lazy iterable: the driver plans while it is consumed).
+        """Run every unit of ``units`` (a list, or a lazy iterable consumed as units are handed out).
 
         ``poll`` must be called often while waiting (it raises on cancel); ``note`` sets the
         progress message.
@@ -130,7 +84,7 @@ class Executor:
 
 
 class LocalExecutor(Executor):
-    """Each unit in the calling thread, as soon as the runner has planned it (today's behaviour)."""
+    """Each unit in the calling thread, one after the other, with the run's progress and cancel inside it."""
 
     name = "local"
 
@@ -275,7 +229,7 @@ class DaskExecutor(Executor):
         submitted = finished = 0
         watch = Watch(client, self.worker_wait, self._where(client))
         try:
-            for unit in units:  # plans lazily on the driver: submit each unit as soon as it is known
+            for unit in units:  # submit each unit as soon as it is known (a lazy iterable: as the driver makes it)
                 self._check_workers(client)  # once, before the first unit
                 # A unit that needs a GPU names it (``resources``): only workers started with
                 # ``--resources GPU=1`` take it, one at a time each.
@@ -292,7 +246,7 @@ class DaskExecutor(Executor):
                 for outcome in ready:
                     finished += 1
                     yield outcome
-                poll(None)  # progress, and SweepCancelled on cancel
+                poll(None)  # progress, and JobCancelled on cancel
                 if pending:
                     watch.check(finished, submitted)  # ClusterError: the scheduler or every worker gone
                 if not ready:

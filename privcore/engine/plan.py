@@ -8,7 +8,7 @@ keys, cache hits and which positions its unit computes, plus the pieces of work 
 training contexts already hold (the time model's ``warm`` input). Nothing here trains.
 
 The cost model (:mod:`privcore.engine.cost`) prices a plan, the runner (:mod:`privcore.engine.runner`)
-turns its jobs with misses into :class:`~privcore.engine.executor.WorkUnit` values that carry their
+turns its jobs with misses into :class:`~privcore.engine.work.WorkUnit` values that carry their
 points and keys (a worker loads the data and computes; it plans nothing), and ``read_cached`` is a plan
 without misses. A point two variants share (a training method across B) is computed once, by the
 first job that needs it.
@@ -20,37 +20,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .. import knobs, limits
-from ..data import Dataset, load_dataset
+from ..data import Dataset
 from ..methods import BASELINE, get_method
 from ..types import Problem
 from .cache import ResultCache, point_key
 from .specs import SweepSpec
+from .variant import variant_data
 
-__all__ = ["PlannedJob", "SweepPlan", "make_plan", "variant_data", "base_problem", "point_identity", "variant_jobs",
-           "check_features"]
-
-
-def check_features(dim: int) -> None:
-    """Refuse to train on more features than :func:`privcore.limits.max_features` (the solver
-    diagonalises a D x D matrix: 10,000 features took over 12 minutes, uncancellable)."""
-    limits.check_features(dim)
-
-
-def base_problem(ds: Dataset, spec: SweepSpec, lam: float) -> Problem:
-    """The :class:`Problem` of ``spec`` on ``ds`` at ``lam``."""
-    return Problem(n=ds.n, dim=ds.dim, classes=ds.classes, lam=lam, budget=spec.budget,
-                   teachers=spec.teachers, batch_size=spec.batch_size, epochs=spec.epochs,
-                   clip=spec.clip, learning_rate=spec.learning_rate)
-
-
-def variant_data(vspec: SweepSpec) -> tuple[Dataset, float, Problem]:
-    """The data set of one variant (memoised by the loader), its fixed lam and its base problem."""
-    d = vspec.data
-    ds = load_dataset(d.name, seed=vspec.seed, **d.load_kwargs())
-    check_features(ds.dim)
-    fixed_lam = knobs.fixed_lam(vspec.lam)
-    return ds, fixed_lam, base_problem(ds, vspec, fixed_lam)
+__all__ = ["PlannedJob", "SweepPlan", "make_plan", "point_identity", "variant_jobs"]
 
 
 def point_identity(method: str, eps: float, spec: SweepSpec, problem: Problem) -> dict[str, Any]:
@@ -109,6 +86,8 @@ class SweepPlan:
     #: The time model's estimate of the plan, once made (:func:`privcore.engine.cost.estimate_plan`):
     #: the page's "about N s" and the run's progress weights are one estimate.
     estimate: Any = field(default=None, repr=False)
+    #: key -> (job index, position) of the later jobs that take that point from an earlier job's unit.
+    waiting: dict[str, list[tuple[int, int]]] = field(default_factory=dict, repr=False)
 
     def missing(self) -> dict[tuple[int, str], int]:
         """(variant index, method) -> how many points its unit computes (the cost model's input)."""
@@ -118,13 +97,6 @@ class SweepPlan:
         """Whether nothing is left to compute."""
         return self.complete and not any(j.missing for j in self.jobs)
 
-    def waiting(self) -> dict[str, list[tuple[int, int]]]:
-        """key -> (job index, position) of the later jobs that take that point from an earlier job's unit."""
-        out: dict[str, list[tuple[int, int]]] = {}
-        for ji, job in enumerate(self.jobs):
-            for i in job.shared:
-                out.setdefault(job.keys[i], []).append((ji, i))
-        return out
 
 
 def _held(ds: Dataset, vspec: SweepSpec) -> set:
@@ -179,6 +151,8 @@ def make_plan(spec: SweepSpec, cache: ResultCache | None = None, *, tick: Callab
             shared = [i for i in todo if lookup and keys[i] in planned]
             missing = [i for i in todo if i not in shared]
             planned.update(keys[i] for i in missing)
+            for i in shared:
+                plan.waiting.setdefault(keys[i], []).append((len(plan.jobs), i))
             plan.jobs.append(PlannedJob(vi, vary_value, vspec, problem, method, list(epsilons), points, keys,
                                         ds.fingerprint, hits, missing, shared, warning, label))
         held = _held(ds, vspec)

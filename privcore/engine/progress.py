@@ -16,14 +16,20 @@ here is the share of the cost model's predicted seconds (:mod:`privcore.engine.c
 
 Without predicted seconds (no cost model) every job weighs 1 and the fraction moves only between
 units, as before.
+
+:class:`RunProgress` is a run's reporter: the runner, the executor and the unit's inner loops call it
+(between units, while waiting for a cluster, at every solver iteration or DP-SGD step), so none of them
+calls back into the runner.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Any, Callable, Mapping
 
-__all__ = ["WorkProgress", "STALL_SHARE", "PACE_RANGE", "CLOCK"]
+from ..jobs import JobCancelled, ProgressFn
+
+__all__ = ["WorkProgress", "RunProgress", "job_weights", "STALL_SHARE", "PACE_RANGE", "CLOCK", "REPORT_S"]
 
 #: A unit's share that the clock alone may fill (the rest comes when it ends).
 STALL_SHARE = 0.95
@@ -80,3 +86,84 @@ class WorkProgress:
             within = timed
         self._high = max(within, self._high)
         return min((self.done + self._high * self.weight) / self.total, 1.0)
+
+
+#: Seconds between two progress reports from inside a unit (a UI's bar is also where it can stop the run).
+REPORT_S = 0.25
+
+
+def job_weights(estimate: Any) -> dict[Any, float]:
+    """Predicted seconds per job of an :class:`~privcore.engine.cost.Estimate`, the progress weights:
+    the fraction is then the share of predicted work done, so an ETA drawn from it follows the model.
+    A cached job still takes a moment (a floor of 2 % of the mean job). Empty when nothing is predicted."""
+    if estimate is None or estimate.seconds <= 0:
+        return {}
+    floor = 0.02 * max(estimate.seconds, 1e-9) / max(len(estimate.jobs), 1)
+    return {k: v + floor for k, v in estimate.jobs.items()}
+
+
+class RunProgress:
+    """The progress and cancel of one run, handed to everything that runs inside it.
+
+    ``progress(fraction, message)`` and ``cancel()`` are the caller's (either may be None);
+    ``weights``: job -> predicted seconds (:func:`job_weights`; empty: every job weighs 1). Raises
+    :class:`~privcore.jobs.JobCancelled` with ``cancelled`` as its message when ``cancel()`` is true."""
+
+    def __init__(self, progress: ProgressFn | None, cancel: Callable[[], bool] | None,
+                 cancelled: str = "sweep cancelled; finished points are cached") -> None:
+        self.progress, self.cancel, self.cancelled = progress, cancel, cancelled
+        self.weights: Mapping[Any, float] = {}
+        self.work = WorkProgress(1, timed=False)
+        self.message = ""  # the message of the unit under way
+        self._last = time.perf_counter()
+
+    def weigh(self, weights: Mapping[Any, float], jobs: int) -> None:
+        """Start counting the run's ``jobs`` jobs with these ``weights``."""
+        self.weights = weights
+        self.work = WorkProgress(sum(weights.values()) if weights else jobs, timed=bool(weights))
+
+    def weight(self, job: Any) -> float:
+        return self.weights.get(job, 0.0) if self.weights else 1.0
+
+    def start(self, job: Any) -> None:
+        """The unit of ``job`` starts now."""
+        self.work.start_unit(self.weight(job))
+
+    def finish(self, job: Any) -> None:
+        """``job`` is done (its unit came back, or the cache held it)."""
+        self.work.finish(self.weight(job))
+
+    def check(self) -> None:
+        """Raise :class:`~privcore.jobs.JobCancelled` when the run was cancelled."""
+        if self.cancel is not None and self.cancel():
+            raise JobCancelled(self.cancelled)
+
+    def loading(self, message: str) -> None:
+        """Before the work is counted (the plan loading data): fraction 0."""
+        if self.progress is not None:
+            self.progress(0.0, message)
+        self.check()
+
+    def tick(self, message: str) -> None:
+        """Between units: report the fraction done with the next unit's ``message``."""
+        self.message = message
+        if self.progress is not None:
+            self.progress(self.work.between(), message)
+            self._last = time.perf_counter()
+        self.check()
+
+    def __call__(self, fraction: float | None) -> None:
+        """Inside a unit (every solver iteration, every DP-SGD step; ``fraction``: the unit's own,
+        or None) or while waiting for a cluster: cancel at once, report at most every :data:`REPORT_S`."""
+        if self.progress is not None and time.perf_counter() - self._last >= REPORT_S:
+            self.progress(self.work.inside(fraction), self.message)
+            self._last = time.perf_counter()
+        self.check()
+
+    def note(self, message: str) -> None:
+        """The message of the next report (an executor's, a cache's wait)."""
+        self.message = message
+
+    def done(self) -> None:
+        if self.progress is not None:
+            self.progress(1.0, "done")

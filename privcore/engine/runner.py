@@ -3,7 +3,7 @@
 The plan (:mod:`privcore.engine.plan`) loads each variant's data once, names and keys every point and
 looks it up in the cache; the cost model prices the same plan (:mod:`privcore.engine.cost`). For each
 method of each variant all missing epsilons x repetitions are one unit of work
-(:class:`~privcore.engine.executor.WorkUnit`, carrying its points and keys), run by an executor: in this
+(:class:`~privcore.engine.work.WorkUnit`, carrying its points and keys), run by an executor: in this
 thread by default, or on a Dask cluster. :func:`execute_unit` computes one unit and returns plain dicts;
 only :func:`run_sweep`, on the driver, writes to the cache. Progress is reported through a callback; a
 cancel callable is polled between batches and inside them, at every solver iteration and DP-SGD step
@@ -14,23 +14,24 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from ..device import resolve_device
 from ..jobs import JobCancelled, ProgressFn, check_callbacks
 from ..methods import get_method
 from ..types import Problem
 from .cache import SCHEMA_VERSION, ResultCache
-from .context import _CONTEXTS  # noqa: F401 - the name older tests clear (privcore.engine.context.clear)
-from .executor import ClusterError, Executor, LocalExecutor, WorkUnit
-from .plan import PlannedJob, SweepPlan, check_features, make_plan
-from .progress import WorkProgress
+from .cluster_health import ClusterError
+from .executor import Executor, LocalExecutor
+from .plan import PlannedJob, SweepPlan, make_plan
+from .progress import RunProgress, job_weights
 from .rows import ResultRow, SweepResult, result_columns
 from .specs import SweepSpec
-from .units import SECURE_NOTE, _evaluate, execute_unit  # noqa: F401 - _evaluate: tests call it here
+from .units import execute_unit
+from .work import WorkUnit
 
 __all__ = ["run_sweep", "running_elsewhere", "read_cached", "all_cached", "execute_unit", "SweepResult", "SweepCancelled", "ProgressFn",
-           "result_columns", "check_features"]  # RESULT_COLUMNS: module __getattr__ below
+           "result_columns"]  # RESULT_COLUMNS: module __getattr__ below
 
 
 def __getattr__(name: str) -> Any:
@@ -210,64 +211,32 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
     # The local executor computes here; a cluster's workers resolve the device themselves.
     where = str(resolve_device(spec.device)) if executor.local_device else executor.describe()
     result = SweepResult(spec=spec, device=where)
-
-    def stop_if_cancelled() -> None:
-        if cancel is not None and cancel():
-            raise SweepCancelled("sweep cancelled; finished points are cached")
-
-    def loading(message: str) -> None:
-        if progress is not None:
-            progress(0.0, message)
-        stop_if_cancelled()
-
+    # The one reporter of the run (engine/progress.py): the executor and the unit's loops call it, not us.
+    report = RunProgress(progress, cancel)
     if plan is None:
-        plan = make_plan(spec, store, tick=loading)
-    from .cost import job_weights
+        plan = make_plan(spec, store, tick=report.loading)
+    report.weigh(_weights(plan) if progress is not None else {}, len(plan.jobs))
+    # Units are made up front, in the plan's order; each job's progress (its message, a cached job
+    # counted as done) is taken as the unit before it comes back: a local executor computes each unit
+    # then, a concurrent one has them all at once.
+    units = [_unit(index, job) for index, job in enumerate(plan.jobs) if job.missing]
+    ahead = iter(plan.jobs)
 
-    weights = job_weights(plan) if progress is not None else {}
-    total = sum(weights.values()) if weights else len(plan.jobs)
-    work = WorkProgress(total, timed=bool(weights))  # the share of the predicted work done (engine/progress.py)
-
-    def weight(job: PlannedJob) -> float:
-        return weights.get((job.variant, job.method), 0.0) if weights else 1.0
-
-    current = [""]  # the message of the batch under way
-    last_report = [time.perf_counter()]
-
-    def tick(message: str) -> None:
-        current[0] = message
-        if progress is not None:
-            progress(work.between(), message)
-            last_report[0] = time.perf_counter()
-        stop_if_cancelled()
-
-    def poll(fraction: float | None) -> None:
-        # Inside a batch (every solver iteration, every DP-SGD step) or while waiting for a
-        # cluster: cancel at once, and report progress at most 4 times a second (a UI's progress
-        # bar is also where it can stop us).
-        if progress is not None and time.perf_counter() - last_report[0] >= 0.25:
-            progress(work.inside(fraction), current[0])
-            last_report[0] = time.perf_counter()
-        stop_if_cancelled()
-
-    def note(message: str) -> None:
-        current[0] = message
-
-    def units() -> Iterator[WorkUnit]:
-        """One unit per job with misses, in the plan's order (lazily: the local executor computes
-        each unit before the next one is handed out)."""
-        for index, job in enumerate(plan.jobs):
-            tick(f"{get_method(job.method).label}{job.label} on {where}")  # the label: UIs show this text
+    def advance(to_end: bool = False) -> None:
+        for job in ahead:
+            report.tick(f"{get_method(job.method).label}{job.label} on {where}")  # the label: UIs show this text
             if job.warning:
                 result.warnings.append(job.warning)
             if not job.missing:
-                work.finish(weight(job))
+                report.finish((job.variant, job.method))
                 continue
-            work.start_unit(weight(job))
-            yield _unit(index, job)
+            report.start((job.variant, job.method))
+            if not to_end:
+                return
 
-    waiting = plan.waiting()  # key -> later jobs that take the point from an earlier job's unit
-    for outcome in executor.run(units(), execute_unit, poll, note):
+    advance(to_end=executor.concurrent)
+    on_wait = lambda message: (report.note(message), report(None))  # noqa: E731 - another process holds the cache's write lock
+    for outcome in executor.run(units, execute_unit, report, report.note):
         job = plan.jobs[outcome.index]
         if [k for k, _ in outcome.results] != [job.keys[i] for i in job.missing]:
             raise ClusterError(f"{job.method}: the executor answered for other points than it was given")
@@ -277,20 +246,33 @@ def _run_sweep(spec: SweepSpec, progress: ProgressFn | None, cancel: Callable[[]
                 continue
             # Only the driver writes; each point is stored whole, with its identity (results export).
             item = dict(item, point=job.points[i], data=job.fingerprint)
-            # Another process holding the cache's write lock: the wait shows as progress and can be cancelled.
-            store.put(key, item, on_wait=lambda message: (note(message), poll(None)))
+            store.put(key, item, on_wait=on_wait)  # the wait shows as progress and can be cancelled
             job.hits[i] = item
             result.computed += 1
-            for other, j in waiting.get(key, []):
+            for other, j in plan.waiting.get(key, []):
                 plan.jobs[other].hits[j] = item
-        work.finish(weight(job))
+        report.finish((job.variant, job.method))
         if executor.concurrent:
-            poll(None)  # progress (at most 4 times a second) and cancel, as units come back
+            report(None)  # progress (at most 4 times a second) and cancel, as units come back
+        else:
+            advance()
+    advance(to_end=True)
     _finish(result, plan, store)
-    if progress is not None:
-        progress(1.0, "done")
+    report.done()
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _weights(plan: SweepPlan) -> dict[tuple[int, str], float]:
+    """The progress weights: the plan's estimate (the page's "about N s"), made now when it has none."""
+    if plan.estimate is not None:
+        return job_weights(plan.estimate)
+    from .cost import estimate_plan
+
+    try:
+        return job_weights(estimate_plan(plan))
+    except (ValueError, TypeError, RuntimeError, OSError):  # the run itself reports the problem
+        return {}
 
 
 def _finish(result: SweepResult, plan: SweepPlan, store: ResultCache) -> None:

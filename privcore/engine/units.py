@@ -22,8 +22,9 @@ from ..methods import get_method
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from . import context as _contexts
 from .cache import SCHEMA_VERSION, point_key
-from .executor import ClusterError, UnitOutcome, WorkUnit
-from .plan import base_problem, variant_data
+from .cluster_health import ClusterError
+from .work import UnitOutcome, WorkUnit
+from .variant import base_problem, variant_data
 from .specs import SweepSpec
 from .tuning import LAM_AUTO_COUPLED_NOTE, LAM_AUTO_NOTE, choose_lams, release_budget
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from privcore.data import load_dataset, loader, userfile
 from privcore.data.userfile import load_user_file
-from privcore.engine import runner
+from privcore.engine import context
 from privcore.engine.cache import ResultCache
 from privcore.engine.release import release_data_file
 from privcore.engine.runner import run_sweep
@@ -34,7 +34,7 @@ def test_releasing_a_file_drops_every_copy_and_its_memory_goes(tmp_path):
     spec = SweepSpec(data=DataSpec(name="file", data_file=str(mine)), methods=("model_sensitivity",), epsilons=(1.0,),
                      repeats=2, device="cpu")
     run_sweep(spec, cache=ResultCache(tmp_path / "c", enabled=False))  # leaves its training context in the process
-    assert any(key[0] == ds.fingerprint for key in runner._CONTEXTS)
+    assert any(key[0] == ds.fingerprint for key in context._CONTEXTS)
     watch = [weakref.ref(a) for a in (raw.x, ds.x_train, ds_pca.x_train)]
     prints = {ds.fingerprint, ds_pca.fingerprint}
     del raw, ds, ds_pca
@@ -42,7 +42,7 @@ def test_releasing_a_file_drops_every_copy_and_its_memory_goes(tmp_path):
     assert release_data_file(mine) == 2
     gc.collect()
     assert all(ref() is None for ref in watch), "a copy of the released file is still referenced"
-    assert not any(key[0] in prints for key in runner._CONTEXTS)
+    assert not any(key[0] in prints for key in context._CONTEXTS)
     assert not [k for k in userfile._PARSED if k[0] == str(mine.resolve())]
     # Another file is untouched (only the released one goes), and the released one loads again.
     assert load_dataset("file", data_file=str(other)) is kept
