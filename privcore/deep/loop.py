@@ -48,17 +48,21 @@ def momentum_step(params: dict[str, torch.Tensor], grads: dict[str, torch.Tensor
 
 
 class Poller:
-    """Calls ``progress`` at most every 0.25 s and raises :class:`TrainingCancelled` when ``cancel()``."""
+    """Calls ``progress`` at most every 0.25 s and raises :class:`TrainingCancelled` when ``cancel()``.
+
+    ``fraction`` is the share done of the span [start, start + width] of the bar; None (an executor
+    waiting for a cluster) reports the span's start: only the message and the cancel check."""
 
     def __init__(self, progress: ProgressFn | None, cancel: Callable[[], bool] | None, start: float = 0.0,
                  width: float = 1.0, message: str = "") -> None:
         self.progress, self.cancel, self.start, self.width, self.message = progress, cancel, start, width, message
         self._last = 0.0
 
-    def __call__(self, fraction: float, force: bool = False) -> None:
+    def __call__(self, fraction: float | None, force: bool = False) -> None:
         now = time.perf_counter()
         if self.progress is not None and (force or now - self._last >= 0.25):
-            self.progress(min(self.start + self.width * min(max(fraction, 0.0), 1.0), 1.0), self.message)
+            share = 0.0 if fraction is None else min(max(fraction, 0.0), 1.0)
+            self.progress(min(self.start + self.width * share, 1.0), self.message)
             self._last = now
         if self.cancel is not None and self.cancel():
             raise TrainingCancelled("training cancelled; its checkpoint is kept and the next run resumes from it")

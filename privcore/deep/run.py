@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -63,7 +64,8 @@ def _dpsgd_problem(spec: DeepSpec, data: ImageData) -> Problem:
 
 
 def _model_fn(spec: DeepSpec, data: ImageData, device: torch.device) -> Callable[[torch.Generator], torch.nn.Module]:
-    return lambda g: build_model(spec.model, data.channels, data.classes, g, device, size=data.shape[1])
+    # The models' own builder, bound (a lambda here would be called back from the training loops).
+    return partial(build_model, spec.model, data.channels, data.classes, device=device, size=data.shape[1])
 
 
 def missing_units(spec: DeepSpec, cache: ResultCache | None = None, data: ImageData | None = None) -> list[tuple]:
@@ -173,14 +175,6 @@ class DeepUnit:
         return str(self.work[1]) if self.work[0] == "dpsgd" else str(self.work[0])
 
 
-class _Relay(Poller):
-    """The driver's progress and cancel, handed to the unit computed in this process; the executor's
-    wait for a cluster polls ``relay(None)`` (no fraction: only a cancel check and the message)."""
-
-    def __call__(self, fraction: float | None, force: bool = False) -> None:
-        super().__call__(0.0 if fraction is None else fraction, force)
-
-
 def _unit_key(spec: DeepSpec, work: tuple, fingerprint: str) -> str:
     point = {"teachers": spec.teacher_point, "baseline": spec.baseline_point}.get(work[0])
     return point_key(point() if point is not None else spec.dpsgd_point(work[1], work[2]), fingerprint)
@@ -218,24 +212,21 @@ def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Call
     weights = _weights(spec, units, len(data.y_train))
     total = sum(weights) or 1.0
     resources = {"GPU": 1} if spec.device.startswith("cuda") else None
-    relay = _Relay(progress, cancel)
-    spans: list[tuple[float, float, str]] = []  # each unit's share of the progress bar and its message
-
-    def planned() -> Any:
-        done = 0.0
-        for index, (work, w) in enumerate(zip(units, weights)):
-            spans.append((done / total, w / total, _message(spec, work)))
-            relay.start, relay.width, relay.message = spans[-1]
-            done += w
-            yield DeepUnit(index, spec, work, _unit_key(spec, work, data.fingerprint), data.fingerprint, SCHEMA_VERSION,
-                           spans[-1][2], resources, batched_teachers, checkpoint_every)
-
+    # Each unit's share of the progress bar and its message; the relay (the driver's progress and
+    # cancel, handed to the unit trained here and polled by an executor waiting for a cluster) covers
+    # the unit under way: the next one's span is set as a unit comes back (a concurrent executor has
+    # them all at once: the last one's).
+    ends = [sum(weights[:i]) for i in range(len(units) + 1)]
+    spans = [(ends[i] / total, w / total, _message(spec, work)) for i, (work, w) in enumerate(zip(units, weights))]
+    planned = [DeepUnit(index, spec, work, _unit_key(spec, work, data.fingerprint), data.fingerprint, SCHEMA_VERSION,
+                        spans[index][2], resources, batched_teachers, checkpoint_every) for index, work in enumerate(units)]
+    relay = Poller(progress, cancel, *(spans[-1 if executor.concurrent else 0] if spans else ()))
     fresh: dict[str, DeepRow] = {}
 
     def note(message: str) -> None:
         relay.message = message
 
-    for outcome in executor.run(planned(), execute_deep_unit, relay, note):
+    for outcome in executor.run(planned, execute_deep_unit, relay, note):
         work = units[outcome.index]
         key, value = outcome.results[0] if len(outcome.results) == 1 else (None, None)
         if key != _unit_key(spec, work, data.fingerprint) or value is None:
@@ -246,6 +237,8 @@ def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Call
             store.put(key, value)
             fresh[key] = DeepRow.from_dict(value, cached=False)
         Poller(progress, cancel, *spans[outcome.index])(1.0, force=True)
+        if not executor.concurrent and outcome.index + 1 < len(spans):
+            relay.start, relay.width, relay.message = spans[outcome.index + 1]
     device = device if device is not None else resolve_device(spec.device)
     y_test = torch.tensor(data.y_test, device=device)
     rows = _rows(spec, data, store, device, y_test, fresh)
