@@ -9,7 +9,13 @@ the page's spec (``ui.setting.explore_specs``), the time estimate the page shows
 The trace is reduced to its distinct call paths (a call repeated from the same place, e.g. once per
 epsilon or per solver iteration, is walked once), then walked depth first as a sequence of modules:
 a *visit* is a stay in one module (entering another module, or coming back to one, starts a new visit)
-and a *return* is a visit to a module the path had already left. Two scopes are printed:
+and a *return* is a visit to a module the path had already left. That rule (``old rule``) also counts the
+way back up the stack: A calling B and B returning is A, B, A (a return), so a chain of d stages, each
+called by the one before, is 2d - 1 visits and d - 1 returns whatever its design. The ``entry rule``
+counts calls only: a *visit* is a call into a module other than its caller's, a *return* such a call into
+a module entered before (a stage called again, a callback into a module up the stack, a generator of
+the caller resumed by its callee); coming back from a callee is not counted. A chain of stages each
+entered once is then one visit per stage and no return. Both are printed. Three scopes:
 
 - ``data path``: the orchestration layers only (``ui.*``, ``app_pages.*``, ``privcore.engine.*``);
   whatever they call elsewhere (a method, the solver, the loader, an accountant, a validator) is one leaf
@@ -22,7 +28,8 @@ and a *return* is a visit to a module the path had already left. Two scopes are 
 A fresh results cache in a temporary folder (``PRIVCORE_CACHE``) makes every point a miss.
 
 ``--deep`` traces a deep run instead (``run_deep`` of a small-CNN spec, one epsilon, on a generated
-Fashion-MNIST-format folder of 240 + 60 images, as tests/deep do); its data path adds ``privcore.deep.*``.
+Fashion-MNIST-format folder of 240 + 60 images, as tests/deep do); its data path adds ``privcore.deep.*``,
+its stages are :data:`DEEP_STAGES`.
 """
 
 from __future__ import annotations
@@ -41,6 +48,9 @@ sys.path.insert(0, str(ROOT))
 LAYERS = ("ui.", "app_pages.", "privcore.engine.")
 STAGES = ("ui.setting", "ui.progress", "privcore.engine.plan", "privcore.engine.cost", "privcore.engine.runner",
           "privcore.engine.executor", "privcore.engine.units")
+#: The deep run's stages: the runner, the executor, the trainings (teachers, DP-SGD) and the private votes.
+DEEP_STAGES = ("privcore.deep.run", "privcore.engine.executor", "privcore.deep.teachers", "privcore.deep.dpsgd",
+               "privcore.deep.votes")
 
 
 class Node:
@@ -118,6 +128,34 @@ def walk(root: Node, counted) -> list[str]:
     return seq
 
 
+def entries(root: Node, counted) -> list[str]:
+    """The entry rule: the module of every call into a module other than its caller's, depth first
+    (each call the bench makes counts: it stands for the page)."""
+    seq: list[str] = []
+
+    def visit(node: Node, caller: str) -> None:
+        if node.module != caller:
+            seq.append(node.module)
+        for child in node.children.values():
+            if counted(child.module):
+                visit(child, node.module)
+
+    for child in root.children.values():
+        if counted(child.module):
+            visit(child, "<bench>")
+    return seq
+
+
+def report(scope: str, root: Node, counted, show: bool) -> None:
+    """One scope's figures under both rules (and its sequences with ``show``)."""
+    for rule, seq in (("old rule", walk(root, counted)), ("entry rule", entries(root, counted))):
+        s = summary(seq)
+        print(f"{scope:10s} {rule:10s}: {s['visits']} visits in {s['modules']} modules, {s['returns']} returns, "
+              f"{len(edges(root, counted))} distinct module-to-module calls")
+        if show:
+            print("  " + " -> ".join(seq))
+
+
 def edges(root: Node, counted) -> set[tuple[str, str]]:
     """The distinct (caller module, callee module) pairs among the counted nodes."""
     out: set[tuple[str, str]] = set()
@@ -181,13 +219,9 @@ def deep_main(show: bool) -> None:
 
     result, root, counts = trace(lambda: run_deep(spec, progress=lambda fraction, message: None))
     print(f"deep: {len(result.rows)} rows, {result.computed} computed")
-    for scope, counted in (("data path", lambda m: m.startswith(LAYERS + ("privcore.deep.",))), ("all", lambda m: True)):
-        seq = walk(root, counted)
-        s = summary(seq)
-        print(f"{scope:10s}: {s['visits']} visits in {s['modules']} modules, {s['returns']} returns, "
-              f"{len(edges(root, counted))} distinct module-to-module calls")
-        if show:
-            print("  " + " -> ".join(seq))
+    for scope, counted in (("data path", lambda m: m.startswith(LAYERS + ("privcore.deep.",))),
+                           ("stages", lambda m: m in DEEP_STAGES), ("all", lambda m: True)):
+        report(scope, root, counted, show)
 
 
 def main() -> None:
@@ -208,10 +242,13 @@ def main() -> None:
     info = build_data_info(args.data)
     values = {**DEFAULTS, "dataset": args.data, "eps": args.eps, "repeats": 2}
 
-    def refresh():
-        from privcore.engine.runner import run_sweep
-        from ui import progress
+    # Imports and the data set's first load are not part of a slider move (a ``from`` import of the runner
+    # would also call its module ``__getattr__``).
+    import privcore.engine.cost  # noqa: F401
+    from privcore.engine.runner import run_sweep
+    from ui import progress
 
+    def refresh():
         spec = explore_specs(info, values)[0]  # the current setting's point
         if hasattr(progress, "plan_and_estimate"):  # one plan for the estimate and the run
             plan, _ = progress.plan_and_estimate(spec)
@@ -219,21 +256,11 @@ def main() -> None:
         progress.estimate_seconds(spec)  # before issue 31: the estimate planned on its own
         return run_sweep(spec, progress=lambda fraction, message: None)
 
-    # Imports and the data set's first load are not part of a slider move.
-    import privcore.engine.cost
-    import privcore.engine.runner  # noqa: F401
-    import ui.progress  # noqa: F401
-
     result, root, counts = trace(refresh)
     print(f"{len(result.rows)} rows, {result.computed} computed, {result.cached} cached")
     for scope, counted in (("data path", lambda m: m.startswith(LAYERS)), ("stages", lambda m: m in STAGES),
                            ("all", lambda m: True)):
-        seq = walk(root, counted)
-        s = summary(seq)
-        print(f"{scope:10s}: {s['visits']} visits in {s['modules']} modules, {s['returns']} returns, "
-              f"{len(edges(root, counted))} distinct module-to-module calls")
-        if args.show:
-            print("  " + " -> ".join(seq))
+        report(scope, root, counted, args.show)
     print("planning calls: " + ", ".join(f"{name.rsplit('.', 1)[-1] if 'Sweep' not in name else 'variants'} "
                                          f"{counts.get(name, 0)}" for name in PLANNING))
 
