@@ -77,3 +77,29 @@ def test_without_predicted_seconds_the_fraction_moves_between_units_only():
     assert work.inside(0.5) == pytest.approx(0.5 / 3)           # a loop's own fraction still counts
     work.finish(1.0)
     assert work.between() == pytest.approx(1 / 3)
+
+
+def test_the_runs_reporter_weighs_by_the_estimate_and_stops_on_cancel():
+    from privcore.engine.cost import Estimate
+    from privcore.engine.progress import RunProgress, job_weights
+    from privcore.jobs import JobCancelled
+
+    est = Estimate(3.0, {(0, "a"): 3.0, (0, "b"): 0.0})
+    floor = 0.02 * 3.0 / 2                                       # a cached job still takes a moment
+    assert job_weights(est) == {(0, "a"): 3.0 + floor, (0, "b"): floor}
+    assert job_weights(Estimate(0.0, {(0, "a"): 0.0})) == {} and job_weights(None) == {}
+    seen, stop = [], [False]
+    report = RunProgress(lambda f, m: seen.append((f, m)), lambda: stop[0], cancelled="stopped here")
+    report.weigh(job_weights(est), 2)
+    report.tick("b")
+    report.finish((0, "b"))
+    report.tick("a")
+    report.start((0, "a"))
+    assert seen == [(0.0, "b"), (pytest.approx(floor / (3.0 + 2 * floor)), "a")]
+    stop[0] = True
+    with pytest.raises(JobCancelled, match="stopped here"):
+        report(0.5)                                              # inside a unit: cancel at once
+    unweighted = RunProgress(None, None)
+    unweighted.weigh({}, 4)
+    unweighted.finish((0, "x"))
+    assert unweighted.work.between() == pytest.approx(0.25)      # without weights every job weighs 1
