@@ -1,6 +1,6 @@
 """The dashboard's time estimates against the actual time, at the machine's load now (prints figures).
 
-    python bench/bench_estimates.py [--only explore,lam_1e-6,epochs_50,leakage] [--load 4]
+    python bench/bench_estimates.py [--only explore,lam_1e-6,epochs_50,who_wins,leakage] [--load 4] [--settle 150]
 
 Each scenario runs in a fresh Python process on an empty result cache, with the dashboard's threads
 (no OMP_NUM_THREADS: the cores free when the run starts, :func:`privcore.threads.use_threads`) and its load factor (:func:`privcore.engine.cost.slowdown`, read just before the
@@ -8,6 +8,7 @@ run, as the page does), and computes what the page computes after its "Compute (
 
 * ``explore``: Explore at its defaults (the current setting, then the accuracy-vs-epsilon curve);
 * ``lam_1e-6``, ``epochs_50``: Explore's current setting and curve with that one knob changed;
+* ``who_wins``: the Who wins page's two maps (epsilon x B, epsilon x N) at its defaults;
 * ``leakage``: the Measured leakage page's default measurements (every method, 16 reference models);
 * ``methods`` (not in the default list): each method of Explore's first view alone, its prediction without
   the load factor against the process's CPU seconds on one thread (what a quiet machine's wall time would
@@ -30,7 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ("explore", "lam_1e-6", "epochs_50", "leakage")
+SCENARIOS = ("explore", "lam_1e-6", "epochs_50", "who_wins", "leakage")
 
 CHILD = r"""
 import json, os, sys, time, warnings
@@ -82,8 +83,20 @@ elif name == "leakage":
             run_leakage(spec)
         record(label, predicted, factor, load, time.perf_counter() - t0)
 else:
-    changes = {"explore": {}, "lam_1e-6": {"lam": 1e-6}, "epochs_50": {"epochs": 50}}[name]
-    for label, spec in zip(("point", "curve"), explore_specs(info, changes)):
+    if name == "who_wins":  # the Who wins page's two maps at its defaults
+        from dataclasses import replace
+        from ui.setting import make_spec
+        v = dict(DEFAULTS)
+        side = SidebarSettings(v["dataset"], None, int(v["repeats"]), v["accounting"], v["device"], info)
+        s = setting_from_values(v)
+        eps = sorted(v["map_eps"])
+        n_values = sorted({x for x in (500, 1000, 2000, 4000) if x <= info.n_train} | {info.n_train})
+        specs = [("map_b", make_spec(side, s, epsilons=eps, vary="budget", values=(1, 10, 100, 1000, 10000))),
+                 ("map_n", make_spec(side, replace(s, n=None), epsilons=eps, vary="n", values=tuple(n_values)))]
+    else:
+        changes = {"explore": {}, "lam_1e-6": {"lam": 1e-6}, "epochs_50": {"epochs": 50}}[name]
+        specs = list(zip(("point", "curve"), explore_specs(info, changes)))
+    for label, spec in specs:
         load, factor = os.getloadavg()[0], cost.slowdown()
         predicted = cost.estimate_spec(spec).seconds
         start()
