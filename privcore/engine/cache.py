@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from .cache_disk import MAX_VALUE_CHARS, json_disk
 from .cache_faults import (BUSY, DB_NAME, FULL, OTHER, READONLY, _settings, connect_readonly, fault_kind,
                            wait_for_write_lock, write_lock_free)
 from .cache_faults import inspect_db as _inspect_db
@@ -49,8 +50,6 @@ SCHEMA_VERSION = 8  # 8: lam = auto makes no private choice for sparse vector an
 # 3: DP-SGD draws batches and noise per chunk of steps; solves in the data eigenbasis
 # 2: Gaussian loss perturbation calibrated on ||P b|| ~ sigma chi_2C; L-BFGS memory 5
 
-#: A stored result is a few hundred characters; anything far larger is not ours.
-MAX_VALUE_CHARS = 1_000_000
 _DB_NAME = DB_NAME
 
 
@@ -69,50 +68,6 @@ def point_key(point: dict[str, Any], fingerprint: str) -> str:
 
 # ---------------------------------------------------------------- a disk that never unpickles
 
-def _json_disk_class():  # noqa: ANN202 - built lazily so that importing this module stays cheap
-    import diskcache
-    from diskcache.core import MODE_RAW
-
-    class JSONOnlyDisk(diskcache.Disk):
-        """A diskcache ``Disk`` for str keys and str (JSON text) values, always stored inline.
-
-        ``store`` refuses anything but a str; ``fetch`` returns the stored text for inline text
-        rows and None for anything else (pickles, file references, blobs): it never calls pickle
-        and never opens a file. ``get`` never unpickles a key.
-        """
-
-        def put(self, key: object) -> tuple[str, bool]:
-            if type(key) is not str:
-                raise TypeError(f"cache keys must be str, got {type(key).__name__}")
-            return key, True
-
-        def get(self, key: object, raw: bool) -> str:
-            return key if (raw and isinstance(key, str)) else "<unreadable key>"
-
-        def store(self, value: object, read: bool, key: object = None) -> tuple[int, int, None, str]:
-            if read or type(value) is not str:
-                raise TypeError(f"cache values must be JSON text (str), got {type(value).__name__}")
-            if len(value) > MAX_VALUE_CHARS:
-                raise ValueError(f"cache value of {len(value)} characters exceeds {MAX_VALUE_CHARS}")
-            return 0, MODE_RAW, None, value
-
-        def fetch(self, mode: int, filename: str | None, value: object, read: bool) -> str:
-            if read or mode != MODE_RAW or filename is not None or not isinstance(value, str):
-                return ""  # not ours: reported as a bad value by ResultCache.get
-            return value
-
-        def filename(self, key: object = None, value: object = None) -> tuple[str, str]:  # never used: values are inline
-            raise TypeError("JSONOnlyDisk stores values inline only")
-
-        def remove(self, file_path: str) -> None:  # never delete a file a row names
-            return None
-
-    return JSONOnlyDisk
-
-
-_DISK_CLASS = None
-
-
 def __getattr__(name: str) -> Any:  # ``from privcore.engine.cache import JSONOnlyDisk``
     if name == "JSONOnlyDisk":
         return _disk()
@@ -120,10 +75,7 @@ def __getattr__(name: str) -> Any:  # ``from privcore.engine.cache import JSONOn
 
 
 def _disk():  # noqa: ANN202
-    global _DISK_CLASS
-    if _DISK_CLASS is None:
-        _DISK_CLASS = _json_disk_class()
-    return _DISK_CLASS
+    return json_disk()
 
 
 _MODE_RAW = 1  # diskcache.core.MODE_RAW

@@ -159,10 +159,10 @@ def _reference_schema() -> set[tuple[str, str, str | None]]:
 
         import diskcache
 
-        from .cache import _disk
+        from .cache_disk import json_disk
 
         with tempfile.TemporaryDirectory() as tmp:
-            diskcache.Cache(tmp, disk=_disk(), **_settings()).close()
+            diskcache.Cache(tmp, disk=json_disk(), **_settings()).close()
             conn = sqlite3.connect(os.path.join(tmp, DB_NAME))
             try:
                 _REFERENCE["schema"] = set(conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall())

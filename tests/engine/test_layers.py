@@ -10,9 +10,9 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Known debts, (importer, imported): cache_faults' probe of a cache folder builds the cache's own JSON
-#: disk class (``cache._disk``), a lazy import back into the module that imports it.
-KNOWN = {("privcore.engine.cache_faults", "privcore.engine.cache")}
+#: Known debts, (importer, imported): none (cache_faults' probe built the cache's JSON disk through
+#: ``cache._disk``, a lazy import back into the module that imports it: the disk is now cache_disk's).
+KNOWN: set[tuple[str, str]] = set()
 
 
 def _module(path: Path) -> str:
