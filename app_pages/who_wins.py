@@ -14,8 +14,7 @@ from ui.caption import rows_n
 from ui.panel import result_panel
 from ui.figures import format_number, winner_map_figure
 
-B_VALUES = (1, 10, 100, 1000, 10000)
-N_VALUES = (500, 1000, 2000, 4000)
+B_VALUES, N_VALUES = setting.WHO_WINS_B, setting.WHO_WINS_N
 EPS_CHOICES = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 
 st.title("Who wins?")

@@ -46,13 +46,8 @@ changes = {"first_visit": {}, "lam_1e-6": {"lam": 1e-6}, "lam_auto": {"lam": "au
 if name in changes:
     specs = list(zip(("point", "curve"), explore_specs(info, changes[name])))
 else:  # Who wins: its two maps at the page's defaults
-    v = dict(DEFAULTS)
-    side = SidebarSettings(v["dataset"], None, int(v["repeats"]), v["accounting"], v["device"], info)
-    s = setting_from_values(v)
-    eps = sorted(v["map_eps"])
-    n_values = sorted({x for x in (500, 1000, 2000, 4000) if x <= info.n_train} | {info.n_train})
-    specs = [("map_b", make_spec(side, s, epsilons=eps, vary="budget", values=(1, 10, 100, 1000, 10000))),
-             ("map_n", make_spec(side, replace(s, n=None), epsilons=eps, vary="n", values=tuple(n_values)))]
+    from ui.setting import who_wins_specs
+    specs = who_wins_specs(info)
 clock = time.process_time if "--cpu" in sys.argv else time.perf_counter  # CPU seconds: a quiet machine's
 try:  # the runner's progress inside a unit runs on the same clock
     from privcore.engine import progress as _progress

@@ -84,15 +84,8 @@ elif name == "leakage":
         record(label, predicted, factor, load, time.perf_counter() - t0)
 else:
     if name == "who_wins":  # the Who wins page's two maps at its defaults
-        from dataclasses import replace
-        from ui.setting import make_spec
-        v = dict(DEFAULTS)
-        side = SidebarSettings(v["dataset"], None, int(v["repeats"]), v["accounting"], v["device"], info)
-        s = setting_from_values(v)
-        eps = sorted(v["map_eps"])
-        n_values = sorted({x for x in (500, 1000, 2000, 4000) if x <= info.n_train} | {info.n_train})
-        specs = [("map_b", make_spec(side, s, epsilons=eps, vary="budget", values=(1, 10, 100, 1000, 10000))),
-                 ("map_n", make_spec(side, replace(s, n=None), epsilons=eps, vary="n", values=tuple(n_values)))]
+        from ui.setting import who_wins_specs
+        specs = who_wins_specs(info)
     else:
         changes = {"explore": {}, "lam_1e-6": {"lam": 1e-6}, "epochs_50": {"epochs": 50}}[name]
         specs = list(zip(("point", "curve"), explore_specs(info, changes)))

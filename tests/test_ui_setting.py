@@ -184,3 +184,14 @@ def test_an_extreme_epsilon_gets_its_true_power_of_ten():
 def test_the_neighbours_note_states_the_teachers_independence():
     from ui import setting
     assert "own part alone" in setting.NEIGHBOURS_NOTE and "one teacher" in setting.NEIGHBOURS_NOTE
+
+
+def test_who_wins_specs_are_the_pages_two_maps():
+    from ui.setting import WHO_WINS_B, build_data_info, who_wins_specs
+
+    info = build_data_info("digits")
+    (kb, b), (kn, n) = who_wins_specs(info)
+    assert (kb, kn) == ("map_b", "map_n")
+    assert b.vary == "budget" and tuple(b.values) == WHO_WINS_B
+    assert n.vary == "n" and max(n.values) == info.n_train and all(v <= info.n_train for v in n.values)
+    assert b.epsilons == n.epsilons == tuple(sorted(b.epsilons))

@@ -311,6 +311,28 @@ def explore_specs(info: DataInfo, values: dict[str, Any] | None = None) -> list[
             make_spec(side, s, epsilons=curve_epsilons(float(v["eps_min"]), float(v["eps_max"]), current=s.eps))]
 
 
+#: The Who wins page's axes: B of its ε x B map, and the N of its ε x N map (those up to the real rows, and N itself).
+WHO_WINS_B = (1, 10, 100, 1000, 10000)
+WHO_WINS_N = (500, 1000, 2000, 4000)
+
+
+def who_wins_specs(info: DataInfo, values: dict[str, Any] | None = None) -> list[tuple[str, SweepSpec]]:
+    """What the Who wins page computes for these control values (default: every default), named as its
+    maps' keys: the ε x B map at the setting's N, then the ε x N map."""
+    from dataclasses import replace
+
+    from .state import DEFAULTS
+
+    v = {**DEFAULTS, **(values or {})}
+    side = SidebarSettings(v["dataset"], None, int(v["repeats"]), v["accounting"], v["device"], info)
+    s = setting_from_values(v)
+    eps = sorted(v["map_eps"])
+    n_values = sorted({x for x in WHO_WINS_N if x <= info.n_train} | {info.n_train})
+    n_values = [x for x in n_values if x >= min_train_size(s)]
+    return [("map_b", make_spec(side, s, epsilons=eps, vary="budget", values=WHO_WINS_B)),
+            ("map_n", make_spec(side, replace(s, n=None), epsilons=eps, vary="n", values=tuple(n_values)))]
+
+
 def quick_subset(spec: SweepSpec) -> SweepSpec | None:
     """The methods of ``spec`` that train nothing per release, as a spec of their own (a curve draws
     them first while loss perturbation and DP-SGD compute); None when all or none are of that kind."""
