@@ -48,8 +48,9 @@ sys.path.insert(0, str(ROOT))
 LAYERS = ("ui.", "app_pages.", "privcore.engine.")
 STAGES = ("ui.setting", "ui.progress", "privcore.engine.plan", "privcore.engine.cost", "privcore.engine.runner",
           "privcore.engine.executor", "privcore.engine.units")
-#: The deep run's stages: the runner, the executor, the trainings (teachers, DP-SGD) and the private votes.
-DEEP_STAGES = ("privcore.deep.run", "privcore.engine.executor", "privcore.deep.teachers", "privcore.deep.dpsgd",
+#: The deep run's stages: the runner, the executor, the unit of work, the trainings (teachers, DP-SGD) and the
+#: private votes.
+DEEP_STAGES = ("privcore.deep.run", "privcore.engine.executor", "privcore.deep.units", "privcore.deep.teachers", "privcore.deep.dpsgd",
                "privcore.deep.votes")
 
 
