@@ -1,6 +1,6 @@
 """The dashboard's time estimates against the actual time, at the machine's load now (prints figures).
 
-    python bench/bench_estimates.py [--only explore,lam_1e-6,epochs_50,who_wins,leakage] [--load 4] [--settle 150]
+    python bench/bench_estimates.py [--only explore,lam_1e-6,epochs_50,who_wins,leakage] [--load 4] [--settle 150] [--threads N]
 
 Each scenario runs in a fresh Python process on an empty result cache, with the dashboard's threads
 (no OMP_NUM_THREADS: the cores free when the run starts, :func:`privcore.threads.use_threads`) and its load factor (:func:`privcore.engine.cost.slowdown`, read just before the
@@ -10,6 +10,8 @@ run, as the page does), and computes what the page computes after its "Compute (
 * ``lam_1e-6``, ``epochs_50``: Explore's current setting and curve with that one knob changed;
 * ``who_wins``: the Who wins page's two maps (epsilon x B, epsilon x N) at its defaults;
 * ``leakage``: the Measured leakage page's default measurements (every method, 16 reference models);
+* ``leakage_methods`` (not in the default list): each Measured leakage spec alone, one thread, its share of
+  the estimate against its CPU seconds;
 * ``methods`` (not in the default list): each method of Explore's first view alone, its prediction without
   the load factor against the process's CPU seconds on one thread (what a quiet machine's wall time would
   be, measured on a loaded one): which method is mispriced.
@@ -48,7 +50,7 @@ from privcore import threads
 
 def record(label, predicted, slow, load, actual):
     out.append({"spec": label, "predicted_s": predicted, "slowdown": slow, "load": load, "actual_s": actual,
-                "threads": threads.planned_threads() if name == "methods" else USED})
+                "threads": threads.planned_threads() if name.endswith("methods") else USED})
 
 USED = 0
 
@@ -65,6 +67,23 @@ if name == "methods":  # each method of Explore's first view alone, in the runne
         t0 = time.process_time()
         run_sweep(one)
         record(m, est.get((0, m), 0.0), 1.0, os.getloadavg()[0], time.process_time() - t0)
+elif name == "leakage_methods":  # each Measured leakage spec alone, one thread: unscaled CPU seconds
+    from ui import leakage as lk
+    from privcore.leakage import run_leakage
+    from privcore.leakage.cost import estimate_seconds
+    v = dict(DEFAULTS)
+    side = SidebarSettings(v["dataset"], None, int(v["repeats"]), v["accounting"], v["device"], info)
+    specs, _ = lk.specs_for(side, setting_from_values(v), references=16, audit_trials=64)
+    sizes = cost.data_sizes(__import__("privcore.engine.specs", fromlist=["SweepSpec"]).SweepSpec(
+        data=specs[0].data, seed=specs[0].seed))
+    done = []
+    for spec in specs:  # the increment of the estimate: what this spec adds to the ones before it
+        before = estimate_seconds(done, sizes)
+        done.append(spec)
+        predicted = estimate_seconds(done, sizes) - before
+        t0 = time.process_time()
+        run_leakage(spec)
+        record(spec.method, predicted, 1.0, os.getloadavg()[0], time.process_time() - t0)
 elif name == "leakage":
     from ui import leakage as lk
     from privcore.leakage import run_leakage
@@ -115,10 +134,15 @@ def settle(seconds: float) -> None:
         time.sleep(5)
 
 
+THREADS = 0  # --threads
+
+
 def run(name: str) -> list[dict]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PRIVCORE_SLOWDOWN", "PRIVCORE_THREADS")}
-    if name == "methods":  # CPU seconds of one thread stand for a quiet machine's wall time: no load factor
+    if THREADS:
+        env["PRIVCORE_THREADS"] = str(THREADS)  # the runs' torch threads fixed, whatever the load
+    if name in ("methods", "leakage_methods"):  # CPU seconds of one thread stand for a quiet machine's wall time
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PRIVCORE_SLOWDOWN="1")
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the dashboard's entry script sets it (app.py)
     env["PRIVCORE_CACHE"] = tempfile.mkdtemp()
@@ -135,7 +159,11 @@ def main() -> None:
     ap.add_argument("--settle", type=float, default=0.0,
                     help="before each scenario, wait up to this many seconds for the load of the previous one "
                          "to leave the 1-minute load average (others' load < 0.25), so that it picks every core")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="fix the runs' torch threads (PRIVCORE_THREADS) instead of the free cores")
     args = ap.parse_args()
+    global THREADS
+    THREADS = args.threads
     loops = busy(args.load)
     try:
         if loops:

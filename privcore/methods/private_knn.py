@@ -54,8 +54,8 @@ _BLOCK_ELEMENTS = 1 << 24
 
 
 #: Share of one neighbour vote of mnist-5k's 1,000 test queries that grows with the queries: the rest
-#: (the training set to float64, its squared norms) is paid per vote. Measured on the Measured leakage
-#: page's audit (one query per vote: 4.4 ms on 2,016 rows against 0.21 s per 1,000 queries; docs/benchmarks.md).
+#: (the training set to float64, its squared norms) is paid per vote, whatever its queries. Fitted to the
+#: Measured leakage page's one-query audit votes (bench/bench_estimates.py --only leakage_methods).
 KNN_QUERY_SHARE = 0.98
 
 
