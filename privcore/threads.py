@@ -6,10 +6,15 @@ waiting threads spin. So a run uses as many threads as there are free cores, at 
 (:func:`choose_threads`), and the time model prices work at the speed those threads get
 (:func:`speed`). docs/benchmarks.md ("Predicted time and ETA") has the measurements behind both.
 
-The load of others is the machine's runnable jobs less this process's own: the 1-minute load average
-(less this process's recent CPU seconds per second, which the average still holds after a run) and
-the jobs runnable at this moment (less this process's runnable threads), averaged, since the first lags
-and the second flickers (:func:`others_load`).
+The load of others is the machine's runnable jobs less this process's own. A long-lived process (the
+dashboard's server) watches it: from the first reading on, a daemon thread counts twice a second the jobs
+runnable on the machine less this process's runnable threads, and the load of others is the median of
+the last seconds' counts (:class:`LoadWatch`). That leaves out this process's own past work exactly, and
+the median passes over a browser's bursts (a page redraw after a slider move runs a dozen threads for a
+fraction of a second, which no run beside it would notice) while it follows a load that lasts. Until the
+watch has seen enough, the 1-minute load average (less this process's recent CPU seconds per second,
+which the average still holds after a run) and the jobs runnable at this moment stand in, averaged,
+since the first lags and the second flickers (:func:`others_load`).
 
 ``PRIVCORE_THREADS`` (a whole number >= 1) fixes the threads; ``keep`` leaves torch's setting alone (the
 test suite: results compared bit for bit must not change threads between runs). Where neither it nor
@@ -22,9 +27,10 @@ from __future__ import annotations
 import math
 import os
 import sys
+import threading
 import time
 
-__all__ = ["others_load", "choose_threads", "planned_threads", "use_threads", "speed", "DEFAULT_EFFICIENCY"]
+__all__ = ["LoadWatch", "others_load", "choose_threads", "planned_threads", "use_threads", "speed", "DEFAULT_EFFICIENCY"]
 
 #: Speed-up of each thread beyond the first on an idle machine, as a share of a whole core: a run on
 #: two idle cores is 1 + e times as fast as on one. Measured on the 2-core development machine over
@@ -87,10 +93,79 @@ def _own_runnable() -> int:
     return max(count, 1)
 
 
+class LoadWatch:
+    """Other processes' runnable jobs over the last :attr:`window` seconds.
+
+    Every :attr:`interval` seconds a daemon thread reads the jobs runnable on the machine now (the fourth
+    field of /proc/loadavg) less this process's runnable threads (its own included) and keeps the counts
+    of the last :attr:`window` seconds. :meth:`read` gives their median, with the seconds they cover;
+    the thread starts on the first read, and again in a forked child (threads do not survive a fork).
+    A median, not a mean: a browser's redraw runs ten or more threads for a few tenths of a second, which
+    a mean over the window would count as a steady job although it takes a run beside it a fraction of
+    a second; a load that lasts holds most of the counts (docs/benchmarks.md, "Predicted time and ETA")."""
+
+    interval = 0.5
+    window = 15.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = 0
+        self._since: float | None = None
+        self._counts: list[tuple[float, float]] = []
+
+    def add(self, others: float, now: float) -> None:
+        """Keep one count of ``others`` runnable jobs, read at ``now`` (monotonic seconds)."""
+        with self._lock:
+            if self._since is None:
+                self._since = now
+            self._counts.append((now, float(others)))
+            while self._counts and self._counts[0][0] < now - self.window:
+                self._counts.pop(0)
+
+    def read(self) -> tuple[float | None, float]:
+        """(the median count of the window, None before the first; the seconds watched, at most the window),
+        starting the watch if needed."""
+        self._start()
+        with self._lock:
+            if not self._counts or self._since is None:
+                return None, 0.0
+            values = sorted(c for _, c in self._counts)
+            mid = len(values) // 2
+            median = values[mid] if len(values) % 2 else 0.5 * (values[mid - 1] + values[mid])
+            return median, min(self._counts[-1][0] - self._since, self.window)
+
+    def close(self) -> None:
+        """Stop the watch's thread (at its next count); a later :meth:`read` starts it again."""
+        with self._lock:
+            self._pid = -1
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self._pid, self._since, self._counts = os.getpid(), None, []
+        threading.Thread(target=self._run, name="privcore-load-watch", daemon=True).start()
+
+    def _run(self) -> None:
+        pid = os.getpid()
+        while self._pid == pid:
+            now = _runnable_now(samples=1)
+            if now is None:
+                return  # no /proc/loadavg: others_load uses the load average alone
+            self.add(max(now - _own_runnable(), 0.0), time.monotonic())
+            time.sleep(self.interval)
+
+
+_WATCH = LoadWatch()
+
+
 def others_load() -> float:
-    """Runnable jobs of other processes, >= 0: the mean of the 1-minute load average's (less this
-    process's recent work) and this moment's (less this process's runnable threads); the average's
-    alone where there is no /proc/loadavg, 0 where there is no load average at all."""
+    """Runnable jobs of other processes, >= 0.
+
+    The process's :class:`LoadWatch` once it has watched for its window; before that, its median is
+    blended (by the share of the window watched) with the mean of the 1-minute load average's (less
+    this process's recent work) and this moment's (less this process's runnable threads). The load
+    average's alone where there is no /proc/loadavg, 0 where there is no load average at all."""
     try:
         past = max(os.getloadavg()[0] - _own_load(), 0.0)
     except (OSError, AttributeError):
@@ -98,7 +173,12 @@ def others_load() -> float:
     now = _runnable_now()
     if now is None:
         return past
-    return 0.5 * (past + max(now - _own_runnable(), 0.0))
+    start = 0.5 * (past + max(now - _own_runnable(), 0.0))
+    watched, seconds = _WATCH.read()
+    if watched is None:
+        return start
+    share = min(seconds / LoadWatch.window, 1.0)
+    return share * watched + (1.0 - share) * start
 
 
 def choose_threads(cores: int, others: float) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -71,7 +72,16 @@ def test_use_threads_sets_torch_and_keep_leaves_it(monkeypatch):
         torch.set_num_threads(before)
 
 
+class _Watched:
+    def __init__(self, mean, seconds):
+        self.value = (mean, seconds)
+
+    def read(self):
+        return self.value
+
+
 def test_others_load_leaves_out_this_process(monkeypatch):
+    monkeypatch.setattr(threads, "_WATCH", _Watched(None, 0.0))          # a process that has not watched yet
     monkeypatch.setattr(threads.os, "getloadavg", lambda: (3.0, 3.0, 3.0))
     monkeypatch.setattr(threads, "_own_load", lambda: 2.0)               # two of the three were this process's
     monkeypatch.setattr(threads, "_runnable_now", lambda: 2.0)
@@ -81,6 +91,47 @@ def test_others_load_leaves_out_this_process(monkeypatch):
     assert threads.others_load() == pytest.approx(1.0)
     monkeypatch.setattr(threads, "_own_load", lambda: 5.0)              # never below 0
     assert threads.others_load() == 0.0
+
+
+def test_a_watched_process_trusts_its_watch_over_the_load_average(monkeypatch):
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (3.0, 3.0, 3.0))  # this process's past work, mostly
+    monkeypatch.setattr(threads, "_own_load", lambda: 1.0)
+    monkeypatch.setattr(threads, "_runnable_now", lambda: 2.0)
+    monkeypatch.setattr(threads, "_own_runnable", lambda: 1)
+    start = 0.5 * (2.0 + 1.0)
+    monkeypatch.setattr(threads, "_WATCH", _Watched(0.0, 2 * threads.LoadWatch.window))  # watched: nobody else ran
+    assert threads.others_load() == 0.0
+    monkeypatch.setattr(threads, "_WATCH", _Watched(0.0, 0.5 * threads.LoadWatch.window))  # half a window: blended
+    assert threads.others_load() == pytest.approx(0.5 * start)
+    monkeypatch.setattr(threads, "_WATCH", _Watched(4.0, 3 * threads.LoadWatch.window))   # four busy jobs
+    assert threads.others_load() == pytest.approx(4.0)
+
+
+def test_the_watch_passes_over_bursts_and_follows_a_lasting_load():
+    watch = threads.LoadWatch()
+    watch._pid = os.getpid()  # counted by hand below, no thread
+    t = 100.0
+    for i in range(30):  # 15 s: a browser's redraw of 12 threads in 3 counts of 30, nobody else otherwise
+        watch.add(12.0 if i in (10, 11, 12) else 0.0, t + i * watch.interval)
+    assert watch.read() == (0.0, pytest.approx(14.5))
+    for i in range(30, 60):  # then 4 busy jobs for 15 s: the old counts leave the window
+        watch.add(4.0, t + i * watch.interval)
+    assert watch.read() == (4.0, watch.window)
+
+
+def test_the_watch_counts_other_jobs_not_this_process(monkeypatch):
+    monkeypatch.setattr(threads, "_runnable_now", lambda samples=5: 5.0)  # five runnable, two of them ours
+    monkeypatch.setattr(threads, "_own_runnable", lambda: 2)
+    watch = threads.LoadWatch()
+    try:
+        mean, seconds = watch.read()  # starts its thread
+        deadline = time.monotonic() + 10.0
+        while (mean is None or seconds < watch.interval) and time.monotonic() < deadline:
+            time.sleep(0.1)
+            mean, seconds = watch.read()
+        assert mean == pytest.approx(3.0) and seconds >= watch.interval
+    finally:
+        watch.close()
 
 
 def test_own_load_follows_this_process_cpu_time():
