@@ -1,6 +1,7 @@
 """The served dashboard's time estimates against the actual time, as a user sees them (prints figures).
 
-    python bench/bench_served_eta.py [--moves 3] [--slider LABEL] [--load N] [--threads N] [--port 8791] [--raw FILE]
+    python bench/bench_served_eta.py [--moves 3] [--slider LABEL] [--load N] [--visit PAGE ...] [--threads N] [--port 8791]
+        [--raw FILE]
 
 Serves the dashboard (``streamlit run app.py``) on an empty result cache, opens Explore in headless
 Chromium (/usr/bin/chromium) and, once the first view is drawn, moves the ε slider (or ``--slider``)
@@ -9,7 +10,8 @@ progress bar's text every 100 ms. For each bar it prints what the user was told 
 ("expected about N s", the cost model's prediction; where the first redraw came before a reading,
 the first ETA plus the time elapsed then) and the first ETA, against the bar's own
 elapsed time when it finished (its last text; its time on screen where it never showed 100 %),
-with the threads its device line names. Browser and server share this machine's cores, as they do
+with the threads its device line names. ``--visit Measured_leakage`` then opens that page from the menu
+and times its default measurements the same way. Browser and server share this machine's cores, as they do
 on a laptop. ``--load N`` adds N busy single-threaded processes (started 60 s before the visit).
 The "Compute (about N s)" gate is off, so a run starts on the move itself.
 
@@ -30,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_first_visit import DONE, _browser, _serve
+from bench_first_visit import CURVE, DONE, REC, _browser, _serve
 
 ROOT = Path(__file__).resolve().parents[1]
 SLIDER_TEXT = "Privacy loss ε"
@@ -114,6 +116,8 @@ def main() -> None:
     ap.add_argument("--slider", default=SLIDER_TEXT,
                     help="the label of the Explore slider to move (e.g. 'δ (0 = pure ε-DP)': every method computes anew)")
     ap.add_argument("--load", type=int, default=0, help="busy processes to run beside the server and browser")
+    ap.add_argument("--visit", nargs="*", default=[],
+                    help="pages to open from the menu after the moves, e.g. Measured_leakage (its default measurements)")
     ap.add_argument("--port", type=int, default=8791)
     ap.add_argument("--raw", default="", help="write every step's bar texts, with their times, to this JSON file")
     ap.add_argument("--threads", default="", help="PRIVCORE_THREADS for the server (default: the free cores)")
@@ -137,6 +141,8 @@ def main() -> None:
                 page = browser.new_page(viewport={"width": 1400, "height": 1900})
                 page.add_init_script(WATCH)
                 page.goto(f"http://127.0.0.1:{args.port}/")
+                page.wait_for_function(REC, timeout=600_000, polling=200)  # the first view: the recommendation,
+                page.wait_for_selector(CURVE, timeout=600_000)              # the curve, and nothing left running
                 page.wait_for_function(DONE, timeout=600_000, polling=200)
                 steps = [("first visit", page.evaluate("window.__bars"))]
                 for _ in range(args.moves):
@@ -147,6 +153,13 @@ def main() -> None:
                     page.wait_for_timeout(1500)
                     page.wait_for_function(DONE, timeout=600_000, polling=200)
                     steps.append((f"{args.slider[:8]}={value} (load {load:.2f})", page.evaluate("window.__bars")))
+                for name in args.visit:  # another page, in the same tab, as a click in the menu would open it
+                    page.evaluate("window.__bars = []")
+                    load = os.getloadavg()[0]
+                    page.get_by_test_id("stSidebarNav").get_by_role("link", name=name.replace("_", " ")).click()
+                    page.wait_for_timeout(1500)
+                    page.wait_for_function(DONE, timeout=1_200_000, polling=200)
+                    steps.append((f"{name[:14]} (load {load:.2f})", page.evaluate("window.__bars")))
                 browser.close()
         finally:
             server.terminate()
