@@ -186,16 +186,19 @@ def dpsgd_step(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[
 def train_dpsgd(model: nn.Module, data: ImageData, cfg: SGDConfig, clip: float, noise_multiplier: float,
                 seed: int, device: torch.device, *, checkpoint: Path | None = None, tag: str = "",
                 checkpoint_every: float = 60.0, poll: Callable[[float], None] | None = None,
-                stop_after: int | None = None) -> dict[str, torch.Tensor]:
+                stop_after: int | None = None, accounted_steps: int | None = None) -> dict[str, torch.Tensor]:
     """Train ``model`` (initialised) with DP-SGD at noise multiplier z; returns its parameters.
 
     Resumes from ``checkpoint`` when it holds this ``tag``'s state. ``stop_after`` ends after that
-    many steps (a test's interruption), checkpointing first.
+    many steps (a test's interruption), checkpointing first. ``accounted_steps``: the steps the
+    calibration of z composed; a run of any other number is refused before it starts.
     """
     x_u8 = torch.tensor(data.x_train, device=device)  # a copy: the arrays are read-only
     y = torch.as_tensor(data.y_train, device=device)
     n = y.shape[0]
     steps = cfg.steps(n)
+    if accounted_steps is not None and steps != accounted_steps:
+        raise RuntimeError(f"internal: DP-SGD would run {steps} steps, its noise was calibrated for {accounted_steps}")
     params = {k: v.detach().clone() for k, v in model.named_parameters()}
     if cfg.channels_last:
         params = channels_last(params)

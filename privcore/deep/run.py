@@ -23,7 +23,7 @@ from typing import Any, Callable
 import torch
 
 from ..device import resolve_device
-from ..engine.cache import SCHEMA_VERSION, ResultCache, point_key
+from ..engine.cache import ResultCache, point_key
 from ..jobs import ProgressFn, check_callbacks
 from ..methods import get_method
 from .data import load_images
@@ -31,8 +31,8 @@ from .images import ImageData
 from .loop import Poller, TrainingCancelled, load_checkpoint, save_checkpoint
 from .spec import DeepRow, DeepSpec, check_row, vote_numbers
 from .teachers import votes_from_predictions
-from .units import DeepUnit, deep_dir, execute_deep_unit, unit_key
-from .votes import dpsgd_methods, private_vote_accuracy, vote_methods, vote_problem
+from .units import DeepUnit, deep_dir, execute_deep_unit, plan_units, predictions_path
+from .votes import private_vote_accuracy, split_methods, vote_problem
 
 __all__ = ["run_deep", "DeepResult", "DeepUnit", "execute_deep_unit", "missing_units", "deep_dir", "TrainingCancelled",
            "cached_rows", "check_steps"]
@@ -47,21 +47,26 @@ class DeepResult:
     device: str
 
 
-def missing_units(spec: DeepSpec, cache: ResultCache | None = None, data: ImageData | None = None) -> list[tuple]:
-    """The units still to compute: ("teachers",) and ("dpsgd", method, epsilon) entries."""
+def missing_units(spec: DeepSpec, cache: ResultCache | None = None, data: ImageData | None = None, *,
+                  kinds: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+                  predictions: Path | None = None) -> list[tuple]:
+    """The units still to compute: ("teachers",) and ("dpsgd", method, epsilon) entries. ``kinds``
+    (:func:`privcore.deep.votes.split_methods` of the spec's methods) and ``predictions`` (the teachers'
+    predictions file) are asked for where not given."""
     data = data or load_images(spec.dataset, spec.n_train, spec.n_test)
     store = cache if cache is not None else ResultCache()
+    votes, dpsgd = kinds if kinds is not None else split_methods(spec.methods)
     out: list[tuple] = []
-    if any(m in vote_methods() for m in spec.methods):
-        need = [(m, e, b) for m in spec.methods if m in vote_methods() for e in spec.epsilons for b in spec.budgets]
+    if votes:
+        need = [(m, e, b) for m in votes for e in spec.epsilons for b in spec.budgets]
         if any(store.get(point_key(spec.vote_point(*p), data.fingerprint), validate=check_row) is None for p in need):
-            if not (store.enabled and _predictions_path(spec, data).is_file()):  # no cache: retrain
+            path = predictions if predictions is not None else predictions_path(spec, data.fingerprint)
+            if not (store.enabled and path.is_file()):  # no cache: retrain
                 out.append(("teachers",))
-    for m in spec.methods:
-        if m in dpsgd_methods():
-            for e in spec.epsilons:
-                if store.get(point_key(spec.dpsgd_point(m, e), data.fingerprint), validate=check_row) is None:
-                    out.append(("dpsgd", m, e))
+    for m in dpsgd:
+        for e in spec.epsilons:
+            if store.get(point_key(spec.dpsgd_point(m, e), data.fingerprint), validate=check_row) is None:
+                out.append(("dpsgd", m, e))
     if spec.baseline and store.get(point_key(spec.baseline_point(), data.fingerprint), validate=check_row) is None:
         out.append(("baseline",))
     return out
@@ -71,10 +76,11 @@ def cached_rows(spec: DeepSpec, cache: ResultCache | None = None) -> tuple[list[
     """(the rows of ``spec`` the cache holds, how many are missing): reads only, trains nothing."""
     data = load_images(spec.dataset, spec.n_train, spec.n_test)
     store = cache if cache is not None else ResultCache()
+    dpsgd = split_methods(spec.methods)[1]
     rows, missing = [], 0
     for m in spec.methods:
         for e in spec.epsilons:
-            if m in dpsgd_methods():
+            if m in dpsgd:
                 hit = store.get(point_key(spec.dpsgd_point(m, e), data.fingerprint), validate=check_row)
                 if hit is None:
                     missing += len(spec.budgets)
@@ -103,7 +109,7 @@ def _spread(base: DeepRow, spec: DeepSpec) -> list[DeepRow]:
 
 
 def _predictions_path(spec: DeepSpec, data: ImageData) -> Path:
-    return deep_dir() / f"teachers-{point_key(spec.teacher_point(), data.fingerprint)[:32]}.pt"
+    return predictions_path(spec, data.fingerprint)
 
 
 def _weights(spec: DeepSpec, units: list[tuple], n: int) -> list[float]:
@@ -112,16 +118,17 @@ def _weights(spec: DeepSpec, units: list[tuple], n: int) -> list[float]:
     return [1.3 * spec.epochs * n if u[0] == "dpsgd" else spec.teacher_epochs * n for u in units]
 
 
-def check_steps(spec: DeepSpec, n: int) -> None:
+def check_steps(spec: DeepSpec, n: int, kinds: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> None:
     """Every training ``spec`` asks for on ``n`` images within :func:`privcore.limits.max_steps`, checked
     before any starts: DP-SGD's ceil(epochs n / batch), the T teachers together (teacher_epochs passes
     over a part of n / T images each) and the non-private reference on all n."""
     from .. import limits
 
-    if any(m in dpsgd_methods() for m in spec.methods):
+    votes, dpsgd = kinds if kinds is not None else split_methods(spec.methods)
+    if dpsgd:
         limits.check_steps("DP-SGD's training (ceil(epochs x N / batch))", math.ceil(spec.epochs * n / spec.batch_size))
     part = max(n // spec.teachers, 1)
-    if any(m in vote_methods() for m in spec.methods):
+    if votes:
         limits.check_steps(f"training the {spec.teachers} teachers (teacher epochs x ceil(N / T / teacher batch) x T)",
                            spec.teachers * spec.teacher_epochs * math.ceil(part / min(spec.teacher_batch, part)),
                            advice="use fewer teacher epochs or a larger teacher batch")
@@ -157,20 +164,21 @@ def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Call
     start = time.perf_counter()
     device = resolve_device(spec.device) if executor.local_device else None
     data = load_images(spec.dataset, spec.n_train, spec.n_test)
-    check_steps(spec, len(data.y_train))
+    kinds = split_methods(spec.methods)
+    check_steps(spec, len(data.y_train), kinds)
     store = cache if cache is not None else ResultCache(enabled=use_cache)
-    units = missing_units(spec, store, data)
+    predictions = predictions_path(spec, data.fingerprint)
+    units = missing_units(spec, store, data, kinds=kinds, predictions=predictions)
     weights = _weights(spec, units, len(data.y_train))
     total = sum(weights) or 1.0
-    resources = {"GPU": 1} if spec.device.startswith("cuda") else None
     # Each unit's share of the progress bar and its message; the relay (the driver's progress and
     # cancel, handed to the unit trained here and polled by an executor waiting for a cluster) covers
     # the unit under way: the next one's span is set as a unit comes back (a concurrent executor has
     # them all at once: the last one's).
     ends = [sum(weights[:i]) for i in range(len(units) + 1)]
     spans = [(ends[i] / total, w / total, _message(spec, work)) for i, (work, w) in enumerate(zip(units, weights))]
-    planned = [DeepUnit(index, spec, work, unit_key(spec, work, data.fingerprint), data.fingerprint, SCHEMA_VERSION,
-                        spans[index][2], resources, batched_teachers, checkpoint_every) for index, work in enumerate(units)]
+    planned = plan_units(spec, units, data.fingerprint, [span[2] for span in spans], batched_teachers=batched_teachers,
+                         checkpoint_every=checkpoint_every)
     relay = Poller(progress, cancel, *(spans[-1 if executor.concurrent else 0] if spans else ()))
     fresh: dict[str, DeepRow] = {}
 
@@ -180,10 +188,10 @@ def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Call
     for outcome in executor.run(planned, execute_deep_unit, relay, note):
         work = units[outcome.index]
         key, value = outcome.results[0] if len(outcome.results) == 1 else (None, None)
-        if key != unit_key(spec, work, data.fingerprint) or value is None:
+        if key != planned[outcome.index].key or value is None:
             raise ClusterError(f"{_message(spec, work)}: the executor answered for another unit than it was given")
         if work[0] == "teachers":
-            save_checkpoint(_predictions_path(spec, data), {"tag": key, "predictions": value["predictions"]})
+            save_checkpoint(predictions, {"tag": key, "predictions": value["predictions"]})
         else:
             store.put(key, value)
             fresh[key] = DeepRow.from_dict(value, cached=False)
@@ -192,7 +200,7 @@ def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Call
             relay.start, relay.width, relay.message = spans[outcome.index + 1]
     device = device if device is not None else resolve_device(spec.device)
     y_test = torch.tensor(data.y_test, device=device)
-    rows = _rows(spec, data, store, device, y_test, fresh)
+    rows = _rows(spec, data, store, device, y_test, fresh, kinds[1], predictions)
     if spec.baseline:
         key = point_key(spec.baseline_point(), data.fingerprint)
         stored = store.get(key, validate=check_row) if key not in fresh else None
@@ -206,13 +214,13 @@ def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Call
 
 
 def _rows(spec: DeepSpec, data: ImageData, store: ResultCache, device: torch.device, y_test: torch.Tensor,
-          fresh: dict[str, DeepRow]) -> list[DeepRow]:
+          fresh: dict[str, DeepRow], dpsgd: tuple[str, ...], predictions: Path) -> list[DeepRow]:
     rows: list[DeepRow] = []
     votes = None
     c, h, w = data.shape
     for m in spec.methods:
         for e in spec.epsilons:
-            if m in dpsgd_methods():
+            if m in dpsgd:
                 key = point_key(spec.dpsgd_point(m, e), data.fingerprint)
                 if key in fresh:  # computed now (also when the cache cannot store it)
                     base = fresh[key]
@@ -230,7 +238,7 @@ def _rows(spec: DeepSpec, data: ImageData, store: ResultCache, device: torch.dev
                     rows.append(DeepRow.from_dict(hit, cached=True))
                     continue
                 if votes is None:
-                    votes = _load_votes(spec, data, device)
+                    votes = _load_votes(spec, data, device, predictions)
                 t0 = time.perf_counter()
                 problem = vote_problem(len(data.y_train), c * h * w, data.classes, b, spec.teachers)
                 scale, acc, answered = private_vote_accuracy(m, votes, y_test, e, spec.delta, problem, spec.accounting,
@@ -245,13 +253,13 @@ def _rows(spec: DeepSpec, data: ImageData, store: ResultCache, device: torch.dev
     return rows
 
 
-def _load_votes(spec: DeepSpec, data: ImageData, device: torch.device) -> torch.Tensor:
+def _load_votes(spec: DeepSpec, data: ImageData, device: torch.device, path: Path) -> torch.Tensor:
     tag = point_key(spec.teacher_point(), data.fingerprint)
-    state = load_checkpoint(_predictions_path(spec, data), tag, device)
+    state = load_checkpoint(path, tag, device)
     pred = None if state is None else state.get("predictions")
     if (not isinstance(pred, torch.Tensor) or pred.shape != (spec.teachers, len(data.y_test))
             or pred.dtype.is_floating_point or int(pred.min()) < 0 or int(pred.max()) >= data.classes):
-        _predictions_path(spec, data).unlink(missing_ok=True)  # not what we wrote: retrained next time
+        path.unlink(missing_ok=True)  # not what we wrote: retrained next time
         raise RuntimeError("the teachers' predictions file was missing or not valid and has been removed: run again "
                            "to retrain the teachers")
     return votes_from_predictions(pred.to(torch.int64), data.classes)

@@ -29,7 +29,8 @@ from .models import build_model
 from .spec import DeepRow, DeepSpec
 from .teachers import teacher_predictions, train_teachers
 
-__all__ = ["DeepUnit", "execute_deep_unit", "unit_key", "deep_dir", "dpsgd_problem", "model_fn"]
+__all__ = ["DeepUnit", "plan_units", "execute_deep_unit", "unit_key", "deep_dir", "predictions_path", "dpsgd_problem",
+           "model_fn"]
 
 
 def deep_dir() -> Path:
@@ -78,6 +79,29 @@ def unit_key(spec: DeepSpec, work: tuple, fingerprint: str) -> str:
     return point_key(point() if point is not None else spec.dpsgd_point(work[1], work[2]), fingerprint)
 
 
+def predictions_path(spec: DeepSpec, fingerprint: str) -> Path:
+    """Where the driver keeps the T teachers' test-set predictions of ``spec`` (next to the checkpoints)."""
+    return deep_dir() / f"teachers-{point_key(spec.teacher_point(), fingerprint)[:32]}.pt"
+
+
+def plan_units(spec: DeepSpec, works: list[tuple], fingerprint: str, labels: list[str], *,
+               batched_teachers: bool | None = None, checkpoint_every: float = 60.0) -> list[DeepUnit]:
+    """The units of ``works`` (in order; ``labels`` their progress messages), each with its cache key and the
+    worker resources a CUDA spec needs."""
+    resources = {"GPU": 1} if spec.device.startswith("cuda") else None
+    return [DeepUnit(index, spec, work, unit_key(spec, work, fingerprint), fingerprint, SCHEMA_VERSION, label,
+                     resources, batched_teachers, checkpoint_every)
+            for index, (work, label) in enumerate(zip(works, labels))]
+
+
+def _config(spec: DeepSpec, work: tuple) -> SGDConfig:
+    """The optimiser settings of one unit: DP-SGD's, or the teachers' (the non-private reference is one teacher)."""
+    if work[0] == "dpsgd":
+        return SGDConfig(spec.epochs, spec.batch_size, spec.lr, spec.momentum, spec.augment, spec.physical_batch,
+                         amp=spec.amp)
+    return SGDConfig(spec.teacher_epochs, spec.teacher_batch, spec.teacher_lr, spec.momentum, spec.augment, amp=spec.amp)
+
+
 def execute_deep_unit(unit: DeepUnit, poll: Any = None) -> Any:
     """Train one unit where it runs (this process or a Dask worker) and return a
     :class:`~privcore.engine.executor.UnitOutcome`: (key, the row as plain numbers), or for the teachers
@@ -94,64 +118,49 @@ def execute_deep_unit(unit: DeepUnit, poll: Any = None) -> Any:
     if data.fingerprint != unit.fingerprint or unit_key(spec, work, data.fingerprint) != unit.key:
         raise ClusterError(f"{unit.label}: the images loaded here differ from the driver's (fingerprint "
                            f"{data.fingerprint[:12]} vs {unit.fingerprint[:12]}); give the workers the same data")
+    trained_from = time.perf_counter()  # a row's seconds: its training's, not the images' load
     device = resolve_device(spec.device)
     poll = poll if isinstance(poll, Poller) else Poller(None, None)
-    ckpt_dir = deep_dir() / "checkpoints"
-    if work[0] == "teachers":
-        batched = device.type == "cuda" if unit.batched_teachers is None else unit.batched_teachers
-        params = train_teachers(model_fn(spec, data, device), data,
-                                SGDConfig(spec.teacher_epochs, spec.teacher_batch, spec.teacher_lr, spec.momentum,
-                                          spec.augment, amp=spec.amp),
-                                spec.teachers, spec.seed, device, batched=batched,
-                                checkpoint=ckpt_dir / f"{unit.key[:32]}.pt", tag=unit.key,
-                                checkpoint_every=unit.checkpoint_every, poll=poll)
-        model = model_fn(spec, data, device)(make_generator(0, "unused", device=device))
-        value: dict[str, Any] = {"predictions": teacher_predictions(model, params, data, device).to(torch.int16).cpu()}
-        (ckpt_dir / f"{unit.key[:32]}.pt").unlink(missing_ok=True)
-    else:
-        y_test = torch.tensor(data.y_test, device=device)
-        if work[0] == "baseline":
-            row = _train_baseline(spec, data, device, ckpt_dir, poll, unit.checkpoint_every, y_test)
-        else:
-            row = _train_dpsgd(spec, data, work[1], work[2], device, ckpt_dir, poll, unit.checkpoint_every, y_test)
-        value = row.to_dict()
+    checkpoint = deep_dir() / "checkpoints" / f"{unit.key[:32]}.pt"
+    cfg = _config(spec, work)
+    y_test = torch.tensor(data.y_test, device=device)
+    build = model_fn(spec, data, device)
+    if work[0] == "dpsgd":
+        value = _train_dpsgd(spec, data, work[1], work[2], cfg, build, device, checkpoint, unit, poll, y_test,
+                             trained_from)
+    else:  # the T teachers, or the non-private reference: one teacher on all images, never vmapped
+        teachers = work[0] == "teachers"
+        batched = (device.type == "cuda" if unit.batched_teachers is None else unit.batched_teachers) and teachers
+        params = train_teachers(build, data, cfg, spec.teachers if teachers else 1, spec.seed, device, batched=batched,
+                                checkpoint=checkpoint, tag=unit.key, checkpoint_every=unit.checkpoint_every, poll=poll)
+        predictions = teacher_predictions(build(make_generator(0, "unused", device=device)), params, data, device)
+        value = ({"predictions": predictions.to(torch.int16).cpu()} if teachers
+                 else _baseline_row(spec, data, predictions[0], y_test, device, trained_from).to_dict())
+    checkpoint.unlink(missing_ok=True)
     return UnitOutcome(index=unit.index, results=[(unit.key, value)], seconds=time.perf_counter() - t0,
                        where=str(device))
 
 
-def _train_dpsgd(spec: DeepSpec, data: ImageData, method: str, eps: float, device: torch.device, ckpt_dir: Path,
-                 poll: Poller, checkpoint_every: float, y_test: torch.Tensor) -> DeepRow:
-    t0 = time.perf_counter()
+def _train_dpsgd(spec: DeepSpec, data: ImageData, method: str, eps: float, cfg: SGDConfig,
+                 build: Callable[[torch.Generator], torch.nn.Module], device: torch.device, checkpoint: Path,
+                 unit: DeepUnit, poll: Poller, y_test: torch.Tensor, t0: float) -> dict[str, Any]:
     problem = dpsgd_problem(spec, data)
     scale = get_method(method).calibrate(PrivacyBudget(eps, spec.delta), problem, spec.accounting)
-    tag = point_key(spec.dpsgd_point(method, eps), data.fingerprint)
-    model = model_fn(spec, data, device)(make_generator(spec.seed, "deep-dpsgd", "init", device=device))
-    cfg = SGDConfig(spec.epochs, spec.batch_size, spec.lr, spec.momentum, spec.augment, spec.physical_batch, amp=spec.amp)
-    if cfg.steps(problem.n) != problem.steps:  # the accountant composes exactly the steps we run
-        raise RuntimeError("internal: DP-SGD steps differ from the accounted steps")
-    path = ckpt_dir / f"{tag[:32]}.pt"
+    model = build(make_generator(spec.seed, "deep-dpsgd", "init", device=device))
     params = train_dpsgd(model, data, cfg, spec.clip, float(scale.noise_multiplier), spec.seed, device,
-                         checkpoint=path, tag=tag, checkpoint_every=checkpoint_every, poll=poll)
+                         checkpoint=checkpoint, tag=unit.key, checkpoint_every=unit.checkpoint_every, poll=poll,
+                         accounted_steps=problem.steps)  # the accountant composes exactly the steps we run
     acc = float((evaluate_model(model, params, data, device) == y_test).double().mean())
-    path.unlink(missing_ok=True)
     return DeepRow(spec.dataset, spec.model, method, eps, spec.delta, 0, None, spec.accounting, problem.n,
                    len(data.y_test), acc, 0.0, 1, time.perf_counter() - t0, str(device),
                    noise_multiplier=float(scale.noise_multiplier), sigma=float(scale.sigma), steps=problem.steps,
-                   formula=scale.formula)
+                   formula=scale.formula).to_dict()
 
 
-def _train_baseline(spec: DeepSpec, data: ImageData, device: torch.device, ckpt_dir: Path, poll: Poller,
-                    checkpoint_every: float, y_test: torch.Tensor) -> DeepRow:
-    """One non-private model on all training images (a single "teacher"), its test accuracy."""
-    t0 = time.perf_counter()
-    tag = point_key(spec.baseline_point(), data.fingerprint)
-    cfg = SGDConfig(spec.teacher_epochs, spec.teacher_batch, spec.teacher_lr, spec.momentum, spec.augment, amp=spec.amp)
-    params = train_teachers(model_fn(spec, data, device), data, cfg, 1, spec.seed, device, batched=False,
-                            checkpoint=ckpt_dir / f"{tag[:32]}.pt", tag=tag, checkpoint_every=checkpoint_every,
-                            poll=poll)
-    model = model_fn(spec, data, device)(make_generator(0, "unused", device=device))
-    acc = float((teacher_predictions(model, params, data, device)[0] == y_test).double().mean())
-    (ckpt_dir / f"{tag[:32]}.pt").unlink(missing_ok=True)
+def _baseline_row(spec: DeepSpec, data: ImageData, predictions: torch.Tensor, y_test: torch.Tensor,
+                  device: torch.device, t0: float) -> DeepRow:
+    """The non-private reference's row: one model trained on all images, its test accuracy."""
+    acc = float((predictions == y_test).double().mean())
     return DeepRow(spec.dataset, spec.model, BASELINE.name, 0.0, 0.0, 0, None, spec.accounting, len(data.y_train),
                    len(data.y_test), acc, 0.0, 1, time.perf_counter() - t0, str(device),
                    formula="non-private: the teachers' training on all images, no noise")

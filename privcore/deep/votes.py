@@ -21,7 +21,7 @@ from ..methods.dpsgd import DPSGD
 from ..methods.teachers import TeacherVoteMethod
 from ..types import NoiseScale, PrivacyBudget, Problem
 
-__all__ = ["VoteContext", "vote_methods", "dpsgd_methods", "deep_methods", "private_vote_accuracy"]
+__all__ = ["VoteContext", "vote_methods", "dpsgd_methods", "deep_methods", "split_methods", "private_vote_accuracy"]
 
 
 def vote_methods() -> tuple[str, ...]:
@@ -33,6 +33,13 @@ def vote_methods() -> tuple[str, ...]:
 def dpsgd_methods() -> tuple[str, ...]:
     """Registry methods that are DP-SGD (private training of any differentiable model)."""
     return tuple(name for name, m in REGISTRY.items() if isinstance(m, DPSGD))
+
+
+def split_methods(methods: tuple[str, ...] | list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the teacher-vote methods, the DP-SGD methods) among ``methods``, in their order: one pass over the
+    registry for a whole run (:func:`privcore.deep.run.run_deep` asks once and hands the answer on)."""
+    votes, dpsgd = set(vote_methods()), set(dpsgd_methods())
+    return tuple(m for m in methods if m in votes), tuple(m for m in methods if m in dpsgd)
 
 
 def deep_methods() -> tuple[str, ...]:

@@ -110,6 +110,17 @@ def test_resume_from_checkpoint_equals_an_uninterrupted_run(tmp_path):
     assert not any(p.suffix == ".part" for p in tmp_path.iterdir())
 
 
+def test_a_run_of_other_steps_than_the_accounted_ones_is_refused(tmp_path):
+    data = _tiny_data()
+    model = build_model("small-cnn", 1, 3, _gen(), size=8)
+    cfg = SGDConfig(epochs=3, batch_size=12, lr=0.5, augment=True, physical_batch=5)
+    steps = cfg.steps(len(data.y_train))
+    with pytest.raises(RuntimeError, match=f"calibrated for {steps + 1}"):
+        train_dpsgd(model, data, cfg, 1.0, 1.3, 0, torch.device("cpu"), accounted_steps=steps + 1)
+    assert not any(tmp_path.iterdir())  # refused before the first step: nothing trained, nothing saved
+    train_dpsgd(model, data, cfg, 1.0, 1.3, 0, torch.device("cpu"), accounted_steps=steps, stop_after=1)
+
+
 def test_cancel_checkpoints_then_resumes(tmp_path):
     from privcore.deep.loop import Poller, TrainingCancelled
 
