@@ -83,3 +83,26 @@ def test_a_missing_or_bad_scheduler_file_is_refused_at_once(tmp_path, content, f
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     assert str(tmp_path) not in str(info.value) and "'scheduler.json'" in str(info.value)
+
+
+def test_a_result_lost_with_its_worker_after_it_finished_waits_for_its_recomputation():
+    # Once: a unit finished, then its worker died before the result was fetched; fetching it timed out
+    # and the sweep failed with a bare TimeoutError instead of waiting (or saying that no worker is left).
+    pytest.importorskip("distributed")
+    from privcore.engine.executor import DaskExecutor
+
+    class Lost:  # a future the scheduler reports done whose result went with its worker
+        status = "finished"
+
+        def done(self):
+            return True
+
+        def result(self, timeout=None):
+            raise TimeoutError(f"timed out after {timeout} s.")
+
+    fut, unit = Lost(), object()
+    pending = {fut: unit}
+    executor = DaskExecutor.__new__(DaskExecutor)
+    executor.worker_wait = 0.01
+    assert list(executor._collect(pending, None, 0, 1)) == []
+    assert pending == {fut: unit}  # still waited for: the run's watch decides whether any worker is left

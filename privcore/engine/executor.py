@@ -276,6 +276,9 @@ class DaskExecutor(Executor):
                 if fut.status == "cancelled":
                     raise CancelledError
                 outcome = fut.result(timeout=self.worker_wait)
+            except TimeoutError:  # done, but its result left with its worker: rescheduled; the watch sees
+                pending[fut] = unit  # whether any worker is left to compute it again
+                continue
             except CancelledError:  # also distributed's FutureCancelledError (the state may change meanwhile)
                 if client.status != "running":  # the scheduler is gone: say so
                     Watch(client, self.worker_wait, self._where(client)).check(finished, submitted)
