@@ -30,7 +30,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ("explore", "lam_1e-6", "epochs_50", "who_wins", "leakage")
@@ -119,9 +121,19 @@ print(json.dumps(out))
 """
 
 
-def busy(n: int) -> list[subprocess.Popen]:
-    """``n`` single-threaded busy loops (the load other sessions put on a shared machine)."""
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+@contextmanager
+def busy(n: int) -> Iterator[None]:
+    """``n`` single-threaded busy loops (the load other sessions put on a shared machine) while the block
+    runs, started 60 s before it (the 1-minute load average sees them, as it sees other sessions' jobs)."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        if loops:
+            time.sleep(60)
+        yield
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
 
 
 def settle(seconds: float) -> None:
@@ -164,10 +176,7 @@ def main() -> None:
     args = ap.parse_args()
     global THREADS
     THREADS = args.threads
-    loops = busy(args.load)
-    try:
-        if loops:
-            time.sleep(60)  # let the 1-minute load average see them, as it sees other sessions' jobs
+    with busy(args.load):
         print(f"# estimates vs actual ({os.cpu_count()} cores, {args.load} busy processes added; "
               f"load average {os.getloadavg()[0]:.2f})")
         print(f"{'scenario':10s} {'spec':12s} {'load':>5s} {'threads':>7s} {'factor':>6s} {'predicted s':>11s} "
@@ -183,10 +192,6 @@ def main() -> None:
                       f"{r['predicted_s']:11.1f} "
                       f"{r['actual_s']:9.1f} {ratio:6.2f}", flush=True)
         print(f"# worst factor {worst:.2f} (target <= 1.5); load average after {os.getloadavg()[0]:.2f}")
-    finally:
-        for p in loops:
-            p.kill()
-            p.wait()
 
 
 if __name__ == "__main__":

@@ -25,13 +25,12 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_estimates import busy
 from bench_first_visit import CURVE, DONE, REC, _browser, _serve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,14 +123,11 @@ def main() -> None:
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
-    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "PRIVCORE_SLOWDOWN", "PRIVCORE_THREADS")}
     env.update(PRIVCORE_CACHE=tempfile.mkdtemp(), PRIVCORE_COMPUTE_THRESHOLD_S="1e9")
     if args.threads:
         env["PRIVCORE_THREADS"] = args.threads
-    try:
-        if loops:
-            time.sleep(60)  # the 1-minute load average sees them, as it sees other sessions' jobs
+    with busy(args.load):  # started 60 s before the visit
         print(f"# served estimates vs actual ({os.cpu_count()} cores, {args.load} busy processes added; "
               f"load average {os.getloadavg()[0]:.2f})", flush=True)
         server = _serve(ROOT / "app.py", args.port, env)
@@ -179,10 +175,6 @@ def main() -> None:
                       f"{bar['actual']:8.1f} {ratio:6.2f}{note}", flush=True)
         print(f"# worst factor {worst:.2f} over bars of more than 1.5 s (target <= 1.5); load average after "
               f"{os.getloadavg()[0]:.2f}")
-    finally:
-        for p in loops:
-            p.kill()
-            p.wait()
 
 
 if __name__ == "__main__":
