@@ -124,7 +124,7 @@ def coefficients_path() -> Path:
 _WARNED: set[str] = set()
 
 
-def _model_file() -> dict[str, Any]:
+def model_file() -> dict[str, Any]:
     """The calibration file's JSON object; {} when absent, and {} with one warning when damaged."""
     path = coefficients_path()
     try:
@@ -159,11 +159,12 @@ def _finite(value: Any) -> float | None:
     return out if math.isfinite(out) else None
 
 
-def coefficients() -> dict[str, float]:
+def coefficients(model: Mapping[str, Any] | None = None) -> dict[str, float]:
     """The constants: :data:`DEFAULT_COEFFS`, updated by this machine's calibration file if any
-    (entries that are not finite numbers >= 0 are ignored, with one warning)."""
+    (entries that are not finite numbers >= 0 are ignored, with one warning). ``model``: the file's
+    object already read (:func:`model_file`), so one estimate reads the file once."""
     out = dict(DEFAULT_COEFFS)
-    given = _model_file().get("coefficients", {})
+    given = (model_file() if model is None else model).get("coefficients", {})
     if not isinstance(given, dict):
         given = {"coefficients": given}
     bad = []
@@ -188,9 +189,10 @@ def save_coefficients(coeffs: Mapping[str, float], note: str = "", fit_slowdown:
     return path
 
 
-def fit_slowdown() -> float:
-    """The :func:`slowdown` under which the constants in use were measured."""
-    value = _finite(_model_file().get("slowdown", DEFAULT_FIT_SLOWDOWN))
+def fit_slowdown(model: Mapping[str, Any] | None = None) -> float:
+    """The :func:`slowdown` under which the constants in use were measured (``model`` as for
+    :func:`coefficients`)."""
+    value = _finite((model_file() if model is None else model).get("slowdown", DEFAULT_FIT_SLOWDOWN))
     return value if value is not None and value > 0.0 else DEFAULT_FIT_SLOWDOWN
 
 
@@ -353,8 +355,10 @@ def estimate_plan(plan: SweepPlan, *, sizes: DataSizes | None = None) -> Estimat
     if plan.estimate is not None and sizes is None:  # the page's estimate is the run's
         return plan.estimate
     jobs = [(j.variant, j.vspec, j.method, len(j.missing)) for j in plan.jobs]
-    est = _estimate_jobs(jobs, sizes or data_sizes(plan.spec), plan.warm, coefficients(), knobs.fixed_lam(plan.spec.lam))
-    scale = slowdown() / fit_slowdown()
+    model = model_file()
+    est = _estimate_jobs(jobs, sizes or data_sizes(plan.spec), plan.warm, coefficients(model),
+                         knobs.fixed_lam(plan.spec.lam))
+    scale = slowdown() / fit_slowdown(model)
     out = Estimate(est.seconds * scale, {k: v * scale for k, v in est.jobs.items()})
     if sizes is None:
         plan.estimate = out

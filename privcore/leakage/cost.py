@@ -46,7 +46,8 @@ def estimate_seconds(specs: Iterable[LeakageSpec], sizes: cost.DataSizes, *, coe
     counted once), on a data set of ``sizes`` (N training rows, D, C): the population is the N rows
     plus the canaries, and each release trains on half of it. Scaled by the machine's load
     (:func:`privcore.engine.cost.slowdown`) like the sweeps' estimates."""
-    k = dict(coeffs or cost.coefficients())
+    model = cost.model_file()
+    k = dict(coeffs or cost.coefficients(model))
     seen: set = set()
     total = 0.0
 
@@ -100,4 +101,4 @@ def estimate_seconds(specs: Iterable[LeakageSpec], sizes: cost.DataSizes, *, coe
             teachers = 1
             part = teacher_part(replace(problem, n=n_train * spec.references, teachers=spec.references))
         add(game + ("references", float(spec.lam), teachers), part)
-    return total * cost.slowdown() / cost.fit_slowdown()
+    return total * cost.slowdown() / cost.fit_slowdown(model)
