@@ -146,7 +146,7 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
        grid=(1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000)),
     _K("n", "int", 4000, "training-set size N", low=1, log=True, url="n", per_dataset=True, url_low=10,
        url_high=10_000_000, label="Training examples N", limit="check_n",
-       ui_help="A stratified subsample of the training split (the test set is unchanged).",
+       ui_help="A random subsample of the training split, drawn from the seed, never from the labels (the test set is unchanged).",
        grid=(100, 200, 300, 500, 1000, 1500, 2000, 3000, 4000, 6000, 8000, 10000, 20000, 40000, 60000)),
     _K("dim", "int", 784, "input dimension D", low=1, log=True, url="dim", per_dataset=True, url_low=1,
        url_high=100_000, label="Input dimension D (PCA)",

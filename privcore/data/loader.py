@@ -25,7 +25,7 @@ from .dataset import Dataset
 from .errors import DataFileError
 from .preprocess import Preprocess, parse_preprocess
 from .sources import RawSource
-from .transforms import (clip_to_unit_ball, pca_apply, pca_fit, stratified_split, stratified_subsample,
+from .transforms import (clip_to_unit_ball, pca_apply, pca_fit, seeded_split, seeded_subsample,
                          unit_ball_float32)
 
 __all__ = ["DATASET_NAMES", "IMAGE_SOURCES", "MIN_N", "load_dataset", "clear_caches", "forget_file"]
@@ -74,8 +74,9 @@ def load_dataset(
 ) -> Dataset:
     """Load, split and normalise a data set; every row of the result lies in the unit L2 ball.
 
-    Steps, in order: keep labels ``0..classes-1`` (if ``classes``); seeded stratified train/test
-    split with ``test_fraction`` (``"mnist"`` uses its official 60k/10k split); subsample the
+    Steps, in order: a train/test split with ``test_fraction`` drawn from the seed alone, never from
+    the labels (``"mnist"`` uses its official 60k/10k split); keep labels ``0..classes-1`` (if
+    ``classes``) in each split; subsample the
     training split to ``n`` rows, or grow it to ``n`` with deformed copies of its images when
     ``n`` exceeds it and ``augment`` (image sources only); scale pixels to [0, 1]; PCA to ``dim``
     dimensions fitted on the training split; finally ``x <- x / max(1, ||x||)`` per row.
@@ -243,14 +244,24 @@ def _build(args: _Args) -> Dataset:
     notes = list(src.notes)
 
     if src.test is None:
-        keep = np.flatnonzero(src.y < classes)
-        tr, te = stratified_split(src.y[keep], args.test_fraction, args.seed)
-        tr, te = keep[tr], keep[te]
-        if te.size == 0:  # every class has a single row: nothing to test on (and every class unseen)
+        # Split every row by the seed alone, then keep the classes asked for in each split: a row's
+        # label never moves another row (seeded_split).
+        kept = int(np.count_nonzero(src.y < classes))
+        if np.bincount(src.y[src.y < classes], minlength=1).max() < 2:  # every label distinct: the wrong column?
             raise DataFileError(
-                f"{_what(args)} has no class with at least 2 rows ({keep.size} rows in {classes} classes), so the "
-                "test split would be empty: each class needs at least 2 rows (is the label column right?)")
+                f"{_what(args)} has no class with at least 2 rows ({kept} rows in {classes} classes): each class "
+                "needs at least 2 rows (is the label column right?)")
+        tr, te = seeded_split(src.y.shape[0], args.test_fraction, args.seed)
+        tr, te = tr[src.y[tr] < classes], te[src.y[te] < classes]
+        if te.size == 0 or tr.size == 0:
+            raise DataFileError(
+                f"{_what(args)} has {tr.size} training and {te.size} test rows in classes 0..{classes - 1} after "
+                f"the split: each needs at least one (is the label column right?)")
         x_tr, y_tr, x_te, y_te = src.x[tr], src.y[tr], src.x[te], src.y[te]
+        if args.name == "file" and classes < src.classes:
+            notes.append(f"rows labelled outside classes 0..{classes - 1} are dropped by their label, so a row's label "
+                         "decides whether it is a training example and N depends on the labels: replacing a kept row "
+                         "by a dropped one is not covered by the replace-one guarantee")
     else:
         xt, yt = src.test
         ktr, kte = src.y < classes, yt < classes
@@ -326,7 +337,7 @@ def _resize(
     if n is None or n == m:
         return x_tr, y_tr
     if n < m:
-        idx = stratified_subsample(y_tr, n, args.seed)
+        idx = seeded_subsample(m, n, args.seed)
         return x_tr[idx], y_tr[idx]
     if not args.augment:
         raise ValueError(

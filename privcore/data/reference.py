@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .transforms import stratified_split
+from .transforms import seeded_split
 
 __all__ = ["plain_logistic_accuracy", "baseline_gap_warning", "GAP_WARNING"]
 
@@ -22,7 +22,7 @@ GAP_WARNING = 0.1
 def plain_logistic_accuracy(data_file: str, *, label_column: str | None = None, seed: int = 0,
                             test_fraction: float = 0.2) -> float:
     """Test accuracy of scikit-learn's standardised, unregularised-ish logistic regression (C = 100)
-    on the same stratified split :func:`privcore.data.load_dataset` uses for ``name="file"``."""
+    on the same seeded split :func:`privcore.data.load_dataset` uses for ``name="file"``."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -30,7 +30,7 @@ def plain_logistic_accuracy(data_file: str, *, label_column: str | None = None, 
     from .userfile import load_user_file
 
     src = load_user_file(data_file, label_column)
-    tr, te = stratified_split(src.y, test_fraction, seed)
+    tr, te = seeded_split(src.y.shape[0], test_fraction, seed)
     model = make_pipeline(StandardScaler(), LogisticRegression(C=100.0, max_iter=2000))
     model.fit(np.asarray(src.x[tr], dtype=np.float64), src.y[tr])
     return float(model.score(np.asarray(src.x[te], dtype=np.float64), src.y[te]))

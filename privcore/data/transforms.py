@@ -1,4 +1,4 @@
-"""Seeded, shape-preserving steps of the data pipeline: class filter, split, subsample, PCA, norm clip.
+"""Seeded, shape-preserving steps of the data pipeline: split, subsample, PCA, norm clip.
 
 All randomness comes from ``numpy.random.default_rng(derive_seed(seed, <purpose>))`` so each step
 has its own stream: changing ``n`` never changes which rows land in the test split.
@@ -18,8 +18,8 @@ if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up s
 from ..device import derive_seed
 
 __all__ = [
-    "stratified_split",
-    "stratified_subsample",
+    "seeded_split",
+    "seeded_subsample",
     "pca_fit",
     "pca_apply",
     "clip_to_unit_ball",
@@ -30,44 +30,31 @@ __all__ = [
 _ROWS_PER_CHUNK = 65536
 
 
-def _class_indices(y: np.ndarray) -> list[np.ndarray]:
-    return [np.flatnonzero(y == c) for c in np.unique(y)]
+def seeded_split(rows: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Split the row indices ``0..rows-1`` into (train, test) index arrays by a permutation drawn from
+    the seed alone: ``round(rows * test_fraction)`` rows, clamped to ``[1, rows - 1]``, go to the test
+    split; both come back in the permutation's order.
 
-
-def stratified_split(y: np.ndarray, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Split row indices of ``y [M]`` into (train, test) index arrays, class by class.
-
-    Each class with ``c >= 2`` rows sends ``round(c * test_fraction)`` rows to the test split,
-    clamped to ``[1, c - 1]`` so both splits see every class; a class with a single row stays in
-    training. Both index arrays come back in a seeded random order (not sorted by class).
+    Which split a row lands in, and at which position, depends on its index, the row count and the
+    seed only, never on any row's content, so replacing one row of a data set replaces at most one
+    training example (the replace-one neighbours every guarantee is stated for). A split stratified
+    by label does not have that property: one changed label moved dozens of rows between the splits
+    and every teacher's part (tests/data/test_label_independence.py).
     """
-    rng = np.random.default_rng(derive_seed(seed, "split"))
-    train, test = [], []
-    for idx in _class_indices(y):
-        idx = rng.permutation(idx)
-        c = idx.size
-        k = min(max(int(np.floor(c * test_fraction + 0.5)), 1), c - 1) if c >= 2 else 0
-        test.append(idx[:k])
-        train.append(idx[k:])
-    return rng.permutation(np.concatenate(train)), rng.permutation(np.concatenate(test))
+    if rows < 2:
+        raise ValueError(f"a train/test split needs at least 2 rows, got {rows}")
+    perm = np.random.default_rng(derive_seed(seed, "split")).permutation(rows)
+    k = min(max(int(np.floor(rows * test_fraction + 0.5)), 1), rows - 1)
+    return perm[k:], perm[:k]
 
 
-def stratified_subsample(y: np.ndarray, n: int, seed: int) -> np.ndarray:
-    """Indices of ``n`` rows of ``y [M]`` (``n <= M``) drawn without replacement, class-proportional.
-
-    Class quotas are ``n * share`` rounded by largest remainder, so a small ``n`` keeps the class
-    balance of the full training split instead of depending on luck.
-    """
-    rng = np.random.default_rng(derive_seed(seed, "subsample"))
-    groups = _class_indices(y)
-    sizes = np.array([g.size for g in groups], dtype=np.float64)
-    exact = n * sizes / sizes.sum()
-    quota = np.floor(exact).astype(np.int64)
-    # Hand the leftover rows to the classes with the largest fractional parts (stable: by class order).
-    order = np.argsort(-(exact - quota), kind="stable")
-    quota[order[: n - int(quota.sum())]] += 1
-    picked = [rng.choice(g, size=int(q), replace=False) for g, q in zip(groups, quota)]
-    return rng.permutation(np.concatenate(picked))
+def seeded_subsample(rows: int, n: int, seed: int) -> np.ndarray:
+    """Indices of ``n`` of ``rows`` rows (``n <= rows``), drawn without replacement by a permutation from
+    the seed alone (label-independent, as :func:`seeded_split`): a smaller ``n`` takes a prefix of a
+    larger one's rows, so the points of an N sweep share their rows."""
+    if not 0 <= n <= rows:
+        raise ValueError(f"a subsample of n={n} rows needs 0 <= n <= {rows}")
+    return np.random.default_rng(derive_seed(seed, "subsample")).permutation(rows)[:n]
 
 
 def pca_fit(x: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
