@@ -454,7 +454,9 @@ def _finish(path: str, x: np.ndarray, labels: np.ndarray, columns: tuple[str, ..
         pixel_scale=1.0,
         image_shape=None,
         notes=(
-            f"user data file {path}; labels mapped {shown}{more}",
+            f"user data file {path}; labels mapped {shown}{more}: this label set was read off the file, so the "
+            "guarantee holds among data sets with the same labels; a row whose label no other row has would change "
+            "the classes and this map, which is not covered",
         ),
         columns=columns,
         label_names=tuple(str(u) for u in uniq.tolist()),

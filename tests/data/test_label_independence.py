@@ -118,3 +118,20 @@ def test_split_and_subsample_are_seeded_permutations() -> None:
         seeded_subsample(8, 9, 0)
     with pytest.raises(ValueError, match="at least 2 rows"):
         seeded_split(1, 0.2, 0)
+
+
+def test_a_label_set_read_off_the_file_is_labelled_not_covered(tmp_path) -> None:
+    """A row whose label no other row has adds a class and renumbers the others: the label set read off
+    the file is a data-dependent step, and the data notes (which the privacy statement lists) say so."""
+    from privcore.statement import privacy_statement
+
+    y = _labels()
+    y2 = y.copy()
+    y2[_row_in_training()] = "e"  # a label no other row has
+    a = load_dataset("file", data_file=_write(tmp_path / "a.csv", y))
+    b = load_dataset("file", data_file=_write(tmp_path / "b.csv", y2))
+    assert (a.classes, b.classes) == (4, 5)  # what the note warns of
+    note = next(n for n in a.notes if "labels mapped" in n)
+    assert "read off the file" in note and "not covered" in note
+    statement = privacy_statement("subsample_aggregate", 1.0, 1e-5, preprocessing=list(a.notes))
+    assert not next(p for p in statement["preprocessing"] if "labels mapped" in p["step"])["covered"]
