@@ -109,3 +109,38 @@ def test_a_file_without_a_label_column_points_to_the_picker_and_hides_the_server
     at.sidebar.selectbox(key="ud:label").set_value("species").run()
     assert not at.error, texts(at.error)
     assert "D=2" in " ".join(texts(at.markdown))
+
+
+_LABELS = """
+import streamlit as st
+from ui import sidebar
+side = sidebar.settings()
+st.write("LABELS " + str(side.data_spec().labels if side.info else "-") + " C=" + str(side.info.classes if side.info else 0))
+"""
+
+
+def test_declared_labels_reach_the_spec_and_the_url_and_a_bad_entry_keeps_the_last(uploads, tmp_path):
+    name = _upload(uploads, tmp_path)  # labels a, b, c
+    at = AppTest.from_string(_LABELS, default_timeout=120)
+    at.query_params["dataset"], at.query_params["data_file"] = '"file"', json.dumps(name)
+    at.run()
+    assert not at.exception
+    assert "LABELS None C=3" in " ".join(texts(at.markdown))  # read off the file (labelled in the notes)
+    at.sidebar.text_input(key="ud:labels").set_value("c, b, a, d").run()
+    assert "LABELS c,b,a,d C=4" in " ".join(texts(at.markdown))  # a declared class may have no rows
+    assert at.query_params["labels"] in ("c,b,a,d", ["c,b,a,d"])
+    at.sidebar.text_input(key="ud:labels").set_value("a,,b").run()
+    assert any("empty label" in e and "Still using: c,b,a,d" in e for e in texts(at.sidebar.error))
+    assert "LABELS c,b,a,d C=4" in " ".join(texts(at.markdown))
+    at.sidebar.text_input(key="ud:labels").set_value("a, b").run()  # the file holds 'c' too: refused, by name
+    assert any("not among the declared labels: 'c'" in e for e in texts(at.error))
+    assert not at.exception
+
+
+def test_declared_labels_from_the_url(uploads, tmp_path):
+    name = _upload(uploads, tmp_path)
+    at = AppTest.from_string(_LABELS, default_timeout=120)
+    at.query_params.update(dataset='"file"', data_file=json.dumps(name), labels='"a,b,c,z"')
+    at.run()
+    assert "LABELS a,b,c,z C=4" in " ".join(texts(at.markdown))
+    assert at.sidebar.text_input(key="ud:labels").value == "a,b,c,z"

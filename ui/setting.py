@@ -70,11 +70,11 @@ class DataInfo:
 
 
 def build_data_info(name: str, data_file: str | None = None, preprocess: str = "none",
-                    label_column: str | None = None) -> DataInfo:
+                    label_column: str | None = None, labels: str | None = None) -> DataInfo:
     """Sizes of a data set, uncached (the sidebar caches it per process)."""
     from privcore.data import load_dataset
 
-    extra = dict(preprocess=preprocess, label_column=label_column) if name == "file" else {}
+    extra = dict(preprocess=preprocess, label_column=label_column, labels=labels) if name == "file" else {}
     ds = load_dataset(name, data_file=data_file, **extra)
     import numpy as np
 
@@ -99,6 +99,8 @@ class SidebarSettings:
     label_column: str | None = None
     #: How each method's knobs are set: "configured", "held-out" or "private" (privcore.engine.tuned).
     tuning: str = "configured"
+    #: A user file's declared label set (comma-separated; privcore.data.labels), None: read off the file.
+    labels: str | None = None
 
     def data_spec(self, *, n: int | None = None, dim: int | None = None, classes: int | None = None,
                   augment: bool = False) -> DataSpec:
@@ -108,7 +110,7 @@ class SidebarSettings:
         own = self.dataset == "file"
         return DataSpec(name=self.dataset, data_file=self.data_file if own else None,
                         n=n, dim=dim, classes=classes, augment=augment, preprocess=self.preprocess if own else "none",
-                        label_column=self.label_column if own else None)
+                        label_column=self.label_column if own else None, labels=self.labels if own else None)
 
 
 def _first(name: str) -> Any:

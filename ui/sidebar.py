@@ -32,15 +32,15 @@ _PENDING = "_shared_sidebar_pending"  # set by shared() until the page's first s
 
 @st.cache_resource(show_spinner="Loading the data set...", max_entries=16)
 def _data_info(name: str, data_file: str | None, mtime: float | None, preprocess: str = "none",
-               label_column: str | None = None) -> DataInfo:
-    return build_data_info(name, data_file, preprocess, label_column)
+               label_column: str | None = None, labels: str | None = None) -> DataInfo:
+    return build_data_info(name, data_file, preprocess, label_column, labels)
 
 
 def data_info(name: str, data_file: str | None = None, preprocess: str = "none",
-              label_column: str | None = None) -> DataInfo:
+              label_column: str | None = None, labels: str | None = None) -> DataInfo:
     """Sizes of a data set (loaded once per process). Raises the loader's error on failure."""
     mtime = os.path.getmtime(data_file) if data_file and os.path.exists(data_file) else None
-    return _data_info(name, data_file, mtime, preprocess, label_column)
+    return _data_info(name, data_file, mtime, preprocess, label_column, labels)
 
 
 @contextmanager
@@ -100,7 +100,7 @@ def draw() -> SidebarSettings:
         st.warning("URL parameter data_file ignored: that upload is not on this server (it was deleted, or the link "
                    "comes from another server). Upload the file again.")
         state.put("data_file", None)
-    prep, label_column, too_big = "none", None, None
+    prep, label_column, labels, too_big = "none", None, None, None
     if dataset == "file":
         up = sb.file_uploader("CSV (numeric columns and a label column, picked below) or NPZ (arrays x, y)", type=["csv", "npz"],
                               key=f"upload_file_{st.session_state.get('_upload_gen', 0)}")
@@ -119,10 +119,11 @@ def draw() -> SidebarSettings:
                 state.put("data_file", None)
                 state.put("prep", "none")
                 state.put("label_col", None)
+                state.put("labels", None)
                 st.session_state["_upload_gen"] = st.session_state.get("_upload_gen", 0) + 1  # a fresh, empty uploader
                 st.rerun()
             too_big = uploads.size_problem(data_file)  # stored before the limit was lowered: never parsed
-            prep, label_column = userdata.draw_controls(sb, data_file)
+            prep, label_column, labels = userdata.draw_controls(sb, data_file)
             if too_big is None:
                 userdata.show_preview(sb, data_file, label_column)
     uploads.use_upload(data_file)  # an upload this session left, and no other uses, leaves memory now
@@ -153,7 +154,7 @@ def draw() -> SidebarSettings:
         error = f"Could not use your file: {too_big}"
     else:
         try:
-            info = data_info(dataset, data_file if dataset == "file" else None, prep, label_column)
+            info = data_info(dataset, data_file if dataset == "file" else None, prep, label_column, labels)
         except Exception as err:  # noqa: BLE001 - DataFileError, DataUnavailableError, ValueError...
             error = (f"Could not use your file: {server_safe(uploads.load_error_text(err, data_file))}"
                      if dataset == "file" else f"Could not load the data set {DATASET_LABELS[dataset]}: {server_safe(err)}")
@@ -163,5 +164,5 @@ def draw() -> SidebarSettings:
     else:
         sb.caption(f"{info.n_train:,} training / {info.n_test:,} test examples, D = {info.dim}, C = {info.classes}")
     settings = SidebarSettings(dataset, data_file if dataset == "file" else None, int(repeats), accounting, device,
-                               info, error, prep, label_column, tuning)
+                               info, error, prep, label_column, tuning, labels)
     return settings

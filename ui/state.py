@@ -148,6 +148,15 @@ def _column_name(value: str) -> str:
     return value.strip()
 
 
+def _declared_labels(value: str) -> str:
+    from privcore.data.labels import labels_text, parse_labels
+
+    try:
+        return labels_text(parse_labels(value)) or ""
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"labels: {err}") from None
+
+
 def _shipped_tag(value: str) -> str:
     if not 1 <= len(value) <= 100 or not all(c.isalnum() or c in "-_" for c in value):
         raise ValueError("deep_shipped must name a shipped Figure 7 run (letters, digits, - and _)")
@@ -162,6 +171,7 @@ def _fields() -> dict[str, Field]:
         Field("data_file", None, "str", validator=_upload_name),  # an upload's name under cache/uploads
         Field("prep", "none", "str", validator=_preprocess_text),  # a user file's declared feature map
         Field("label_col", None, "str", validator=_column_name),  # a user CSV's label column
+        Field("labels", None, "str", validator=_declared_labels),  # a user file's declared label set
         Field("tab", "epsilon", "str", choices=("epsilon", "budget", "delta", "n")),  # Explore
         Field("eps_max", EPSILON_RANGE[1], "float", 0.01, 1e4),  # the default curve's range: a sweep's
         Field("eps_min", EPSILON_RANGE[0], "float", 1e-3, 1e3),  # default epsilons (privcore.knobs.EPSILONS)

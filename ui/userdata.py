@@ -12,6 +12,7 @@ import os
 
 import streamlit as st
 
+from privcore.data.labels import labels_text, parse_labels
 from privcore.data.preprocess import LEAK_EXPLANATION, Preprocess, parse_preprocess
 
 from . import state
@@ -36,8 +37,9 @@ def _seed_widgets(prep: Preprocess) -> None:
         ss["ud:norm"] = float(prep.norm)
 
 
-def draw_controls(sb, data_file: str | None) -> tuple[str, str | None]:  # noqa: ANN001 - the sidebar
-    """Label column and preprocessing controls for an uploaded file; returns (preprocess text, label column).
+def draw_controls(sb, data_file: str | None) -> tuple[str, str | None, str | None]:  # noqa: ANN001 - the sidebar
+    """Label column, declared labels and preprocessing controls for an uploaded file; returns
+    (preprocess text, label column, declared labels text or None).
 
     An unreadable entry (bounds that do not parse) is reported under the control and the last valid
     choice stays in force.
@@ -63,6 +65,7 @@ def draw_controls(sb, data_file: str | None) -> tuple[str, str | None]:  # noqa:
             label = None if picked == _AUTO else picked
             ss["ud:label_seen"] = label
             state.put("label_col", label)
+    declared = _declared_labels(sb)
 
     current = parse_preprocess(state.get("prep"))
     if st.session_state.get("ud:prep_seen") != current.text or "ud:mode" not in st.session_state:
@@ -101,7 +104,27 @@ def draw_controls(sb, data_file: str | None) -> tuple[str, str | None]:  # noqa:
     st.session_state["ud:prep_seen"] = chosen.text
     with box.expander("Why not scale by the data's mean and standard deviation?"):
         st.markdown(escape_markdown(LEAK_EXPLANATION))
-    return chosen.text, label
+    return chosen.text, label, declared
+
+
+def _declared_labels(sb) -> str | None:  # noqa: ANN001 - the sidebar
+    """The label set declared in advance (privcore.data.labels), or None: read off the file (labelled)."""
+    declared = state.get("labels") or None
+    ss = st.session_state
+    if ss.get("ud:labels_seen") != declared or "ud:labels" not in ss:
+        ss["ud:labels"] = declared or ""
+    text = sb.text_input("Labels, declared in advance (optional)", key="ud:labels", placeholder="e.g. cat, dog, bird",
+                         help="Every label the data may hold, comma-separated; class k is the k-th. Declared, the "
+                              "classes are the same for every data set and the guarantee covers them; left empty, "
+                              "they are read off this file, a step the guarantee does not cover (a row whose label "
+                              "no other row has would add a class).")
+    try:
+        declared = labels_text(parse_labels(text))
+    except (TypeError, ValueError) as err:
+        sb.error(escape_markdown(f"{err}. Still using: {declared or 'the labels read off the file'}."))
+    state.put("labels", declared)
+    ss["ud:labels_seen"] = declared
+    return declared
 
 
 def show_preview(sb, data_file: str, label_column: str | None) -> None:  # noqa: ANN001

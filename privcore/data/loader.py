@@ -23,6 +23,7 @@ from . import mnist_download, sources, userfile
 from .augment import choose_sources, deform_rows_into
 from .dataset import Dataset
 from .errors import DataFileError
+from .labels import declare_labels, labels_text, parse_labels
 from .preprocess import Preprocess, parse_preprocess
 from .sources import RawSource
 from .transforms import (clip_to_unit_ball, pca_apply, pca_fit, seeded_split, seeded_subsample,
@@ -56,6 +57,7 @@ class _Args:
     cache_dir: str | None
     preprocess: Preprocess = Preprocess()
     label_column: str | None = None
+    labels: tuple[str, ...] | None = None
 
 
 def load_dataset(
@@ -71,6 +73,7 @@ def load_dataset(
     cache_dir: str | None = None,
     preprocess: "str | Preprocess | None" = None,
     label_column: str | None = None,
+    labels: "str | tuple[str, ...] | None" = None,
 ) -> Dataset:
     """Load, split and normalise a data set; every row of the result lies in the unit L2 ball.
 
@@ -80,7 +83,9 @@ def load_dataset(
     training split to ``n`` rows, or grow it to ``n`` with deformed copies of its images when
     ``n`` exceeds it and ``augment`` (image sources only); scale pixels to [0, 1]; PCA to ``dim``
     dimensions fitted on the training split; finally ``x <- x / max(1, ||x||)`` per row.
-    A user file (``name="file"``) may name its ``label_column`` and a ``preprocess`` map (declared
+    A user file (``name="file"``) may name its ``label_column``, declare its ``labels`` (public, fixed in
+    advance: :mod:`privcore.data.labels`; else the label set is read off the file, a step the guarantee
+    does not cover) and a ``preprocess`` map (declared
     public bounds or a stated norm, optional intercept: :mod:`privcore.data.preprocess`), applied
     right after the split, before PCA.
 
@@ -89,7 +94,7 @@ def load_dataset(
     ``data_file`` and :class:`DataUnavailableError` when full MNIST is neither on disk nor fetchable.
     """
     args = _check_args(name, data_file, n, dim, classes, seed, test_fraction, augment, cache_dir, preprocess,
-                       label_column)
+                       label_column, labels)
     key = _memo_key(args)
     hit = _MEMO.get(key)
     if hit is not None:
@@ -155,6 +160,7 @@ def _check_args(
     cache_dir: Any,
     preprocess: Any = None,
     label_column: Any = None,
+    labels: Any = None,
 ) -> _Args:
     name = check_choice("name", name, DATASET_NAMES)
     data_file = _check_path("data_file", data_file)
@@ -169,6 +175,9 @@ def _check_args(
         raise ValueError(f"preprocess and label_column apply to name='file' (a user's data) only, got name={name!r}")
     if label_column is not None and (not isinstance(label_column, str) or not label_column.strip()):
         raise TypeError(f"label_column must be a column name or None, got {fmt_value(label_column)}")
+    declared = parse_labels(labels)
+    if name != "file" and declared is not None:
+        raise ValueError(f"labels apply to name='file' (a user's data) only, got name={name!r}")
     return _Args(
         name=name,
         data_file=data_file,
@@ -181,6 +190,7 @@ def _check_args(
         cache_dir=_check_path("cache_dir", cache_dir),
         preprocess=prep,
         label_column=label_column.strip() if label_column else None,
+        labels=declared,
     )
 
 
@@ -214,7 +224,7 @@ def _memo_key(args: _Args) -> Hashable:
         version = None
     # cache_dir only matters through ``version`` (for mnist), so it is left out of the key.
     return (args.name, version, args.n, args.dim, args.classes, args.seed, args.test_fraction, args.augment,
-            args.preprocess.text, args.label_column)
+            args.preprocess.text, args.label_column, args.labels)
 
 
 def _source(args: _Args) -> RawSource:
@@ -225,13 +235,14 @@ def _source(args: _Args) -> RawSource:
     if args.name == "mnist":
         return mnist_download.load_mnist(args.cache_dir)
     if args.name == "file":
-        return userfile.load_user_file(_data_file(args), args.label_column)
+        src = userfile.load_user_file(_data_file(args), args.label_column)
+        return src if args.labels is None else declare_labels(src, args.labels, _what(args))
     # Synthetic data is generated, so make enough that the training split holds n rows: with
     # per_class rows a class keeps at least per_class * (1 - test_fraction) - 0.5 in training.
     keep = sources.SYNTHETIC_CLASSES if args.classes is None else min(args.classes, sources.SYNTHETIC_CLASSES)
     per_class = sources.SYNTHETIC_MIN_PER_CLASS
-    if args.n is not None:
-        per_class = max(per_class, math.ceil((math.ceil(args.n / keep) + 0.5) / (1.0 - args.test_fraction)) + 1)
+    if args.n is not None:  # 15 % more: the seeded split sends a class's rows to training by chance, not by quota
+        per_class = max(per_class, math.ceil(1.15 * (math.ceil(args.n / keep) + 0.5) / (1.0 - args.test_fraction)) + 10)
     return sources.load_synthetic(per_class, args.seed)
 
 
@@ -381,6 +392,8 @@ def _fingerprint(args: _Args, arrays: tuple[np.ndarray, ...]) -> str:
     }
     if args.preprocess != Preprocess() or args.label_column is not None:  # older fingerprints stay valid
         params.update(preprocess=args.preprocess.text, label_column=args.label_column)
+    if args.labels is not None:
+        params.update(labels=labels_text(args.labels))
     h.update(json.dumps(params, sort_keys=True).encode())
     for a in arrays:
         a = np.ascontiguousarray(a)

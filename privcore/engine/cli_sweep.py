@@ -93,6 +93,9 @@ def add_sweep_parser(sub, add_problem_args, number, epsilon) -> None:  # noqa: A
     sw.add_argument("--data-file", default=None, help="CSV (with a 'label' column) or NPZ (x, y) for --dataset file")
     sw.add_argument("--label-column", default=None, help="--dataset file: the CSV column holding the labels "
                     "(default: the first of label, y, target, class)")
+    sw.add_argument("--labels", default=None, help="--dataset file: the label set, declared in advance and "
+                    "comma-separated (e.g. cat,dog,bird); class k is the k-th; without it the labels are read off the "
+                    "file, a step the privacy guarantee does not cover")
     sw.add_argument("--preprocess", default="none", help="--dataset file: a declared, data-independent feature map: "
                     "none, bounds:LOW:HIGH (or LOW:HIGH per feature, comma-separated) or norm:R, optionally "
                     "+intercept (e.g. bounds:-10:10+intercept)")
@@ -140,7 +143,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     # is the dashboard's, which augments nothing at its default N (tests/test_defaults.py).
     data = DataSpec(name=args.dataset, data_file=args.data_file, n=args.n, dim=args.dim, classes=args.classes,
                     augment=args.n is not None or args.vary == "n", preprocess=args.preprocess,
-                    label_column=args.label_column)
+                    label_column=args.label_column, labels=args.labels)
     if data.name == "file":  # a bad or hostile file is refused from its headers, before torch is imported
         from ..data.userfile import load_user_file
 

@@ -51,6 +51,8 @@ def cli_command(spec: SweepSpec, *, data_file_name: str | None = None, secure_no
         args += ["--data-file", path]
         if d.label_column is not None:
             args += ["--label-column", d.label_column]
+        if d.labels is not None:
+            args += ["--labels", d.labels]
         if d.preprocess != "none":
             args += ["--preprocess", d.preprocess]
     for name in ("n", "dim", "classes"):

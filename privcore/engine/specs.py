@@ -47,12 +47,18 @@ class DataSpec:
     #: A user file's declared feature map (:mod:`privcore.data.preprocess` text form) and label column.
     preprocess: str = "none"
     label_column: str | None = None
+    #: A user file's declared label set, comma-separated (:mod:`privcore.data.labels`); None: read off the file.
+    labels: str | None = None
 
     def __post_init__(self) -> None:
         knobs.check("dataset", self.name)
+        from ..data.labels import labels_text, parse_labels
         from ..data.preprocess import parse_preprocess
 
         object.__setattr__(self, "preprocess", parse_preprocess(self.preprocess).text)
+        object.__setattr__(self, "labels", labels_text(parse_labels(self.labels)))
+        if self.name != "file" and self.labels is not None:
+            raise ValueError(f"labels apply to dataset 'file' only, got dataset {self.name!r}")
         if self.name != "file" and (self.preprocess != "none" or self.label_column is not None):
             raise ValueError(f"preprocess and label_column apply to dataset 'file' only, got dataset {self.name!r}")
         if self.label_column is not None and (not isinstance(self.label_column, str) or not self.label_column.strip()):
@@ -78,7 +84,7 @@ class DataSpec:
     def load_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`privcore.data.load_dataset` for this data (seed excluded)."""
         return dict(data_file=self.data_file, n=self.n, dim=self.dim, classes=self.classes, augment=self.augment,
-                    preprocess=self.preprocess, label_column=self.label_column)
+                    preprocess=self.preprocess, label_column=self.label_column, labels=self.labels)
 
 
 def compact_data(d: dict[str, Any]) -> dict[str, Any]:
@@ -86,8 +92,9 @@ def compact_data(d: dict[str, Any]) -> dict[str, Any]:
     out = dict(d)
     if out.get("preprocess") == "none":
         out.pop("preprocess")
-    if out.get("label_column") is None:
-        out.pop("label_column", None)
+    for name in ("label_column", "labels"):
+        if out.get(name) is None:
+            out.pop(name, None)
     return out
 
 
