@@ -270,7 +270,11 @@ class Method(ForwardAccounting, ABC):
         """The private outputs of ``repeats`` runs per noise scale (see the module docstring).
 
         ``queries`` [M, D] are the inputs answered by prediction methods (default: the test set);
-        training methods release a model and ignore them.
+        training methods release a model and ignore them. Without ``queries`` the output is what the
+        accuracy is scored on, which for the PATE student is an evaluation protocol, not one release:
+        two students, each its own (epsilon, delta) release, each answering the test rows the other
+        bought labels for (2-fold cross-fitting). What one deployment publishes is
+        :meth:`query_answers` (one student).
         """
 
     def query_answers(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,

@@ -151,6 +151,9 @@ class PateStudent(TeacherVoteMethod):
 
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
+        """With ``queries``: one student's answers (one release). Without: the 2-fold evaluation, two
+        students each paying for its own P labels, so their joint output is two releases; it scores
+        the accuracy one student reaches and is never published as one (docs/spec.md)."""
         import torch
         halves = public_split(ctx)
         e = len(scales)
