@@ -91,7 +91,7 @@ for m in state.url_errors():
 @pytest.mark.parametrize("params, expected", [
     ({}, []),                                                      # once: "dim=null adjusted to all" on every first view
     ({"dim": "5000"}, ["URL parameter dim=5000 adjusted to all"]),   # a real adjustment is still reported
-    ({"classes": "8"}, ["URL parameter classes=8 adjusted to 5"]),
+    ({"classes": "8"}, ["URL parameter classes=8 adjusted to all"]),
 ])
 def test_dim_and_classes_sliders_report_only_real_adjustments(params, expected):
 
@@ -103,6 +103,18 @@ def test_dim_and_classes_sliders_report_only_real_adjustments(params, expected):
     assert not at.exception and not at.error
     shown = texts(at.warning)
     assert len(shown) == len(expected) and all(e in w for e, w in zip(expected, shown)), shown
+
+
+def test_the_classes_slider_left_at_all_stays_at_all_when_the_data_gains_a_class():
+    from streamlit.testing.v1 import AppTest
+
+    script = _DIM_CLASSES.replace("classes=5)", "classes=st.session_state.get('C', 3))")
+    at = AppTest.from_string(script, default_timeout=30)
+    at.run()
+    assert "CLASSES `None`" in " ".join(texts(at.markdown))
+    at.session_state["C"] = 4  # e.g. a fourth label declared
+    at.run()
+    assert "CLASSES `None`" in " ".join(texts(at.markdown)) and "classes" not in at.query_params
 
 
 @pytest.mark.parametrize("value, whole, text", [

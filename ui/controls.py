@@ -222,10 +222,13 @@ def dim_slider(info: DataInfo, container: DeltaGenerator | None = None) -> int |
 
 
 def classes_slider(info: DataInfo, container: DeltaGenerator | None = None) -> int | None:
-    return _knob_select("classes", container, grid=list(range(2, info.classes + 1)), keep_value=False, typed=False,
-                        to_widget=lambda v: info.classes if v is None or v > info.classes else v,
-                        from_widget=lambda v: None if v == info.classes else int(v),
-                        fmt=lambda v: f"{v} (all)" if v == info.classes else str(v))
+    # "all" is a value of its own (as for D): a slider left at all classes stays there when the data set's
+    # C changes (declared labels, another file), instead of keeping the old C as a filter.
+    grid = list(range(2, info.classes)) + ["all"]
+    return _knob_select("classes", container, grid=grid, keep_value=False, typed=False,
+                        to_widget=lambda v: "all" if v is None or v >= info.classes else v,
+                        from_widget=lambda v: None if v == "all" else int(v),
+                        fmt=lambda v: f"all ({info.classes})" if v == "all" else str(v))
 
 
 def dpsgd_controls(container: DeltaGenerator | Sequence[DeltaGenerator] | None = None) -> tuple[float, int, int]:
