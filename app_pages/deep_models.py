@@ -41,7 +41,8 @@ if not runs:
 else:
     tags = [r.tag for r in runs]
     shown_key = state.bind("deep_shipped", normalise=lambda v: v if v in tags else tags[0],
-                           explain="no shipped run has that name")
+                           explain="no shipped run has that name",
+                           stored=lambda t: None if t == tags[0] else t)  # the default is stored as None
     tag = st.selectbox("Shipped run", tags, key=shown_key, format_func=lambda t: runs[tags.index(t)].label(),
                        help="Computed by bench/figure7_deep.sh; the file names in docs/figures say the card and the "
                             "epochs, the columns everything else.")

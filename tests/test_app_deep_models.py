@@ -96,6 +96,7 @@ def test_the_shipped_figure_7_shows_before_anyone_trains(tmp_path, monkeypatch):
     assert "Here subsample-and-aggregate leads DP-SGD at B = 1 (0.724 against 0.666 at B = 1); DP-SGD from B = 3" \
         in words, words
     assert [s.value for s in at.selectbox if s.key == "w:deep_shipped"] == [shipped.tag]
+    assert not [w for w in texts(at.warning) if "deep_shipped" in w]  # a clean visit adjusts nothing
     assert sum("deep_shipped_export_a_csv" in k for k in _exports(at, "deep_shipped_export")) == 1
 
 
