@@ -36,10 +36,6 @@ def _row_in_training(seed: int = 0) -> int:
     return int(train[7])
 
 
-def _changed_positions(a: np.ndarray, b: np.ndarray) -> int:
-    return int(np.count_nonzero(np.any(a != b, axis=1)))
-
-
 @pytest.mark.parametrize("n", [None, 200])
 def test_one_changed_label_changes_one_training_row_and_no_test_row(tmp_path, n) -> None:
     y = _labels()
@@ -65,14 +61,15 @@ def test_one_changed_label_changes_one_teacher_part(tmp_path) -> None:
     row = _row_in_training()
     y2 = y.copy()
     y2[row] = "a" if y[row] != "a" else "b"
-    labels_by_part = []
+    by_part = []
     for name, labels in (("a.csv", y), ("b.csv", y2)):
         ds = load_dataset("file", data_file=_write(tmp_path / name, labels))
         problem = Problem(n=ds.n, dim=ds.dim, classes=ds.classes, lam=1e-2, budget=1, teachers=16)
         ctx = TrainContext.from_dataset(ds, problem, 0, torch.device("cpu"))
         parts = ctx.teacher_partition(16)
-        labels_by_part.append(ctx.y_train[parts].argmax(-1) if ctx.y_train.dim() == 2 else ctx.y_train[parts])
-    differs = (labels_by_part[0] != labels_by_part[1]).any(dim=1)
+        by_part.append((ctx.x_train[parts], ctx.y_train[parts]))  # [T, m, D], [T, m]
+    (xa, ya), (xb, yb) = by_part
+    differs = (xa != xb).any(dim=2).any(dim=1) | (ya != yb).any(dim=1)
     assert int(differs.sum()) <= 1  # the part holding the replaced example, if it is in a part
 
 
@@ -104,6 +101,10 @@ def test_the_check_catches_a_split_stratified_by_label() -> None:
     bad = lambda labels: stratified(labels, 0.2, 0)  # noqa: E731
     assert _training_rows_moved(sound, y, y2) == 0
     assert _training_rows_moved(bad, y, y2) > 10
+    # The teachers' parts: a permutation of training positions from the seed (as TrainContext's), cut in 16.
+    cut = np.random.default_rng(0).permutation(len(seeded_split(ROWS, 0.2, 0)[0]))[: 16 * 20].reshape(16, 20)
+    parts_moved = lambda split: int(np.any(split(y)[0][cut] != split(y2)[0][cut], axis=1).sum())  # noqa: E731
+    assert parts_moved(sound) == 0 and parts_moved(bad) > 8
 
 
 def test_split_and_subsample_are_seeded_permutations() -> None:
