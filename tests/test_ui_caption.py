@@ -236,3 +236,16 @@ def test_a_tuned_chart_says_so_in_its_caption():
     assert "not private" in caption_text(settings_of(spec, []))
     assert "knobs" not in caption_text(settings_of(SweepSpec(data=DataSpec(name="synthetic"),
                                                              methods=("subsample_aggregate",)), []))
+
+
+def test_the_title_stays_above_the_caption_rows():
+    """A walk-through saw the title drawn over the caption's first row: plotly centres an unpinned title in
+    the top margin, which the caption grows. The title is pinned to the figure's top and the caption's
+    rows (11 px text, ~14.3 px a row, 6 px above the plot) start below the title's 17 px line."""
+    fig = _fig("corrected")
+    title = fig.layout.title
+    assert title.yref == "container" and title.y == 1.0 and title.yanchor == "top"
+    rows = next(a.text for a in fig.layout.annotations if a.name == "privcore-settings").count("<br>") + 1
+    caption_top = fig.layout.margin.t - 6 - rows * 11 * 1.3
+    title_bottom = title.pad.t + 17 * 1.3
+    assert caption_top >= title_bottom, (caption_top, title_bottom)

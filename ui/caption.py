@@ -120,6 +120,11 @@ def caption_text(meta: Mapping[str, Any]) -> str:
     return " · ".join(parts)
 
 
+#: Height of one caption row (11 px text, with room to spare) and the room above a title pinned to the figure's top.
+CAPTION_LINE_PX = 15
+TITLE_PAD_PX = 10
+
+
 def add_caption(fig: go.Figure, meta: Mapping[str, Any]) -> go.Figure:
     """Write the settings under the title (a caption row inside every export) and into layout.meta."""
     text = caption_text(meta)
@@ -137,7 +142,10 @@ def add_caption(fig: go.Figure, meta: Mapping[str, Any]) -> go.Figure:
                        name="privcore-settings")
     meta_all = dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
     meta_all["privcore"] = {**{k: v for k, v in meta.items()}, "caption": text}
-    fig.update_layout(meta=meta_all, margin=dict(t=max(top, 60) + 14 * len(lines) + 10))
+    # Plotly centres an unpinned title in the top margin, so the margin grown for the caption moved the
+    # title down onto the caption's first row: pin it to the figure's top edge instead.
+    fig.update_layout(meta=meta_all, margin=dict(t=max(top, 40 + CAPTION_LINE_PX * len(lines) + 10)),
+                      title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=TITLE_PAD_PX)))
     return fig
 
 
