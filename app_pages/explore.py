@@ -19,7 +19,8 @@ from ui import controls, display, forward, inverse, progress, setting, sidebar, 
 from ui.caption import add_caption, leaders_text, rows_n, settings_of, try_this
 from ui.panel import result_tail
 from ui.figures import AXIS_SYMBOLS, BANDS, curve_figure, format_number, is_baseline, method_label
-from ui.tables import noise_table, noise_table_config, noise_table_legend, noise_table_order
+from ui.text import escape_markdown
+from ui.tables import knobs_lines, noise_table, noise_table_config, noise_table_legend, noise_table_order
 
 TABS = {"epsilon": "Accuracy vs ε", "budget": "vs B (predictions)", "delta": "vs δ", "n": "vs N (training size)"}
 LABEL_TO_AXIS = {v: k for k, v in TABS.items()}
@@ -126,6 +127,9 @@ def show_point(rows: list[dict]) -> None:
         st.dataframe(table, hide_index=True, width="stretch", column_config=noise_table_config(table.columns),
                      column_order=noise_table_order(table.columns))
         st.caption(noise_table_legend(noise_table_order(table.columns), answered_only=answered_only) + ".")
+        knobs = knobs_lines(rows)
+        if knobs:  # a tuned comparison's knobs, where text wraps (a table cell cut them short)
+            st.markdown("**Knobs each method ran at**\n" + "\n".join(f"- {escape_markdown(k)}" for k in knobs))
         display.show_formulas(rows)
 
 

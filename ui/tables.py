@@ -110,7 +110,17 @@ def noise_table_headers() -> dict[str, tuple[str, str]]:
 #: Columns read first (on a narrow screen, before any sideways scrolling), with the methods' own columns
 #: declared ``lead`` (the answered share) after the accuracy; the long text is typeset below.
 _NOISE_TABLE_FIRST = ("Method", "Accuracy")
-_NOISE_TABLE_BELOW = ("Formula", "Note", "Notes")
+_NOISE_TABLE_BELOW = ("Formula", "Note", "Notes", "Knobs picked")
+
+
+def knobs_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """"Method: knobs" for each method of a tuned comparison, typeset below the noise table (its
+    "Knobs picked" cell cut "teachers=64, threshold_fraction=0.8, sigma_ratio=3.75" short); "as
+    configured" where a method kept its knobs; [] when no row was tuned."""
+    if not any(r.get("tuned") for r in rows):
+        return []
+    return [f"{method_label(m)}: {knobs_picked(next(r for r in rows if r['method'] == m).get('tuned')) or 'as configured'}"
+            for m in _ordered_methods(r["method"] for r in rows) if not is_baseline(m)]
 
 
 def noise_table_order(columns: Iterable[str]) -> list[str]:
