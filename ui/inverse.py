@@ -46,10 +46,12 @@ def unreachable_text(target: float, best: float | None, largest_eps: float, base
     unreachable, and why in a few words (above the non-private model, or the method's best, at the
     largest swept epsilon, is below it). A larger epsilon may still reach it unless it is above the
     non-private model's accuracy, which no private version beats on average."""
+    # Short enough for the table cell at 800 px (the longer "unreachable up to ε = 100 (the largest swept;
+    # at most 0.812)" was cut off); the caption under the table says what "unreachable" means.
     if baseline is not None and target > baseline:
-        return f"unreachable: above the non-private model's {baseline:.3f}"
-    best_text = "" if best is None else f"; at most {best:.3f}"
-    return f"unreachable up to ε = {format_number(largest_eps)} (the largest swept{best_text})"
+        return f"unreachable: above non-private ({baseline:.3f})"
+    best_text = "" if best is None else f" (best {best:.3f})"
+    return f"unreachable by ε = {format_number(largest_eps)}{best_text}"
 
 
 def _best_means(rows: Sequence[Mapping[str, Any]]) -> tuple[dict[str, float], float | None]:
@@ -94,9 +96,10 @@ def target_section(rows: Sequence[Mapping[str, Any]], budget: int, n: int, answe
                                       f"{_eps_text(r.low, False, r.eps_range)} to "
                                       f"{_eps_text(r.high, False, r.eps_range)}"),
     } for r in sorted(results, key=lambda r: (r.epsilon is None, r.epsilon or 0.0))])
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.dataframe(table, hide_index=True, width="stretch",
+                 column_config={"Smallest ε": st.column_config.TextColumn("Smallest ε", width="large")})
     scoring = ("abstaining methods scored on answered queries only" if answered_only
                else "abstentions count as wrong")
     st.caption(f"Target accuracy {target:.2f}, at B = {budget:,} and N = {n:,}, on the ε curve (linear in log ε between swept points; "
-               f"'unreachable': the mean stays below the target up to the largest ε swept; {scoring}). The band is where mean + std and "
+               f"'unreachable by ε = …': the mean stays below the target up to the largest ε swept, whose best mean is in brackets; {scoring}). The band is where mean + std and "
                "mean − std over the repetitions reach the target.")
