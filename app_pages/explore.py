@@ -243,8 +243,12 @@ def curve_tab(axis: str) -> None:
         return add_caption(fig, settings_of(spec, rows, dataset=userdata.dataset_label(side)))
 
     pending = st.empty()
+    if st.session_state.get(f"curve_{axis}_compute"):  # the curve's one Compute click approves its quick part too
+        approve_curve_with_point(axis)
     quick = progress.quick_part(spec)
     quick_key = f"curve_{axis}_quick"
+    if quick is not None and progress.needs_click(quick, quick_key):
+        quick = None  # one Compute box for the whole curve, not a second one for its quick methods
     first = progress.run_with_progress(quick, key=quick_key, label="Quick methods") if quick else None
     if quick is not None and first is None and progress.waiting(quick_key):
         return  # the warm-up computes it (and the full curve next): the page reruns when it is done

@@ -88,3 +88,23 @@ def test_the_device_line_says_when_other_jobs_hold_cores(monkeypatch):
     assert progress.device_text("cpu") == "CPU (1 thread of 2 cores: other jobs hold the rest)"
     monkeypatch.setattr(threads, "planned_threads", lambda: 2)
     assert progress.device_text("cpu") == "CPU (2 threads)"
+
+
+@pytest.mark.slow
+def test_a_curve_asks_once_for_its_quick_and_slow_methods(monkeypatch):
+    """A walk-through saw two Compute boxes on the vs B tab, one for the quick methods and one for the
+    whole curve, with the same estimate: one box now asks for the whole curve, and its click computes
+    the quick methods first and then the rest, with no second box."""
+    at = run(APP, FAST).run()                                  # the current setting and the ε curve
+    assert not at.exception, at.exception
+    monkeypatch.setenv("PRIVCORE_COMPUTE_THRESHOLD_S", "0")    # everything counts as expensive now
+    at.session_state["w:tab"] = "vs B (predictions)"
+    at.run()
+    assert not at.exception, at.exception
+    boxes = [b for b in at.button if b.label.startswith("Compute (about")]
+    assert len(boxes) == 1, [t for t in texts(at.info)]
+    assert not any(t.startswith("Quick methods") for t in texts(at.info))
+    boxes[0].click().run()
+    assert not at.exception, at.exception
+    assert not [b for b in at.button if b.label.startswith("Compute (about")], texts(at.info)
+    assert any("predictions B" in str(c.proto.spec) for c in at.get("plotly_chart"))

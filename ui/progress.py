@@ -243,14 +243,34 @@ def compute_approved(key: str, sig: str, label: str, predicted: float | None, de
         approved[key] = sig                      # (drawn and then emptied, it stayed for the whole run)
         return True
     box = st.container(border=True)
-    box.info(f"{label}: this setting takes about {fmt_seconds(predicted)} to compute on {device} "
-             f"(more than {limit:g} s, so it waits for you). Finished points are cached: "
-             "coming back to it later is instant.")
+    box.info(f"{label}: this setting takes about {fmt_seconds(predicted)} to compute on {device}. Anything over "
+             f"{limit:g} s waits for you to click Compute; finished points are cached, so coming back to them "
+             "later is instant.")
     if box.button(f"Compute (about {fmt_seconds(predicted)})", key=f"{key}_compute", type="primary"):
         approved[key] = sig
         box.empty()
         return True
     return False
+
+
+def needs_click(spec, key: str) -> bool:  # noqa: ANN001 - SweepSpec
+    """Whether :func:`run_with_progress` would show ``spec``'s "Compute" box under ``key`` now (not
+    computed in this session, not approved, not computed by another thread, estimated over the
+    threshold), without drawing anything: a page can then ask once for a run and its parts."""
+    from privcore.engine.cost import THRESHOLD_SECONDS, threshold_seconds
+    from privcore.engine.runner import running_elsewhere
+
+    sig = spec.key
+    if sig in _memo() or st.session_state.get("_approved", {}).get(key) == sig or st.session_state.get(f"{key}_compute"):
+        return False
+    if running_elsewhere(spec):
+        return False
+    predicted = plan_and_estimate(spec)[1]
+    try:
+        limit = threshold_seconds()
+    except ValueError:
+        limit = THRESHOLD_SECONDS
+    return predicted is not None and predicted > limit
 
 
 def _previous_key(key: str) -> str | None:
