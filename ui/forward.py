@@ -76,6 +76,11 @@ def statement_buttons(methods: Sequence[str], problem: Problem, epsilon: float, 
     if first in usable:
         usable.remove(first)
         usable.insert(0, first)
+    # The picker follows the recommendation: when it names another method, the choice resets to it (a
+    # walk-through saw the old winner kept); a method picked by hand stays while the winner stays.
+    if st.session_state.get("_statement_first") != first or st.session_state.get("statement_method") not in usable:
+        st.session_state["_statement_first"] = first
+        st.session_state["statement_method"] = usable[0]
     row = st.container(horizontal=True, gap="small", key="statement_row")
     method = row.selectbox("Privacy statement for", usable, format_func=method_label, key="statement_method")
     try:
