@@ -21,16 +21,17 @@ st.caption("The paper's Section 4.3 on a deep network with GroupNorm (per-exampl
 TITLES = (f"(a) Accuracy against ε at B = {FIG7_B}", f"(b) Accuracy against B at ε = {FIG7_EPS:g}")
 
 
-def draw_panels(columns, rows_a, rows_b, settings: dict, key: str, export: str, filename: str) -> None:  # noqa: ANN001
-    for column, rows, x, grid, title, name in ((columns[0], rows_a, "epsilon", FIG7_EPSILONS, TITLES[0], "a"),
-                                               (columns[1], rows_b, "budget", FIG7_BUDGETS, TITLES[1], "b")):
-        with column:
-            fig = curve_figure(rows, x, title=title, log_x=True, chance=0.1, x_values=grid,
-                               empty_text="Not computed yet")
-            fig = add_caption(fig, chart_settings(rows, **settings))
-            show_figure(fig, key=f"{key}{name}")
-            if rows:
-                export_buttons(fig, rows, key=f"{export}_{name}", filename=f"figure-7{name}-{filename}")
+def draw_panels(rows_a, rows_b, settings: dict, key: str, export: str, filename: str) -> None:  # noqa: ANN001
+    """Panels (a) and (b) one under the other, each the page's full width. Side by side (with the findings in a
+    third column) a panel was 305 px wide in a 1280 px window and 169 px at 800 px: the legend covered the x
+    axis's title and the settings caption ran past the chart's right edge."""
+    for rows, x, grid, title, name in ((rows_a, "epsilon", FIG7_EPSILONS, TITLES[0], "a"),
+                                       (rows_b, "budget", FIG7_BUDGETS, TITLES[1], "b")):
+        fig = curve_figure(rows, x, title=title, log_x=True, chance=0.1, x_values=grid, empty_text="Not computed yet")
+        fig = add_caption(fig, chart_settings(rows, **settings))
+        show_figure(fig, key=f"{key}{name}")
+        if rows:
+            export_buttons(fig, rows, key=f"{export}_{name}", filename=f"figure-7{name}-{filename}")
 
 
 st.subheader("Results shipped with the project")
@@ -49,15 +50,13 @@ else:
     state.commit("deep_shipped", None if tag == tags[0] else tag)
     run = runs[tags.index(tag)]
     got = deep.shipped_rows(run)
-    a, b, words = st.columns([5, 5, 3])
     if got is not None:
-        draw_panels((a, b), got[0], got[1], {"dataset": deep.DATASET_LABELS.get(run.dataset, run.dataset),
-                                             "extra": {"run": run.tag}}, "deep_shipped_fig7", "deep_shipped_export",
-                    run.tag)
-    with words:
-        st.markdown(deep.PAPER_FINDINGS)
-        if got is not None and (lead := deep.lead_text(got[1])):
-            st.markdown(f"**{run.label()}.** {lead}")
+        draw_panels(got[0], got[1], {"dataset": deep.DATASET_LABELS.get(run.dataset, run.dataset),
+                                     "extra": {"run": run.tag}},
+                    "deep_shipped_fig7", "deep_shipped_export", run.tag)
+    st.markdown(deep.PAPER_FINDINGS)
+    if got is not None and (lead := deep.lead_text(got[1])):
+        st.markdown(f"**{run.label()}.** {lead}")
     st.caption("Bands: ± 1 standard deviation over repetitions (the teacher methods' vote samplings; DP-SGD is one "
                "training per ε, so it has none). DP-SGD's model serves any number of predictions, so its curve in "
                "(b) is flat; the vote methods pay for each of the B answers. Confident-GNMax's abstentions count as "
@@ -92,7 +91,6 @@ elif got is not None:
             st.rerun()  # redraw from the cache, without the button
     elif missing:
         deep.cancel_notice("deep_run")
-    a, b = st.columns(2)
-    draw_panels((a, b), deep.panel_rows(got[0][0], FIG7_B), deep.panel_rows(got[1][0]),
+    draw_panels(deep.panel_rows(got[0][0], FIG7_B), deep.panel_rows(got[1][0]),
                 {"dataset": deep.DATASET_LABELS[dataset], "extra": {"preset": preset}}, "deep_fig7", "deep_export",
                 f"{dataset}-{preset}")

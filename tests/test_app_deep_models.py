@@ -100,6 +100,19 @@ def test_the_shipped_figure_7_shows_before_anyone_trains(tmp_path, monkeypatch):
     assert sum("deep_shipped_export_a_csv" in k for k in _exports(at, "deep_shipped_export")) == 1
 
 
+def test_the_shipped_panels_are_full_width(tmp_path, monkeypatch):
+    """Both panels stand one under the other, in no column: side by side with the findings in a third column a
+    panel was 305 px wide in a 1280 px window (169 px at 800 px), its legend over the x axis's title and its
+    caption cut off (tests/test_browser_deep.py measures them)."""
+    from privcore.deep import fashion
+
+    monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))  # no data: only the shipped run draws
+    at = run(PAGE, {}).run()
+    assert not at.exception, at.exception
+    assert len(at.get("plotly_chart")) == 2
+    assert not [c for c in at.columns if c.get("plotly_chart")]
+
+
 def _second_run(tmp_path):
     """A figures folder holding the shipped run and a copy under another card and the paper's epochs."""
     import shutil
