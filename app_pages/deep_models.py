@@ -51,8 +51,8 @@ else:
     run = runs[tags.index(tag)]
     got = deep.shipped_rows(run)
     if got is not None:
-        draw_panels(got[0], got[1], {"dataset": deep.DATASET_LABELS.get(run.dataset, run.dataset),
-                                     "extra": {"run": run.tag}},
+        extra = {**deep.epochs_settings(run.epochs, run.teacher_epochs), "run": run.tag}
+        draw_panels(got[0], got[1], {"dataset": deep.DATASET_LABELS.get(run.dataset, run.dataset), "extra": extra},
                     "deep_shipped_fig7", "deep_shipped_export", run.tag)
     st.markdown(deep.PAPER_FINDINGS)
     if got is not None and (lead := deep.lead_text(got[1])):
@@ -92,5 +92,6 @@ elif got is not None:
     elif missing:
         deep.cancel_notice("deep_run")
     draw_panels(deep.panel_rows(got[0][0], FIG7_B), deep.panel_rows(got[1][0]),
-                {"dataset": deep.DATASET_LABELS[dataset], "extra": {"preset": preset}}, "deep_fig7", "deep_export",
+                {"dataset": deep.DATASET_LABELS[dataset], "extra": {"preset": preset, **deep.epochs_settings(
+                    specs[0].epochs, specs[0].teacher_epochs)}}, "deep_fig7", "deep_export",
                 f"{dataset}-{preset}")

@@ -113,6 +113,26 @@ def test_the_shipped_panels_are_full_width(tmp_path, monkeypatch):
     assert not [c for c in at.columns if c.get("plotly_chart")]
 
 
+def test_the_shipped_run_names_its_teacher_epochs(tmp_path, monkeypatch):
+    """"teachers 50" read as 50 teachers (the run has 16, each trained 50 epochs): the run's label, both charts'
+    captions and their exported settings say "teacher epochs"."""
+    from privcore.deep import fashion
+
+    monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))
+    at = run(PAGE, {}).run()
+    assert not at.exception, at.exception
+    box = next(s for s in at.selectbox if s.key == "w:deep_shipped")
+    label = box.format_func(box.value)
+    assert "teacher epochs 50" in label and "DP-SGD epochs 10" in label and "teachers 50" not in label, label
+    for chart in _charts(at):
+        meta = chart["layout"]["meta"]["privcore"]
+        assert meta["teacher epochs"] == 50 and meta["epochs"] == 10, meta
+        caption = next(a["text"] for a in chart["layout"]["annotations"] if a.get("name") == "privcore-settings")
+        assert "teacher epochs: 50" in caption and "DP-SGD epochs = 10" in caption, caption
+    words = " ".join(texts(at.markdown))
+    assert "teachers 50" not in words and "teacher epochs 50" in words, words
+
+
 def _second_run(tmp_path):
     """A figures folder holding the shipped run and a copy under another card and the paper's epochs."""
     import shutil
@@ -143,7 +163,8 @@ def test_the_page_choices_live_in_the_url(tmp_path, monkeypatch):
     at = run(PAGE, {}).run()
     assert not at.exception, at.exception
     box = next(s for s in at.selectbox if s.key == "w:deep_shipped")
-    assert box.options[0].startswith("Fashion-MNIST, ResNet-20, H200, DP-SGD 100 epochs, teachers 500 (the paper's)")
+    assert box.options[0].startswith("Fashion-MNIST, ResNet-20, H200, DP-SGD epochs 100, teacher epochs 500 (the "
+                                     "paper's)")
     assert box.value == new and "deep_shipped" not in at.query_params  # the first run is the default
     box.set_value(old).run()
     from ui.state import encode

@@ -13,7 +13,7 @@ from .progress import cancel_clicked, device_text
 from .text import escape_markdown, server_safe
 
 __all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "cached_all", "compute", "gpu_work_text",
-           "panel_rows", "preset_label", "DATASET_LABELS", "shipped", "lead_text", "PAPER_FINDINGS", "estimate_text",
+           "panel_rows", "preset_label", "epochs_settings", "DATASET_LABELS", "shipped", "lead_text", "PAPER_FINDINGS", "estimate_text",
            "CPU_SMALL_SECONDS"]
 
 DATASET_LABELS = {"fashion-mnist": "Fashion-MNIST", "cifar-10": "CIFAR-10"}  # data set id -> its name
@@ -123,7 +123,7 @@ def gpu_work_text(dataset: str) -> str:
     rate = H100_EXAMPLES_PER_S
     minutes = (dp / rate["dpsgd"] + teach / rate["teachers"] + ref / rate["reference"]) / 60
     return (f"The paper's settings (ResNet-20, {n:,} images, DP-SGD {p['epochs']} epochs at {len(FIG7_EPSILONS)} "
-            f"epsilons, {p['teachers']} teachers × {p['teacher_epochs']} epochs) need {dp / 1e6:.0f} million "
+            f"epsilons, {p['teachers']} teachers of {p['teacher_epochs']} epochs each) need {dp / 1e6:.0f} million "
             f"per-example gradients and {teach / 1e6:.0f} million ordinary ones: a GPU job (bench/figure7_deep.sh). "
             f"At the ~50 examples/s of one CPU core for ResNet-20 per-example gradients that would take about "
             f"{dp / 50 / 86400:.0f} days; on one H100 {'about' if dataset == 'fashion-mnist' else 'at least'} "
@@ -137,7 +137,7 @@ def gpu_work_text(dataset: str) -> str:
 #: project has no offline CIFAR-10, so these are the paper's statements, not numbers computed here.
 PAPER_FINDINGS = (
     "**The paper's Figure 7 (CIFAR-10).** ResNet-20 with group normalisation, δ = 1e-5; DP-SGD 100 epochs, "
-    "teachers 500 epochs, batch 600, learning rate 0.1 divided by 10 three times, flips and random crops.\n\n"
+    "each teacher 500 epochs, batch 600, learning rate 0.1 divided by 10 three times, flips and random crops.\n\n"
     "- Subsample-and-aggregate beats DP-SGD **only for a small number of queries B and a large ε**.\n"
     "- At ε = 1, DP-SGD wins from about **B = 5** queries on.\n"
     "- DP-SGD's model answers any number of queries at one privacy cost, so its curve is flat in B; every "
@@ -149,6 +149,16 @@ def shipped() -> list:
     from privcore.deep.shipped import shipped_runs
 
     return shipped_runs()
+
+
+def epochs_settings(epochs: int | None, teacher_epochs: int | None) -> dict[str, int]:
+    """A chart caption's epochs, each named (the paper preset's where a shipped run's name says none): a run
+    labelled "teachers 50" read as 50 teachers, where it meant 50 epochs of each of 16 teachers."""
+    from privcore.deep.spec import PRESETS
+
+    paper = PRESETS["paper"]
+    return {"epochs": paper["epochs"] if epochs is None else int(epochs),
+            "teacher epochs": paper["teacher_epochs"] if teacher_epochs is None else int(teacher_epochs)}
 
 
 def shipped_rows(run) -> tuple[list[dict], list[dict]] | None:  # noqa: ANN001

@@ -54,7 +54,8 @@ class ShippedRun:
         return self.panel_a.name[len("fig7a_"):-len(".csv")]
 
     def label(self) -> str:
-        """The run in words, e.g. "Fashion-MNIST, ResNet-20, H100, DP-SGD 10 epochs, teachers 50 (paper: 100, 500)"."""
+        """The run in words, e.g. "Fashion-MNIST, ResNet-20, H100, DP-SGD epochs 10, teacher epochs 50
+        (paper: 100, 500)" ("teachers 50" read as 50 teachers; the run has 16)."""
         paper = PRESETS["paper"]
         parts = [{"fashion-mnist": "Fashion-MNIST", "cifar-10": "CIFAR-10"}.get(self.dataset, self.dataset),
                  {"resnet20": "ResNet-20", "small-cnn": "small CNN"}[self.model]]
@@ -63,8 +64,8 @@ class ShippedRun:
         e = self.epochs if self.epochs is not None else paper["epochs"]
         t = self.teacher_epochs if self.teacher_epochs is not None else paper["teacher_epochs"]
         same = e == paper["epochs"] and t == paper["teacher_epochs"]
-        parts.append(f"DP-SGD {e} epochs, teachers {t}" + (" (the paper's)" if same else
-                                                             f" (paper: {paper['epochs']}, {paper['teacher_epochs']})"))
+        parts.append(f"DP-SGD epochs {e}, teacher epochs {t}" + (
+            " (the paper's)" if same else f" (paper: {paper['epochs']}, {paper['teacher_epochs']})"))
         return ", ".join(parts)
 
 
