@@ -143,7 +143,7 @@ def format_value(v: Any) -> str:
         return "∞"
     if v == 0:
         return "0"
-    if v.is_integer() and abs(v) < 1e7:
+    if v.is_integer() and abs(v) <= 1e7:
         return f"{int(v):,}"
     if abs(v) < 1e-3:
         return f"{v:.0e}".replace("e-0", "e-")

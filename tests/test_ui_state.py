@@ -248,3 +248,18 @@ def test_every_string_reads_back_as_itself(text):
     except ValueError:  # what decode() does with a bare word
         back = raw
     assert back == text
+
+
+def test_a_range_error_states_the_range_as_the_control_does():
+    """A walk-through saw delta=-3 refused with "at least 1e-12", although 0 (pure DP) is allowed: the URL's
+    message states the control's range."""
+    from ui.controls import _range_text
+
+    for name, text in (("delta", "-3"), ("delta", "0.5"), ("eps", "-1"), ("n", "5")):
+        with pytest.raises(ValueError) as err:
+            state.decode(name, text)
+        assert f"{name} must be {_range_text(state.FIELDS[name])}, got " in str(err.value)
+    with pytest.raises(ValueError, match=r"delta must be 0 or 1e-12 to 0\.1, got -3"):
+        state.decode("delta", "-3")
+    with pytest.raises(ValueError, match=r"n must be 10 to 10,000,000, got 5"):
+        state.decode("n", "5")

@@ -63,11 +63,7 @@ def _typed_key(name: str) -> str:
 
 
 def _range_text(f: state.Field) -> str:
-    lo = "" if f.low is None else format_number(f.low)
-    hi = "" if f.high is None else format_number(f.high)
-    zero = "0 or " if f.allow_zero else ""
-    auto = " or auto" if f.kind == "float_or_auto" else ""
-    return (f"{zero}{lo} to {hi}" if lo and hi else (f"at least {lo}" if lo else f"at most {hi}")) + auto
+    return f.range_text()  # the URL's message and the control's help state one range
 
 
 _GROUPED = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?")  # 16,000 or 1,438.5: commas group thousands
@@ -129,7 +125,8 @@ def _on_typed(name: str, label: str, from_typed: Callable[[Any], Any]) -> None:
     except ValueError as err:
         reason = str(err)  # the field's message names its URL key ("eps must be ..."): the label says which here
         reason = reason[len(name) + 1:] if reason.startswith(name + " ") else reason
-        errors[name] = f"{label}: {escape_markdown(clip(raw.strip(), 24))} ignored ({reason}; valid: {_range_text(f)})."
+        valid = "" if _range_text(f) in reason else f"; valid: {_range_text(f)}"  # a range error states it already
+        errors[name] = f"{label}: {escape_markdown(clip(raw.strip(), 24))} ignored ({reason}{valid})."
         return
     state.put(name, value)
 

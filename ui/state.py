@@ -107,11 +107,18 @@ class Field:
             raise ValueError(f"{self.name} must be finite, got {value!r}")
         if self.allow_zero and value == 0:
             return value
-        if self.low is not None and value < self.low:
-            raise ValueError(f"{self.name} must be at least {format_value(self.low)}, got {format_value(value)}")
-        if self.high is not None and value > self.high:
-            raise ValueError(f"{self.name} must be at most {format_value(self.high)}, got {format_value(value)}")
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            # the range as the control states it ("0 or 1e-12 to 0.1"): "at least 1e-12" hid that 0 is allowed
+            raise ValueError(f"{self.name} must be {self.range_text()}, got {format_value(value)}")
         return value
+
+    def range_text(self) -> str:
+        """The values the URL accepts, as the controls state them: "0 or 1e-12 to 0.1", "at least 1"."""
+        lo = "" if self.low is None else format_value(self.low)
+        hi = "" if self.high is None else format_value(self.high)
+        zero = "0 or " if self.allow_zero else ""
+        auto = " or auto" if self.kind == "float_or_auto" else ""
+        return (f"{zero}{lo} to {hi}" if lo and hi else (f"{zero}at least {lo}" if lo else f"at most {hi}")) + auto
 
 
 def _from_knob(k: Any) -> Field:
