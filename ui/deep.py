@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from .progress import cancel_clicked, device_text
+from .progress import cancel_clicked, device_text, fmt_seconds
 from .text import escape_markdown, server_safe
 
 __all__ = ["device_kind", "preset_choices", "figure_specs", "cached", "cached_all", "compute", "gpu_work_text",
@@ -28,7 +28,7 @@ def preset_label(preset: str) -> str:
     p = PRESETS[preset]
     if p["n_train"] is None:
         return "ResNet-20 (GroupNorm) on all training images, the paper's settings (GPU)"
-    return f"Small CNN on {p['n_train']:,} training images (CPU, about a minute on Fashion-MNIST)"
+    return f"Small CNN on {p['n_train']:,} training images (CPU, under a minute on Fashion-MNIST)"
 
 
 def device_kind() -> str:
@@ -192,19 +192,24 @@ def lead_text(rows_b: list[dict]) -> str:
     return text + (f"; DP-SGD from B = {after[0]:,} on." if after else ".")
 
 
-#: Seconds for both panels of the cpu-small preset on Fashion-MNIST from a fresh cache (``python -m privcore
-#: deep --figure7 DIR`` on the 2-core development machine; docs/benchmarks.md).
-CPU_SMALL_SECONDS = 55.0
+#: CPU seconds of both panels of the cpu-small preset on Fashion-MNIST from a fresh cache on one thread (data read and
+#: training; ``PRIVCORE_THREADS=1``, the 2-core development machine; docs/benchmarks.md). The wall time of a
+#: run is this times :func:`privcore.engine.cost.slowdown`: 55 s measured beside other jobs had been shown for
+#: every machine, where a run on two idle cores took about 20 s.
+CPU_SMALL_SECONDS = 35.0
 
 
 def estimate_text(preset: str, dataset: str, missing: int, total: int) -> str:
-    """How long training the ``missing`` of ``total`` points should take here, from the measured rates."""
+    """How long training the ``missing`` of ``total`` points should take here: the measured one-thread CPU time,
+    at the speed the threads get beside the jobs running now (:func:`privcore.engine.cost.slowdown`)."""
     if not missing:
         return ""
     share = missing / max(total, 1)
     if preset == "cpu-small":
-        seconds = max(CPU_SMALL_SECONDS * share, 5.0)
+        from privcore.engine.cost import slowdown
+
+        seconds = max(CPU_SMALL_SECONDS * share * slowdown(), 5.0)
         how = "about" if dataset == "fashion-mnist" else "at least"  # larger images than the ones measured
-        return (f"Estimated time: {how} {seconds:.0f} s on a CPU ({CPU_SMALL_SECONDS:.0f} s measured for both "
-                f"panels on Fashion-MNIST on a 2-core machine).")
+        return (f"Estimated time: {how} {fmt_seconds(seconds)} on this CPU, at its load now (both panels are "
+                f"{CPU_SMALL_SECONDS:.0f} s of one core's work on Fashion-MNIST).")
     return gpu_work_text(dataset)
