@@ -78,6 +78,31 @@ def test_learn_composition_follows_budget():
     assert float(m100["paper (advanced)"]) > tight100
 
 
+def test_learn_metric_arrows_mean_what_their_words_say():
+    """"2.95× less noise than the paper" showed a grey up arrow: a gain in noise now points down in green, a
+    larger β (less noise) up in green, and a plain note (the classical σ, the Laplace-like ratio) has no arrow."""
+    from streamlit.proto.Metric_pb2 import Metric
+
+    at = page(PAGE, eps="1.0", delta="1e-05", budget="10").run()
+    seen = []
+    for section in ("1 · Laplace-like vs Gaussian", "2 · Composition over B"):
+        at.segmented_control(key="learn_section").set_value(section).run()
+        assert not at.exception
+        seen += [(m.proto.delta, m.proto.direction, m.proto.color) for m in at.metric if m.proto.delta]
+    for delta, direction, color in seen:
+        if "less noise than" in delta:
+            assert (direction, color) == (Metric.MetricDirection.DOWN, Metric.MetricColor.GREEN), delta
+        elif "(less noise)" in delta:
+            assert (direction, color) == (Metric.MetricDirection.UP, Metric.MetricColor.GREEN), delta
+        else:
+            assert direction == Metric.MetricDirection.NONE, delta
+    assert sum("less noise" in d for d, _, _ in seen) == 2, seen
+    at.select_slider(key="w:delta").set_value(0.0).run()
+    assert not at.exception
+    published = next(m.proto for m in at.metric if m.label.startswith("as published"))
+    assert published.direction == Metric.MetricDirection.NONE and published.color == Metric.MetricColor.RED
+
+
 def test_learn_states_the_release_mode():
     """Issue 29: the teaching page says that a published release needs secure noise (its seed never
     shown or stored), on load and beside the method cards."""

@@ -117,6 +117,16 @@ def test_composition_figure_traces():
     assert lap[100] == pytest.approx(100.0)  # Laplace-like scale B Delta / eps
 
 
+@pytest.mark.parametrize("delta", [1e-5, 0.0])
+def test_composition_curves_differ_in_a_grey_printout(delta):
+    """Every legend entry has its own line dash and marker: basic, advanced, zCDP and tight were all solid
+    lines with round markers, told apart by colour alone (a browser walk-through, printed in grey)."""
+    fig = T.composition_figure(1.0, delta, budgets=(1, 10, 100), current_budget=10)
+    shown = [t for t in fig.data if t.showlegend is not False]
+    styles = [(t.line.dash or "solid", t.marker.symbol or "circle") for t in shown]
+    assert len(shown) == (7 if delta else 3) and len(set(styles)) == len(styles), styles
+
+
 def test_composition_changes_with_epsilon():
     a = T.composition_rows(1.0, 1e-5, budgets=(100,))
     b = T.composition_rows(2.0, 1e-5, budgets=(100,))

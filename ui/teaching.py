@@ -51,6 +51,7 @@ from ui.hypothesis import attack_advantage, dp_region, hypothesis_figure, hypoth
 from ui.teaching_style import GAUSS as _GAUSS
 from ui.teaching_style import LAPLACE as _LAPLACE
 from ui.teaching_style import RULE_COLOURS as _RULE_COLOURS
+from ui.teaching_style import RULE_STYLES as _RULE_STYLES
 from ui.teaching_style import check_delta as _check_delta
 from ui.teaching_style import check_eps as _check_eps
 from ui.teaching_style import style as _style
@@ -318,10 +319,12 @@ def composition_figure(epsilon: float, delta: float, sensitivity: float = 1.0,
             pts = [r for r in rows if r["panel"] == panel and r["rule"] == rule]
             if not pts:
                 continue
+            dash, symbol = _RULE_STYLES[rule]
             fig.add_trace(go.Scatter(
                 x=[r["budget"] for r in pts], y=[r["value"] for r in pts], mode="lines+markers",
-                name=labels[(panel, rule)], marker=dict(size=5),
-                line=dict(color=_RULE_COLOURS[rule], dash="dot" if rule == "as published" else "solid"),
+                name=labels[(panel, rule)],  # the vote panel's markers open: its "basic" is not the σ panel's
+                marker=dict(size=7, symbol=symbol if col == 1 else symbol + "-open", color=_RULE_COLOURS[rule]),
+                line=dict(color=_RULE_COLOURS[rule], dash=dash),
                 hovertemplate="B = %{x}<br>%{y:.4g}<extra>" + labels[(panel, rule)] + "</extra>"), row=1, col=col)
         if current_budget is not None:
             fig.add_vline(x=int(current_budget), line=dict(color="#444", dash="dash", width=1), row=1, col=col)

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from privcore import PrivacyBudget
 from ui.figures import PRINT_TEMPLATE, plain_log_ticks
 
-__all__ = ["LAPLACE", "GAUSS", "RULE_COLOURS", "style", "check_eps", "check_delta"]
+__all__ = ["LAPLACE", "GAUSS", "RULE_COLOURS", "RULE_STYLES", "style", "check_eps", "check_delta"]
 
 # One colour per idea, the same in every teaching figure.
 LAPLACE = "#1f77b4"
@@ -25,6 +25,21 @@ RULE_COLOURS = {
     "classic bound": "#ff7f0e",
     "RDP (Opacus)": "#1f77b4",
     "PRV (Opacus)": "#2ca02c",
+}
+
+#: One line dash and marker per rule, so that no two curves of a figure look alike in a grey printout (the
+#: composition chart drew basic, advanced, zCDP and tight as solid lines with round markers). A figure that draws
+#: a rule in two panels opens the second panel's markers (``symbol + "-open"``).
+RULE_STYLES = {  # rule -> (dash, marker symbol)
+    "basic": ("solid", "circle"),
+    "advanced": ("dash", "square"),
+    "tight": ("longdash", "diamond"),
+    "zcdp": ("dashdot", "triangle-up"),
+    "as published": ("dot", "x"),
+    "no subsampling": ("dash", "circle"),
+    "classic bound": ("dot", "square"),
+    "RDP (Opacus)": ("solid", "triangle-up"),
+    "PRV (Opacus)": ("dashdot", "diamond"),
 }
 
 
