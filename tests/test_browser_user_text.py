@@ -49,3 +49,26 @@ def test_urls_in_query_values_and_csv_headers_are_not_links(tmp_path):
         idle(page, before_ms=300)
         assert "evil" in sidebar.inner_text().lower()
         assert _evil_links(page) == []
+
+
+@needs_browser
+def test_a_rejected_upload_is_not_put_in_the_link_and_a_good_one_is(tmp_path):
+    """A walk-through saw a file the page refused ("Could not use your file") named in the URL: a link
+    then hands the refusal on. The uploader keeps the file for the session; the URL names it once usable."""
+    bad, good = tmp_path / "bad.csv", tmp_path / "good.csv"
+    bad.write_text("a,b,label\n" + "".join(f"x{i},y,{'ab'[i % 2]}\n" for i in range(40)))
+    good.write_text("a,b,label\n" + "".join(f"{i % 7}.5,{i % 3}.25,{'ab'[i % 2]}\n" for i in range(60)))
+    with streamlit_server(tmp_path) as base, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1400})
+        page.goto(f"{base}/?{FAST.replace('synthetic', 'file')}")
+        idle(page)
+        uploader = page.locator('[data-testid="stSidebar"] input[type="file"]')
+        uploader.set_input_files(str(bad))
+        idle(page)
+        no_exception(page, "after the bad upload")
+        assert "Could not use your file" in " ".join(page.get_by_test_id("stAlert").all_inner_texts())
+        assert "data_file" not in page.url, page.url
+        uploader.set_input_files(str(good))
+        idle(page)
+        no_exception(page, "after the good upload")
+        assert "data_file" in page.url, page.url

@@ -100,7 +100,7 @@ def draw() -> SidebarSettings:
         st.warning("URL parameter data_file ignored: that upload is not on this server (it was deleted, or the link "
                    "comes from another server). Upload the file again.")
         state.put("data_file", None)
-    prep, label_column, labels, too_big = "none", None, None, None
+    prep, label_column, labels, too_big, uploaded = "none", None, None, None, False
     if dataset == "file":
         up = sb.file_uploader("CSV (numeric columns and a label column, picked below) or NPZ (arrays x, y)", type=["csv", "npz"],
                               key=f"upload_file_{st.session_state.get('_upload_gen', 0)}")
@@ -108,6 +108,7 @@ def draw() -> SidebarSettings:
             try:
                 data_file = uploads.save_upload(up)
                 state.put("data_file", os.path.basename(data_file))  # the URL names the upload, not a server path
+                uploaded = True
             except (OSError, ValueError) as err:
                 sb.error(escape_markdown(f"Could not store the upload: {getattr(err, 'strerror', None) or err}"))
         if data_file:
@@ -161,6 +162,8 @@ def draw() -> SidebarSettings:
     if error:  # quotes file names and cell values: shown as text, once (on the page; the sidebar points there)
         sb.caption("This data set cannot be used: the reason is on the page.")
         st.error(escape_markdown(error))
+        if uploaded:  # a link must not carry a file that cannot be used; the uploader keeps it for this
+            state.put("data_file", None)  # session, so a control that fixes it (label column) still can
     else:
         sb.caption(f"{info.n_train:,} training / {info.n_test:,} test examples, D = {info.dim}, C = {info.classes}")
     settings = SidebarSettings(dataset, data_file if dataset == "file" else None, int(repeats), accounting, device,
