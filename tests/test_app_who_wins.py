@@ -26,6 +26,8 @@ def test_who_wins_maps():
     code = [c.value for c in at.code]  # copy as code under each map
     assert sum("python -m privcore sweep" in c and "--vary" in c for c in code) == 2
     assert sum("run_sweep(spec)" in c for c in code) == 2
+    # the secure-noise flag is explained beside it (a walk-through found it unexplained)
+    assert all(c.startswith("# --secure-noise: fresh noise") for c in code if "--secure-noise" in c)
 
 
 def test_who_wins_with_augmentation_shows_the_group_privacy_caveat():

@@ -77,7 +77,11 @@ def copy_as_code(spec, side: SidebarSettings, *, key: str) -> None:  # noqa: ANN
                    "needs (anyone who knows the seed can recompute seeded noise). The rows then differ from this "
                    "chart's by the noise; without that flag they are this chart's rows exactly."
                    + (f" Replace {name} by the path of your file." if name else ""))
-        st.code(cli_command(spec, data_file_name=name), language="bash", wrap_lines=True)
+        cli = cli_command(spec, data_file_name=name)
+        if cli.endswith(" --secure-noise"):  # said beside the flag too: the caption above is easily skipped
+            cli = ("# --secure-noise: fresh noise from the operating system, never shown or stored, as a release you\n"
+                   "# publish needs; without it the rows are this chart's exactly\n" + cli)
+        st.code(cli, language="bash", wrap_lines=True)
         st.code(python_code(spec, data_file_name=name), language="python")
 
 
