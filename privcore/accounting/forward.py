@@ -252,8 +252,15 @@ def real_guarantee(method: str, noise: Mapping[str, Any], problem: Problem, delt
         return None, f"real epsilon not computable here: {err}"
     why = ("paper accounting (as published)" if accounting == "paper"
            else "tight accounting assumes the B queries are fixed in advance")
+    exact = ""
+    if accounting == "paper":
+        from ..methods import get_method
+
+        if get_method(method).paper_assumes_exact_minimiser:  # an independent audit found this unsaid
+            exact = (" for the exact minimiser; the solver's output, which is what is released, is not covered "
+                     "(corrected accounting adds its residual)")
     return real, (f"{why}: under replace-one neighbours with adaptive queries this noise guarantees "
-                  f"epsilon = {real:.3g} at delta = {float(delta):g}")
+                  f"epsilon = {real:.3g} at delta = {float(delta):g}{exact}")
 
 
 def real_epsilon_summary(rows: Sequence[Mapping[str, Any]], label=None) -> str:  # noqa: ANN001 - a name -> label callable

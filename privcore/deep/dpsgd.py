@@ -34,7 +34,7 @@ from torch.nn import functional as F
 from ..device import make_generator
 from .ghost import ghost_clip_and_sum, supports_ghost
 from .images import ImageData, augment_batch, to_float
-from ..precision import exact_fp32
+from ..precision import clip_factors, exact_fp32
 from .models import ResNet20, SmallCNN
 from .loop import (generator_states, load_checkpoint, lr_at, momentum_step, restore_generators,
                    save_checkpoint)
@@ -102,7 +102,7 @@ def clip_and_sum(grads: dict[str, torch.Tensor], clip: float) -> tuple[dict[str,
     sq = sum(g.reshape(g.shape[0], -1).pow(2).sum(dim=1) for g in grads.values())  # elementwise: no TF32
     norms = sq.sqrt()
     finite = torch.isfinite(norms)
-    factor = torch.where(finite, torch.clamp(clip / norms.clamp_min(1e-12), max=1.0), torch.zeros_like(norms))
+    factor = torch.where(finite, clip_factors(norms, clip), torch.zeros_like(norms))
 
     def kept(g: torch.Tensor) -> torch.Tensor:
         return torch.where(finite.view(-1, *([1] * (g.dim() - 1))), g, torch.zeros_like(g))

@@ -39,7 +39,7 @@ from torch.func import functional_call
 from torch.nn import functional as F
 from torch.nn.grad import conv2d_weight
 
-from ..precision import exact_fp32
+from ..precision import clip_factors, exact_fp32
 from .routes import GRAM_CHUNK_ELEMENTS, conv_route as cost_route
 
 __all__ = ["supports_ghost", "ghost_clip_and_sum", "CONV_ROUTES"]
@@ -240,7 +240,7 @@ def _clip_records(records: list, grads: tuple, names: dict, live: dict, params: 
     # contributes zero; its activations and output gradients are zeroed too, since 0 * inf is NaN.
     norms = sq.sqrt()
     finite = torch.isfinite(norms)
-    factor = torch.where(finite, torch.clamp(clip / norms.clamp_min(1e-12), max=1.0), torch.zeros_like(norms))
+    factor = torch.where(finite, clip_factors(norms, clip), torch.zeros_like(norms))
     keep = None if bool(finite.all()) else finite
     summed = {}
     for name, term in pending:

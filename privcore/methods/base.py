@@ -133,6 +133,10 @@ class Method(ForwardAccounting, ABC):
     #: each answer depends on its own query alone: such methods get no private selection
     #: (``lam = auto`` runs them at the stand-in lambda; a private tuned comparison as configured).
     couples_queries: ClassVar[bool] = False
+    #: Whether paper accounting calibrates the method for the exact regularised minimiser, which the
+    #: released solver output is not (:data:`EXACT_MINIMISER_NOTE`): the real epsilon of such a row holds
+    #: for the exact minimiser only, and its sentence says so.
+    paper_assumes_exact_minimiser: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

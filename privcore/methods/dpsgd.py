@@ -170,7 +170,7 @@ class DPSGD(Method):
                 queries: torch.Tensor | None = None) -> torch.Tensor:
         import torch
 
-        from ..precision import exact_fp32
+        from ..precision import clip_factors, exact_fp32
         pb = ctx.problem
         n, d = ctx.x_train.shape
         c, e_count = ctx.classes, len(scales)
@@ -209,7 +209,7 @@ class DPSGD(Method):
                     resid = probs  # p - y, in place
                     # Per-example gradient norms [R, b, E]: ||x_n|| ||p_n - y_n||.
                     norms = torch.index_select(xnorm_ext, 0, flat).view(repeats, size, 1) * resid.norm(dim=3)
-                    factor = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
+                    factor = clip_factors(norms, clip)  # inside the clip after rounding
                     clipped = (resid * factor.unsqueeze(3)).view(repeats, size, e_count * c)
                     clipped = clipped.transpose(1, 2).contiguous()
                     grad_sum = torch.bmm(clipped, xb)  # [R, E C, D]: sum of the clipped per-example gradients

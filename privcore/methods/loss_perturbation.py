@@ -124,6 +124,7 @@ class LossPerturbation(Method):
     )
     paper_figure6_axis = "lam"
     from_paper = True
+    paper_assumes_exact_minimiser = True
     uses = ("lam",)
     #: The average-form L2 weight over the lam = auto grid (engine.specs.LAM_AUTO_GRID).
     tuning_grid = {"lam": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)}

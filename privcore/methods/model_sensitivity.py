@@ -45,6 +45,7 @@ class ModelSensitivity(Method):
         assumptions="Convex loss, K-Lipschitz (K = √2), λ > 0, ‖x‖ ≤ 1, solver gradient norm certified.",
     )
     from_paper = True
+    paper_assumes_exact_minimiser = True
     uses = ("lam",)
     #: The average-form L2 weight over the lam = auto grid (engine.specs.LAM_AUTO_GRID).
     tuning_grid = {"lam": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)}

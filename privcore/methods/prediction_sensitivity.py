@@ -42,6 +42,7 @@ class PredictionSensitivity(Method):
         assumptions="As model sensitivity; the guarantee covers B predictions only.",
     )
     from_paper = True
+    paper_assumes_exact_minimiser = True
     uses = ("lam", "budget")
     #: The average-form L2 weight over the lam = auto grid (engine.specs.LAM_AUTO_GRID).
     tuning_grid = {"lam": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)}
