@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from privcore.methods import get_method
-from ui import controls, display, paper, progress, setting, sidebar, userdata
+from ui import controls, display, paper, progress, setting, sidebar, state, userdata
 from ui.caption import add_caption, settings_of
 from ui.export import export_buttons
 from ui.figures import curve_figure, format_number, method_label
@@ -41,7 +41,7 @@ cur = controls.current_setting()
 
 c1, c2, c3 = st.columns([4, 3, 2])
 t_options = [t for t in TEACHER_OPTIONS if t <= max(1, info.n_train // 4)] or [1]
-teachers = int(st.session_state.get("repro_teachers", min(64, t_options[-1])))
+teachers = int(state.get("repro_t"))
 if teachers not in t_options:
     teachers = min(64, t_options[-1])
 augment = False
@@ -49,14 +49,17 @@ figures = paper.paper_figures(info.n_train, info.dim, info.classes, image=info.i
                               min_n=int(teachers))
 keys = [f.key for f in figures]
 with c1:
-    key = st.selectbox("Figure", keys, format_func=lambda k: next(f.label for f in figures if f.key == k),
-                       key="repro_figure")
+    key = state.commit("figure", st.selectbox(  # in the URL, so a link opens the same figure
+        "Figure", keys, format_func=lambda k: next(f.label for f in figures if f.key == k),
+        key=state.bind("figure", normalise=lambda v: v if v in keys else keys[0])))
 with c2:
-    accountings = st.multiselect("Accounting, side by side", list(ACCOUNTING_TITLES), default=["paper", "corrected"],
-                                 key="repro_accounting", format_func=lambda a: a, wrap=True,
+    accountings = st.multiselect("Accounting, side by side", list(ACCOUNTING_TITLES),
+                                 key=state.bind("repro_acc", normalise=lambda v: [a for a in v if a in ACCOUNTING_TITLES]),
+                                 format_func=lambda a: a, wrap=True,
                                  help="paper: the published calibrations. corrected: sound ones. tight: exact Gaussian "
                                       "and optimal bounded-range composition, finer replace-one PLD grid for DP-SGD. "
-                                      "This choice replaces the sidebar's accounting on this page.") or ["corrected"]
+                                      "This choice replaces the sidebar's accounting on this page.")
+    accountings = state.commit("repro_acc", list(accountings)) or ["corrected"]
     st.caption(f"This page draws the accountings chosen here side by side; the sidebar's “{side.accounting}” applies "
                "to the other pages.")
 fig_def = next(f for f in figures if f.key == key)
@@ -65,9 +68,10 @@ fig_def = next(f for f in figures if f.key == key)
 uses = {u for m in fig_def.methods for u in get_method(m).uses}
 if "teachers" in uses and fig_def.vary != "teachers":
     with c3:
-        teachers = st.select_slider(
-            "Teachers T (subsample-and-aggregate)", options=t_options, value=teachers, key="repro_teachers",
-            help="The paper used T = 256 on 60,000 examples (234 per teacher). Training time grows with T.")
+        teachers = state.commit("repro_t", st.select_slider(
+            "Teachers T (subsample-and-aggregate)", options=t_options,
+            key=state.bind("repro_t", normalise=lambda v: v if v in t_options else min(64, t_options[-1])),
+            help="The paper used T = 256 on 60,000 examples (234 per teacher). Training time grows with T."))
     figures = paper.paper_figures(info.n_train, info.dim, info.classes, image=info.image, augment=False,
                                   min_n=int(teachers))
 if fig_def.vary == "n" and info.image:

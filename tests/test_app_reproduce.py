@@ -21,19 +21,19 @@ def test_reproduce_runs_and_waits_for_the_button():
     at = page(PAGE).run()
     assert not at.exception, at.exception
     assert not at.error, texts(at.error)
-    assert len(at.selectbox(key="repro_figure").options) == 10
+    assert len(at.selectbox(key="w:figure").options) == 10
     assert any("not computed yet" in t for t in texts(at.info))
     assert not at.get("plotly_chart")
     # Every figure can be selected without computing anything.
-    for key in at.selectbox(key="repro_figure").options:
-        at.selectbox(key="repro_figure").set_value(key).run()
+    for key in at.selectbox(key="w:figure").options:
+        at.selectbox(key="w:figure").set_value(key).run()
         assert not at.exception, (key, at.exception)
         assert not at.error, (key, texts(at.error))
 
 
 def test_reproduce_computes_a_small_figure_paper_and_corrected():
     at = page(PAGE).run()
-    at.selectbox(key="repro_figure").set_value("1a").run()
+    at.selectbox(key="w:figure").set_value("1a").run()
     at.button(key="repro_compute").click().run()
     assert not at.exception, at.exception
     assert not at.error, texts(at.error)
@@ -48,23 +48,23 @@ def test_reproduce_computes_a_small_figure_paper_and_corrected():
     assert abs(float(ms["Mean change"].iloc[0])) <= 0.01
     # The results are cached: a new session shows the figure at once, without the button.
     fresh = page(PAGE).run()
-    fresh.selectbox(key="repro_figure").set_value("1a").run()
+    fresh.selectbox(key="w:figure").set_value("1a").run()
     assert not fresh.exception
     assert len(fresh.get("plotly_chart")) == 2
     assert not [b for b in fresh.button if b.key == "repro_compute"]
     # Adding the tight accounting needs only that column.
-    fresh.multiselect(key="repro_accounting").set_value(["paper", "corrected", "tight"]).run()
+    fresh.multiselect(key="w:repro_acc").set_value(["paper", "corrected", "tight"]).run()
     compute = [b for b in fresh.button if b.key == "repro_compute"]
     assert compute and "tight" in compute[0].label and "paper" not in compute[0].label
 
 
 def test_reproduce_shows_only_the_controls_of_the_chosen_figure():
     at = page(PAGE).run()
-    at.selectbox(key="repro_figure").set_value("1a").run()  # S&A is in it: T applies
-    assert [s for s in at.select_slider if s.key == "repro_teachers"]
-    at.selectbox(key="repro_figure").set_value("6a").run()  # loss perturbation vs lambda: no teachers
+    at.selectbox(key="w:figure").set_value("1a").run()  # S&A is in it: T applies
+    assert [s for s in at.select_slider if s.key == "w:repro_t"]
+    at.selectbox(key="w:figure").set_value("6a").run()  # loss perturbation vs lambda: no teachers
     assert not at.exception
-    assert not [s for s in at.select_slider if s.key == "repro_teachers"]
+    assert not [s for s in at.select_slider if s.key == "w:repro_t"]
     assert not any("T = " in t for t in texts(at.caption) if t.startswith("Data:"))
 
 
@@ -72,9 +72,9 @@ def test_a_method_that_cannot_run_is_left_out_alone_with_its_reason():
     # Issue 14, point 4: DP-SGD's batch (2,048) exceeds the 1,600 training examples of synthetic. DP-SGD is
     # shown as unavailable, with its reason, and the other methods of the figure still compute.
     at = page(PAGE, batch_size="2048").run()
-    at.multiselect(key="repro_accounting").set_value(["corrected"]).run()
+    at.multiselect(key="w:repro_acc").set_value(["corrected"]).run()
     for key in ("1b", "3"):  # epsilon on the axis; delta on the axis (DP-SGD used to reach the runner there)
-        at.selectbox(key="repro_figure").set_value(key).run()
+        at.selectbox(key="w:figure").set_value(key).run()
         assert not at.exception, (key, at.exception)
         assert not at.error, (key, texts(at.error))
         notes = [w for w in texts(at.warning) if "DP-SGD is left out" in w]
@@ -91,7 +91,7 @@ def test_a_cancelled_figure_says_so():
     """The rerun that a Cancel click starts draws no progress bar here (the figure computes only on its
     button), so the page itself says the figure was cancelled instead of 'not computed yet'."""
     at = page(PAGE, repeats="3").run()  # R = 3: not cached by the other tests of this module
-    at.selectbox(key="repro_figure").set_value("1a").run()
+    at.selectbox(key="w:figure").set_value("1a").run()
     at.session_state["repro_1a_paper_cancel"] = True  # the Cancel button's value in that rerun
     at.run()
     assert not at.exception, at.exception
@@ -106,3 +106,20 @@ def test_reproduce_says_its_accounting_choice_replaces_the_sidebars():
     at.switch_page("app_pages/reproduce.py").run()
     assert not at.exception
     assert any("side by side" in c and "“tight” applies to the other pages" in c for c in texts(at.caption)), texts(at.caption)
+
+
+def test_the_figure_accountings_and_teachers_live_in_the_url():
+    """A walk-through found Reproduce's figure choice lost on a shared link: it is in the URL now, with the
+    accountings drawn side by side and T, and a link opens them."""
+    from ui.paper import paper_figures
+    from ui.state import PAPER_FIGURES
+
+    assert tuple(f.key for f in paper_figures(4000, 784, 10, image=True, augment=False, min_n=16)) == PAPER_FIGURES
+    at = page().run()
+    at.selectbox(key="w:figure").set_value("3").run()
+    at.multiselect(key="w:repro_acc").set_value(["corrected", "tight"]).run()
+    assert not at.exception, at.exception
+    assert at.query_params["figure"] == '"3"', at.query_params
+    link = page(figure="3", repro_acc='["tight"]').run()  # as typed by hand, and as encoded
+    assert link.selectbox(key="w:figure").value == "3"
+    assert link.multiselect(key="w:repro_acc").value == ["tight"]

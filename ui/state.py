@@ -72,6 +72,9 @@ class Field:
                 return value
             raise ValueError(f"{self.name} must be true or false, got {value!r}")
         if k == "str":
+            if (self.choices is not None and isinstance(value, int) and not isinstance(value, bool)
+                    and str(value) in self.choices):  # figure=3 in a hand-typed link: the choice "3"
+                value = str(value)
             if not isinstance(value, str):
                 raise ValueError(f"{self.name} must be a string, got {value!r}")
             if self.choices is not None and value not in self.choices:
@@ -170,6 +173,11 @@ def _shipped_tag(value: str) -> str:
     return value
 
 
+#: The paper's linear-model figures, as Reproduce offers them (:func:`ui.paper.paper_figures`; a test keeps
+#: the two lists equal).
+PAPER_FIGURES = ("1a", "1b", "2a", "2b", "3", "4", "5a", "5b", "6a", "6b")
+
+
 def _fields() -> dict[str, Field]:
     from privcore.knobs import EPSILON_RANGE, KNOBS
 
@@ -188,6 +196,10 @@ def _fields() -> dict[str, Field]:
         Field("augment", False, "bool"),  # Who wins
         Field("map_eps", [0.3, 1.0, 3.0, 10.0, 30.0, 100.0], "floats", 1e-3, 1e4),
         Field("compare", True, "bool"),  # Calibrate
+        # Reproduce: the figure shown (ui.paper.paper_figures' keys), the accountings drawn side by side, T
+        Field("figure", PAPER_FIGURES[0], "str", choices=PAPER_FIGURES),
+        Field("repro_acc", ["paper", "corrected"], "strs", choices=("paper", "corrected", "tight")),
+        Field("repro_t", 64, "int", 1, 256),
         # Deep models: the shipped run shown (a tag of privcore.deep.shipped; None: the first), the data set and
         # preset trained here (privcore.deep.data.DEEP_DATASETS, privcore.deep.spec.PRESETS)
         Field("deep_shipped", None, "str", validator=_shipped_tag),
