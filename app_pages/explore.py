@@ -12,6 +12,7 @@ from privcore.methods import REGISTRY, methods_of_family
 from privcore.methods.fields import ANSWERED_FRACTION
 
 from privcore.inverse import score_rows
+from privcore.validation import epsilon_up
 from privcore.accounting.forward import real_epsilon_summary
 from privcore.engine.rows import knobs_picked
 from privcore.recommend import recommend
@@ -105,7 +106,7 @@ def show_point(rows: list[dict]) -> None:
         real = winner_row.get("real_epsilon")
         # The attacker sentence speaks of what is really guaranteed (the header's ε where that holds).
         box.caption(inverse.risk_caption(s.eps if real is None else float(real), s.delta)
-                    + ("" if real is None else f" (at the real ε = {format_number(real)} of "
+                    + ("" if real is None else f" (at the real ε = {format_number(epsilon_up(real))} of "
                                                f"{method_label(rec.winner)}'s noise, not the stated "
                                                f"{format_number(s.eps)})"))
         summary = real_epsilon_summary(rows, method_label)

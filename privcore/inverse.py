@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from .methods import methods_of_family
 from .methods.fields import ACCURACY_ANSWERED, ACCURACY_ANSWERED_STD
-from .validation import check_real, fmt_value
+from .validation import check_real, epsilon_up, fmt_value
 
 __all__ = ["score_rows", "TargetEpsilon", "epsilon_for_accuracy", "max_true_positive_rate", "risk_sentence"]
 
@@ -144,6 +144,6 @@ def risk_sentence(epsilon: float, delta: float, fpr: float = 0.05) -> str:
     if math.isinf(float(epsilon)):
         return "Without privacy (ε = ∞) nothing bounds what a membership attacker can learn."
     delta_text = f"{delta:g}".replace("e-0", "e-")  # 1e-5, as every chart and title writes it (not 1e-05)
-    return (f"At ε = {epsilon:g}, δ = {delta_text}: an attacker who wrongly accuses at most {fpr:.0%} of non-members "
+    return (f"At ε = {epsilon_up(epsilon):g}, δ = {delta_text}: an attacker who wrongly accuses at most {fpr:.0%} of non-members "
             f"catches at most {tpr:.1%} of members (no test beats TPR ≤ e^ε·FPR + δ, nor its mirror "
             f"TPR ≤ 1 - e^-ε·(1 - δ - FPR); guessing catches {fpr:.0%}).")

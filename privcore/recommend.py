@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 
 from .methods import ENTRIES, methods_of_family
 from .methods.base import WinContext
+from .validation import epsilon_up
 from .validation import format_value as _fmt
 
 __all__ = ["Recommendation", "recommend", "significance_threshold", "near_chance", "TRAINING_METHODS", "PREDICTION_METHODS"]
@@ -140,7 +141,7 @@ def _real_note(row: Mapping[str, Any]) -> str:
     why = ("its accounting is as published (paper)" if row.get("accounting") == "paper"
            else "its tight accounting assumes the queries are fixed in advance")
     return (f" Note: {why}; under replace-one neighbours{'' if row.get('accounting') == 'paper' else ' with adaptive queries'}"
-            f" its noise really guarantees ε = {_fmt(round(float(real), 3))} at δ = {_fmt(row.get('delta'))}, "
+            f" its noise really guarantees ε = {_fmt(epsilon_up(real))} at δ = {_fmt(row.get('delta'))}, "
             f"not the ε = {_fmt(row.get('epsilon'))} of the header.")
 
 

@@ -12,7 +12,7 @@ import math
 import numbers
 from typing import Any, Callable, TypeVar
 
-__all__ = ["check_real", "check_int", "check_choice", "fmt_value", "format_value", "memoized"]
+__all__ = ["check_real", "check_int", "check_choice", "fmt_value", "format_value", "memoized", "epsilon_up"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -149,3 +149,16 @@ def format_value(v: Any) -> str:
         return f"{v:.0e}".replace("e-0", "e-")
     return f"{v:.3g}"
 
+
+
+def epsilon_up(value: float, digits: int = 3) -> float:
+    """``value`` rounded *up* to ``digits`` significant digits (3.27583 -> 3.28, 3.271 -> 3.28, 3 -> 3):
+    an epsilon a guarantee spends is shown at one rounding everywhere, never below what it is.
+    Non-finite and non-positive values are returned as they are."""
+    from decimal import ROUND_CEILING, Decimal
+
+    v = float(value)
+    if not math.isfinite(v) or v <= 0:
+        return v
+    d = Decimal(repr(v))
+    return float(d.quantize(Decimal(1).scaleb(d.adjusted() - digits + 1), rounding=ROUND_CEILING))

@@ -303,3 +303,27 @@ def test_the_kept_chart_records_the_dpsgd_knobs():
     meta = fig.layout.meta["privcore"]
     assert meta["epochs"] == 1 and meta["clip"] == 0.25 and {"batch_size", "learning_rate"} <= set(meta), meta
     assert "DP-SGD epochs = 1" in meta["caption"] and "clip = 0.25" in meta["caption"]
+
+
+def test_paper_accounting_shows_a_real_epsilon_at_one_rounding_never_below_it():
+    """A walk-through saw DP-SGD's real ε under paper accounting as 3.27583, 3.28 and 3.276 on one page: every
+    place now shows it rounded up to 3 significant digits (privcore.validation.epsilon_up)."""
+    import re
+
+    from privcore.validation import epsilon_up
+
+    at = app(methods='["dpsgd","model_sensitivity"]', accounting="paper", eps="3.0", delta="1e-5").run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    shown = table[table["Method"] == "DP-SGD"]["Real ε (replace-one)"].iloc[0]
+    everything = " ".join(texts(at.markdown) + texts(at.caption) + texts(at.warning) + texts(at.success))
+    found = set(re.findall(r"(?:real ε = |really guarantees ε = |At ε = |DP-SGD ε = )([0-9.]+)", everything))
+    assert found == {shown}, (found, shown)
+    assert float(shown) == epsilon_up(float(shown)) and float(shown) > 3.0
+
+
+def test_epsilon_up_rounds_up_to_three_digits():
+    from privcore.validation import epsilon_up
+
+    assert [epsilon_up(v) for v in (3.27583, 3.271, 3.0, 0.0123401, float("inf"))] == [3.28, 3.28, 3.0, 0.0124,
+                                                                                        float("inf")]

@@ -11,6 +11,7 @@ import streamlit as st
 from privcore.accounting.forward import accountant_text, judging_accounting, spent_epsilon
 from privcore import methods as registry  # its METHOD_NAMES read when drawn (a method registered since counts)
 from privcore.methods import get_method
+from privcore.validation import epsilon_up
 from privcore.types import NoiseScale, Problem
 
 from .figures import format_number, method_label
@@ -58,7 +59,7 @@ def forward_section(scales: Mapping[str, Any], problem: Problem, delta: float, a
         except (ValueError, ArithmeticError) as err:
             st.warning(f"{method_label(method)}: {err}")
             return
-        st.markdown(f"**ε = {format_number(eps, 4)}** at δ = {format_number(delta)} (replace-one neighbours; "
+        st.markdown(f"**ε = {format_number(epsilon_up(eps))}** at δ = {format_number(delta)} (replace-one neighbours; "
                     f"{accountant_text(method, delta)}; {judge} accountant)")
 
 
@@ -95,5 +96,5 @@ def statement_buttons(methods: Sequence[str], problem: Problem, epsilon: float, 
     row.download_button("Statement (JSON)", data=statement_json(statement), file_name=f"{stem}.json",
                         mime="application/json", on_click="ignore", key="statement_json", width="content")
     if get_method(method).family != "baseline" and statement["epsilon"] != statement["epsilon_nominal"]:
-        st.caption(f"{method_label(method)}: the statement gives ε = {format_number(statement['epsilon'], 4)}, what "
+        st.caption(f"{method_label(method)}: the statement gives ε = {format_number(epsilon_up(statement['epsilon']))}, what "
                    f"the noise really guarantees, not the {format_number(epsilon)} of {accounting} accounting.")

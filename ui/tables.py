@@ -48,6 +48,14 @@ def noise_name(kind: str | None) -> str:
     return NOISE_NAMES.get(kind or "none", str(kind).replace("_", " "))
 
 
+def _up(value: Any) -> Any:
+    """A real epsilon rounded up to 3 significant digits (:func:`privcore.validation.epsilon_up`), as every
+    sentence shows it; None stays None."""
+    from privcore.validation import epsilon_up
+
+    return None if value is None else epsilon_up(value)
+
+
 def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas DataFrame
     """One line per method at the current setting: noise kind and scales, formula, accuracy.
 
@@ -72,7 +80,7 @@ def noise_table(rows: Sequence[Mapping[str, Any]]):  # noqa: ANN201 - pandas Dat
             **{f.label: _field_text(f, r.get(f.name)) for f in _table_fields()},
             "Sensitivity Δ": format_number(r.get("sensitivity"), 4),
             # Where the row's accounting claims more than its noise gives (paper; tight S&A): the real epsilon.
-            **({"Real ε (replace-one)": format_number(r.get("real_epsilon"))} if any(
+            **({"Real ε (replace-one)": format_number(_up(r.get("real_epsilon")))} if any(
                 rr.get("real_epsilon") is not None for rr in rows) else {}),
             # A tuned comparison (privcore.engine.tuned): the knobs each method was run at.
             **({"Knobs picked": knobs_picked(r.get("tuned"))} if any(
@@ -206,7 +214,7 @@ def calibration_table(scales: Mapping[str, Any], *, with_notes: bool = True,
             "Per-query δ": format_number(s.per_query_delta, 3),
             **{f.label: _field_text(f, s.extras.get(f.name), 4) for f in scale_columns},
             "Sensitivity": format_number(s.sensitivity, 4),
-            **({"Real ε (replace-one)": format_number(real_col.get(method), 4)} if real_col else {}),
+            **({"Real ε (replace-one)": format_number(_up(real_col.get(method)))} if real_col else {}),
             "Formula": s.formula,
             "Notes": "; ".join(s.notes) if with_notes else "",
         })

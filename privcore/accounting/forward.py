@@ -30,7 +30,7 @@ import math
 from typing import Any, Callable, Mapping, Sequence
 
 from ..types import K_LIPSCHITZ, L_HESSIAN, NoiseScale, Problem
-from ..validation import check_choice, check_int, check_real
+from ..validation import check_choice, check_int, check_real, epsilon_up
 
 __all__ = ["spent_epsilon", "replace_one_epsilon", "accountant_text", "FORWARD_MODES",
            "laplace_like_epsilon", "gaussian_epsilon", "exponential_vote_epsilon", "loss_perturbation_epsilon",
@@ -260,7 +260,7 @@ def real_guarantee(method: str, noise: Mapping[str, Any], problem: Problem, delt
             exact = (" for the exact minimiser; the solver's output, which is what is released, is not covered "
                      "(corrected accounting adds its residual)")
     return real, (f"{why}: under replace-one neighbours with adaptive queries this noise guarantees "
-                  f"epsilon = {real:.3g} at delta = {float(delta):g}{exact}")
+                  f"epsilon = {epsilon_up(real):g} at delta = {float(delta):g}{exact}")
 
 
 def real_epsilon_summary(rows: Sequence[Mapping[str, Any]], label=None) -> str:  # noqa: ANN001 - a name -> label callable
@@ -280,5 +280,5 @@ def real_epsilon_summary(rows: Sequence[Mapping[str, Any]], label=None) -> str: 
     if not worst:
         return ""
     name = label or (lambda m: m)
-    parts = [f"{name(m)} ε = {real:.3g} (stated {eps:g})" for m, (real, eps) in worst.items()]
+    parts = [f"{name(m)} ε = {epsilon_up(real):g} (stated {eps:g})" for m, (real, eps) in worst.items()]
     return "What is really guaranteed (replace-one, adaptive queries): " + "; ".join(parts)

@@ -90,7 +90,7 @@ def knn_sigmas(epsilon: float, delta: float, budget: int, sample_rate: float, ac
         z = dpsgd_noise_multiplier(eps, dlt, q, b, "pld", relation="replace_one", grid=grid)
         rel, how = "replace_one", f"replace-one, dp_accounting PLD ({grid} grid)"
     formula = (f"B = {b} Poisson(gamma = {q:g})-subsampled Gaussian queries ({how}): z = {z:.4g}; "
-               f"sigma_2 = z sqrt(2 + 1/r^2), sigma_1 = {ratio:g} sigma_2")
+               f"sigma_2 = z sqrt(2 + 1/r^2) (vote noise), sigma_1 = r sigma_2 (check noise), r = {ratio:g}")
     return KnnScales(z * c, ratio * z * c, z, rel, formula)
 
 

@@ -125,7 +125,7 @@ class ConfidentGNMax(TeacherVoteMethod):
             notes += ("paper: PATE's data-independent RDP with the standard RDP-to-(eps, delta) conversion",)
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=g.sigma_vote, sensitivity=2 ** 0.5,
                           extras={"threshold": self.threshold_fraction * problem.teachers, "test_noise": g.sigma_check},
-                          formula=(f"sigma_1 = {self.sigma_ratio:g} sigma_2, threshold = {self.threshold_fraction:g} T; "
+                          formula=(f"sigma_1 = r sigma_2 (check noise), r = {self.sigma_ratio:g}, threshold = {self.threshold_fraction:g} T; "
                                    f"{g.formula}"), notes=notes)
 
     def forward_noise(self, given, problem: Problem) -> dict:  # noqa: ANN001 - a mapping

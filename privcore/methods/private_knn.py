@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..accounting.private_knn import KNN_SIGMA_RATIO, KNN_THRESHOLD_FRACTION, knn_sigmas
+from ..accounting.private_knn import KNN_THRESHOLD_FRACTION, knn_sigmas
 from ..types import NoiseScale, PrivacyBudget, Problem
 from ..validation import check_int, check_real
 from ..validation import format_value as _fmt
@@ -151,8 +151,7 @@ class PrivateKNN(Method):
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=g.sigma_vote,
                           noise_multiplier=g.noise_multiplier, sensitivity=2 ** 0.5,
                           extras={"threshold": KNN_THRESHOLD_FRACTION * self.neighbours, "test_noise": g.sigma_check},
-                          formula=f"threshold = {KNN_THRESHOLD_FRACTION:g} k, sigma_1 = {KNN_SIGMA_RATIO:g} sigma_2; "
-                                  + g.formula, notes=notes)
+                          formula=f"threshold = {KNN_THRESHOLD_FRACTION:g} k; " + g.formula, notes=notes)
 
     def spent_epsilon(self, noise, problem: Problem, delta: float, accounting: str) -> float:  # noqa: ANN001
         """The replace-one PLD epsilon of B subsampled (rate gamma, this instance's) checks and votes

@@ -120,3 +120,15 @@ def test_refusals_name_the_parameter():
 def test_small_subsample_warns():
     assert PrivateKNN(25, 0.01).setting_warnings({}, 1000)
     assert not PrivateKNN(25, 0.1).setting_warnings({}, 4000)
+
+
+def test_the_formula_states_each_noise_once_and_defines_r():
+    """A walk-through saw sigma_1 = 2 sigma_2 twice and r undefined in Calibrate's Private-kNN formula."""
+    from privcore.calibration import calibrate
+    from privcore.types import PrivacyBudget, Problem
+
+    for accounting in ("corrected", "tight"):
+        formula = calibrate("private_knn", PrivacyBudget(3.0, 1e-5), Problem(), accounting).formula
+        assert formula.count("sigma_1 =") == 1 and "r = 2" in formula, formula
+        gnmax = calibrate("confident_gnmax", PrivacyBudget(3.0, 1e-5), Problem(), accounting).formula
+        assert gnmax.count("sigma_1 =") == 1 and "r = 3.75" in gnmax, gnmax  # its tight formula uses r too
