@@ -96,10 +96,11 @@ def test_a_later_request_for_full_float32_still_reaches_every_kind_of_op(before)
         assert with_block == without or with_block == "ieee", (op, with_block, without)
 
 
-def _worst_clipped_norm(factors_of, dim: int, trials: int = 400) -> float:
+def _worst_clipped_norm(factors_of, dim: int) -> float:
     """The largest float64 norm, over the clip, of float32 examples scaled by ``factors_of(norms, clip)``."""
     import torch
 
+    trials = 400 if dim < 10_000 else 48  # the known-bad variant is caught either way (measured)
     gen = torch.Generator().manual_seed(5)
     g = torch.randn(trials, dim, generator=gen) * torch.logspace(0, 3, trials).unsqueeze(1)  # all clipped
     clip = 0.7

@@ -75,6 +75,7 @@ def test_candidates_start_with_the_configured_knobs_and_skip_the_swept_axis():
 
 # ---------------------------------------------------------------- the two variants
 
+@pytest.mark.slow  # 7-9 s: the full suite runs it; the quick loop keeps the soundness checks
 def test_held_out_is_at_least_as_configured_and_says_it_is_not_private(tmp_path):
     spec = _spec()
     cache = ResultCache(tmp_path)
@@ -318,6 +319,7 @@ def test_the_answer_coupling_check_catches_the_student():
 
 
 
+@pytest.mark.slow  # 7-9 s: the full suite runs it; the quick loop keeps the soundness checks
 def test_the_cli_switch_prints_the_knobs_picked_and_warns_that_held_out_is_not_private(tmp_path, monkeypatch, capsys):
     import csv
     import io
