@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 import streamlit as st
 
-from ui import controls, display, formula, setting, sidebar, teaching, userdata
+from ui import controls, display, formula, setting, sidebar, state, teaching, userdata
 from ui.export import export_buttons
 from ui.figures import format_number
 
@@ -34,8 +34,21 @@ budget = int(controls.budget_slider(c3))
 CARD_LINE = 56
 SECTIONS = ("1 · Laplace-like vs Gaussian", "2 · Composition over B", "3 · Subsampling",
             "4 · Hypothesis tests", "5 · Method cards")
-section = st.segmented_control("Section", SECTIONS, default=SECTIONS[0], key="learn_section",
-                               label_visibility="collapsed") or SECTIONS[0]
+
+
+def _section_label(value: Any) -> str:
+    """The section label of a stored number (1-5, the URL's ``learn``) or of a label; a deselected
+    control (None) keeps the section shown."""
+    if value in SECTIONS:
+        return value
+    if value is None:
+        value = state.get("learn")
+    return SECTIONS[value - 1] if isinstance(value, int) and 1 <= value <= len(SECTIONS) else SECTIONS[0]
+
+
+chosen = st.segmented_control("Section", SECTIONS, label_visibility="collapsed", key=state.bind(
+    "learn", normalise=_section_label, stored=lambda label: SECTIONS.index(label) + 1))
+section = SECTIONS[state.commit("learn", SECTIONS.index(_section_label(chosen)) + 1) - 1]  # in the URL: a link opens it
 
 
 def _grid_select(label: str, options: Sequence[Any], default: Any, key: str, help: str | None = None,  # noqa: A002 - Streamlit's name

@@ -26,10 +26,10 @@ def test_learn_every_section_runs():
     at = page(PAGE).run()
     assert not at.exception, at.exception
     assert not at.error, texts(at.error)
-    sections = at.segmented_control(key="learn_section").options
+    sections = at.segmented_control(key="w:learn").options
     assert len(sections) == 5
     for section in sections:
-        at.segmented_control(key="learn_section").set_value(section).run()
+        at.segmented_control(key="w:learn").set_value(section).run()
         assert not at.exception, (section, at.exception)
         assert not at.error, (section, texts(at.error))
         if "Method cards" in section:
@@ -67,7 +67,7 @@ def test_learn_controls_change_numbers():
 
 def test_learn_composition_follows_budget():
     at = page(PAGE, eps="1.0", delta="1e-05", budget="10").run()
-    at.segmented_control(key="learn_section").set_value("2 · Composition over B").run()
+    at.segmented_control(key="w:learn").set_value("2 · Composition over B").run()
     m10 = metrics(at)
     at.select_slider(key="w:budget").set_value(100).run()
     assert not at.exception
@@ -86,7 +86,7 @@ def test_learn_metric_arrows_mean_what_their_words_say():
     at = page(PAGE, eps="1.0", delta="1e-05", budget="10").run()
     seen = []
     for section in ("1 · Laplace-like vs Gaussian", "2 · Composition over B"):
-        at.segmented_control(key="learn_section").set_value(section).run()
+        at.segmented_control(key="w:learn").set_value(section).run()
         assert not at.exception
         seen += [(m.proto.delta, m.proto.direction, m.proto.color) for m in at.metric if m.proto.delta]
     for delta, direction, color in seen:
@@ -110,5 +110,18 @@ def test_learn_states_the_release_mode():
     at = page(PAGE).run()
     assert not at.exception
     assert any("secure noise" in t and "never shown or stored" in t for t in texts(at.caption))
-    at.segmented_control(key="learn_section").set_value(at.segmented_control(key="learn_section").options[-1]).run()
+    at.segmented_control(key="w:learn").set_value(at.segmented_control(key="w:learn").options[-1]).run()
     assert any("--secure-noise" in t for t in texts(at.caption))
+
+
+def test_the_section_lives_in_the_url():
+    """A walk-through found Learn's section lost on a shared link: ``learn=3`` opens Subsampling, and a click
+    writes the section's number into the URL."""
+    at = run(PAGE, FAST, learn="3").run()
+    assert not at.exception, at.exception
+    assert at.segmented_control(key="w:learn").value == "3 · Subsampling"
+    at.segmented_control(key="w:learn").set_value("2 · Composition over B").run()
+    assert not at.exception, at.exception
+    assert at.query_params["learn"] == "2"
+    at.segmented_control(key="w:learn").set_value(None).run()  # a click on the chosen segment deselects it
+    assert at.segmented_control(key="w:learn").value == "2 · Composition over B"

@@ -33,7 +33,7 @@ def test_section_1_uses_the_data_sets_size_and_two_metrics_a_row():
 
 def test_method_cards_typeset_formulas():
     at = run(PAGE, DIGITS).run()
-    at.segmented_control(key="learn_section").set_value("5 · Method cards").run()
+    at.segmented_control(key="w:learn").set_value("5 · Method cards").run()
     assert not at.exception, at.exception
     assert len(at.latex) >= 8  # one formula per card at least, typeset
     shown = " ".join(texts(at.markdown))

@@ -340,3 +340,14 @@ def test_method_cards_typeset_their_formulas():
     assert shown >= len(cards)  # every card typesets at least one formula
     loss = next(T.method_card_blocks(c) for c in cards if "chi_{2C}" in c["calibrations"][1]["formula"])
     assert any(k == "latex" and r"\chi_{2C}" in t and r"\sqrt{" in t for k, t in loss)
+
+
+def test_amplification_curves_differ_in_a_grey_printout():
+    """Three of the subsampling chart's bounds were solid lines told apart by colour alone (a helper's check
+    after the composition chart's fix): each has its own dash and marker now."""
+    from ui.amplification import amplification_figure
+
+    fig = amplification_figure(1.0, 1e-5, rates=(0.01, 0.1, 1.0), steps=1, prv=True)
+    shown = [t for t in fig.data if t.showlegend is not False]
+    styles = [(t.line.dash or "solid", t.marker.symbol or "circle") for t in shown]
+    assert len(shown) >= 3 and len(set(styles)) == len(styles), styles

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 
 from privcore.accounting import analytic_gaussian_epsilon, dpsgd_epsilon
 from ui.teaching_style import RULE_COLOURS as _RULE_COLOURS
+from ui.teaching_style import RULE_STYLES
 from ui.teaching_style import check_delta as _check_delta
 from ui.teaching_style import style as _style
 
@@ -93,8 +94,8 @@ def amplification_figure(noise_multiplier: float, delta: float, rates: Iterable[
         name = {"no subsampling": "no subsampling (q = 1, analytic Gaussian)",
                 "classic bound": "classic bound log(1 + q(e^ε₀ − 1)), δ′ = qδ"}.get(bound, bound)
         fig.add_trace(go.Scatter(x=[r["q"] for r in pts], y=[r["epsilon"] for r in pts], mode="lines+markers", name=name,
-                                 marker=dict(size=5), line=dict(color=_RULE_COLOURS[bound],
-                                                                dash="dash" if bound == "no subsampling" else "solid"),
+                                 marker=dict(size=6, symbol=RULE_STYLES[bound][1]),  # distinct in grey too
+                                 line=dict(color=_RULE_COLOURS[bound], dash=RULE_STYLES[bound][0]),
                                  hovertemplate="q = %{x:.3g}<br>ε = %{y:.4g}<extra>" + bound + "</extra>"))
     if current_rate is not None:
         fig.add_vline(x=float(current_rate), line=dict(color="#444", dash="dash", width=1))
