@@ -351,3 +351,14 @@ def test_amplification_curves_differ_in_a_grey_printout():
     shown = [t for t in fig.data if t.showlegend is not False]
     styles = [(t.line.dash or "solid", t.marker.symbol or "circle") for t in shown]
     assert len(shown) >= 3 and len(set(styles)) == len(styles), styles
+
+
+def test_the_composition_title_stays_clear_of_the_two_line_subplot_titles():
+    """The right subplot title ran past the chart's edge at 1280 px and, once on two lines, under the main
+    title: the subplot titles are two lines and the main title is pinned to the top with room below."""
+    fig = T.composition_figure(3.0, 1e-5, budgets=(1, 10, 100), current_budget=10)
+    subtitles = [a.text for a in fig.layout.annotations if "less noise" in (a.text or "")]
+    assert len(subtitles) == 2 and all("<br>" in t for t in subtitles)
+    assert fig.layout.title.yref == "container" and fig.layout.title.yanchor == "top"
+    assert fig.layout.margin.t >= 10 + 17 * 1.3 + 2 * 13 * 1.3 + 20  # title, two subtitle lines, a gap
+    assert "1e-5" in fig.layout.title.text

@@ -301,10 +301,11 @@ def composition_figure(epsilon: float, delta: float, sensitivity: float = 1.0,
     """Log-log: per-query Gaussian sigma vs B (left) and exponential-mechanism beta vs B (right)."""
     rows = composition_rows(epsilon, delta, sensitivity, budgets)
     dlt = _check_delta(delta)
-    left = ("Prediction sensitivity: per-query σ (lower = less noise)" if dlt > 0
-            else "Prediction sensitivity: Laplace-like 1/β (lower = less noise)")
+    # Two lines each: one line ran past the right edge at 1280 px ("... higher = less nois").
+    left = ("Prediction sensitivity: per-query σ<br>(lower = less noise)" if dlt > 0
+            else "Prediction sensitivity: Laplace-like 1/β<br>(lower = less noise)")
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
-                        subplot_titles=(left, "Subsample-and-aggregate: vote β (higher = less noise)"))
+                        subplot_titles=(left, "Subsample-and-aggregate: vote β<br>(higher = less noise)"))
     labels = {
         ("gaussian", "basic"): "basic composition (ε/B, δ/B)",
         ("gaussian", "advanced"): "advanced: paper's ε* with best δ′",
@@ -332,5 +333,6 @@ def composition_figure(epsilon: float, delta: float, sensitivity: float = 1.0,
     fig.update_yaxes(type="log")
     fig.update_yaxes(title_text="per-query noise (units of Δ = %g)" % float(sensitivity) if dlt > 0 else "noise scale", row=1, col=1)
     fig.update_yaxes(title_text="inverse temperature β of the vote", row=1, col=2)
-    title = f"How the per-query budget shrinks with B at total (ε, δ) = ({_check_eps(epsilon):g}, {dlt:g})"
-    return _style(fig, title, height=540)
+    title = f"How the per-query budget shrinks with B at total (ε, δ) = ({_check_eps(epsilon):g}, {format_number(dlt)})"
+    _style(fig, title, height=560)  # the title pinned to the top, room below it for the two-line subplot titles
+    return fig.update_layout(title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=10)), margin=dict(t=105))
