@@ -27,7 +27,8 @@ step() {  # step NAME SECONDS CMD...: run CMD under a time limit, log to $out/NA
 }
 
 install() {  # the carried wheels, then this checkout as an editable package (no PYTHONPATH anywhere)
-  if [ -d .whl ] && compgen -G ".whl/*.whl" > /dev/null; then
+  # (DRY: the wheels are for the GPU machine's Python; this machine has the packages already)
+  if [ -z "${DRY:-}" ] && [ -d .whl ] && compgen -G ".whl/*.whl" > /dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-cache-dir .whl/*.whl || return 1
   fi
   # Asked from another folder: from the checkout's root, `import privcore` finds the source folder
