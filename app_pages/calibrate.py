@@ -66,8 +66,8 @@ real = {m: real_guarantee(m, sc.to_dict(), problem, float(delta), side.accountin
         for m, sc in scales.items() if not isinstance(sc, CalibrationError)}
 table = calibration_table(scales, real=real)  # formulas and notes are long: typeset below, where text wraps
 st.dataframe(table, hide_index=True, width="stretch", column_config=noise_table_config(table.columns),
-             column_order=noise_table_order(table.columns))
-st.caption(noise_table_legend(noise_table_order(table.columns)) + ".")
+             column_order=noise_table_order(table.columns, table))
+st.caption(noise_table_legend(noise_table_order(table.columns, table)) + ".")
 summary = real_epsilon_summary([{"method": m, "epsilon": float(eps), "real_epsilon": v} for m, v in real.items()],
                                method_label)
 if summary:

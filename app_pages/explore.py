@@ -126,8 +126,8 @@ def show_point(rows: list[dict]) -> None:
                      f"B = {s.budget:,})")
         table = noise_table(rows)  # formulas and notes are long: typeset below, where text wraps
         st.dataframe(table, hide_index=True, width="stretch", column_config=noise_table_config(table.columns),
-                     column_order=noise_table_order(table.columns))
-        st.caption(noise_table_legend(noise_table_order(table.columns), answered_only=answered_only) + ".")
+                     column_order=noise_table_order(table.columns, table))
+        st.caption(noise_table_legend(noise_table_order(table.columns, table), answered_only=answered_only) + ".")
         knobs = knobs_lines(rows)
         if knobs:  # a tuned comparison's knobs, where text wraps (a table cell cut them short)
             st.markdown("**Knobs each method ran at**\n" + "\n".join(f"- {escape_markdown(k)}" for k in knobs))

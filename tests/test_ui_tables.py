@@ -70,3 +70,23 @@ def test_the_legend_explains_every_short_header_shown():
     assert noise_table_legend(["Method"]) == ""
     on = noise_table_legend(columns, answered_only=True)
     assert "answered queries only" in on and "abstentions count as wrong" not in on  # follows the toggle
+
+
+def test_columns_that_say_nothing_for_the_methods_shown_are_left_out():
+    """At 1280 px Explore's table scrolled sideways to show columns that were "-" for every method shown (ρ,
+    z with no loss perturbation or DP-SGD): given the frame, the order leaves them out, and the legend below
+    explains only what is shown."""
+    from ui.tables import noise_table, noise_table_legend, noise_table_order
+
+    table = noise_table([
+        {"method": "model_sensitivity", "noise": "gaussian", "sigma": 0.5, "accuracy_mean": 0.7, "accuracy_std": 0.01,
+         "sensitivity": 0.1},
+        {"method": "subsample_aggregate", "noise": "exponential_mechanism", "beta": 0.2, "per_query_epsilon": 0.3,
+         "accuracy_mean": 0.5, "accuracy_std": 0.01},
+        {"method": "non_private", "noise": "none", "accuracy_mean": 0.9, "accuracy_std": 0.0}])
+    order = noise_table_order(table.columns, table)
+    assert {"σ (Gaussian std)", "β (inverse scale)", "Per-query ε", "Sensitivity Δ"} <= set(order)
+    assert "ρ (extra L2)" not in order and "Noise multiplier" not in order
+    assert "ρ (extra L2)" in noise_table_order(table.columns)  # without the frame: every column, as before
+    legend = noise_table_legend(order)
+    assert "σ:" in legend and "ρ:" not in legend and "z:" not in legend

@@ -131,11 +131,15 @@ def knobs_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             for m in _ordered_methods(r["method"] for r in rows) if not is_baseline(m)]
 
 
-def noise_table_order(columns: Iterable[str]) -> list[str]:
+def noise_table_order(columns: Iterable[str], table: Any = None) -> list[str]:
     """``column_order`` of a noise table: method, accuracy and the lead columns (the answered share)
     first, then the noise columns; the formulas and notes are left out (typeset below the table, where
-    text wraps)."""
+    text wraps). With ``table`` (the frame), a column that is "-" for every method shown is left out
+    too: at 1280 px the table scrolled sideways to show columns that said nothing for those methods."""
     cols = [c for c in columns if c not in _NOISE_TABLE_BELOW]
+    if table is not None:
+        keep = set(_NOISE_TABLE_FIRST)
+        cols = [c for c in cols if c in keep or any(str(v) not in ("-", "", "None", "nan") for v in table[c])]
     first = _NOISE_TABLE_FIRST + tuple(f.label for f in _table_fields() if f.lead)
     return [c for c in first if c in cols] + [c for c in cols if c not in first]
 
