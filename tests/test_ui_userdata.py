@@ -144,3 +144,35 @@ def test_declared_labels_from_the_url(uploads, tmp_path):
     at.run()
     assert "LABELS a,b,c,z C=4" in " ".join(texts(at.markdown))
     assert at.sidebar.text_input(key="ud:labels").value == "a,b,c,z"
+
+
+_CAVEATS = """
+import streamlit as st
+from ui import controls, setting, sidebar
+side = sidebar.settings()
+s = controls.current_setting()
+for c in setting.data_caveats(side, s):
+    st.write("CAVEAT " + c)
+"""
+
+
+def test_labels_read_off_the_file_are_a_caveat_on_the_page_and_in_the_statement(uploads, tmp_path):
+    """A walk-through found the privacy statement of an upload silent about its labels read off the file: the
+    page's caveats (which reach the statement as a step not covered) say so, and a declared label set does not."""
+    from privcore.statement import privacy_statement
+    from privcore.types import Problem
+
+    name = _upload(uploads, tmp_path)
+    at = AppTest.from_string(_CAVEATS, default_timeout=120)
+    at.query_params.update(dataset='"file"', data_file=json.dumps(name))
+    at.run()
+    caveats = [t[len("CAVEAT "):] for t in texts(at.markdown) if t.startswith("CAVEAT ")]
+    said = [c for c in caveats if "label set was read off your file" in c]
+    assert said and "/" not in said[0], caveats  # no server path
+    statement = privacy_statement("model_sensitivity", 1.0, 1e-5, Problem(n=100, dim=2, classes=3), "corrected",
+                                  preprocessing=caveats)
+    assert any(not p["covered"] and "read off your file" in p["step"] for p in statement["preprocessing"]), statement
+    declared = AppTest.from_string(_CAVEATS, default_timeout=120)
+    declared.query_params.update(dataset='"file"', data_file=json.dumps(name), labels='"a,b,c"')
+    declared.run()
+    assert not any("read off your file" in t for t in texts(declared.markdown))
