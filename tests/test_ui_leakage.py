@@ -200,3 +200,14 @@ def test_the_page_uses_the_shared_texts(app_env):
     captions = " ".join(c.value for c in at.caption)
     assert f"from 256 releases for the {QUICK_WORDS}" in captions and RETRAIN_WORDS not in captions
     assert "Clopper-Pearson 95 % lower bound on ε" in captions and "no test can leave" not in captions
+
+
+def test_the_aucs_come_before_the_true_positive_rates():
+    """The summary above the table quotes the canary attack's AUC, which sat after six other columns,
+    off-screen at 1280 px: every AUC now comes first."""
+    roc = SimpleNamespace(auc=0.6, tpr_at_0_1=0.01, tpr_at_1=0.02)
+    result = _result("dpsgd", 3.0, fp=0, fn=20)
+    result.attack = lambda name: SimpleNamespace(roc=roc)
+    columns = list(leakage_table([result]).columns)
+    aucs = [columns.index(f"AUC {s}") for s in ("loss", "LiRA", "canary")]
+    assert max(aucs) < min(i for i, c in enumerate(columns) if c.startswith("TPR@")), columns

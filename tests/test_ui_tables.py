@@ -90,3 +90,13 @@ def test_columns_that_say_nothing_for_the_methods_shown_are_left_out():
     assert "ρ (extra L2)" in noise_table_order(table.columns)  # without the frame: every column, as before
     legend = noise_table_legend(order)
     assert "σ:" in legend and "ρ:" not in legend and "z:" not in legend
+
+
+def test_the_real_epsilon_column_comes_right_after_the_accuracy():
+    """The warning above the table points to the "Real ε" column, which sat last, off-screen at 1280 px."""
+    from ui.tables import noise_table, noise_table_order
+
+    table = noise_table([{"method": "dpsgd", "noise": "gaussian", "sigma": 1.0, "noise_multiplier": 2.0,
+                          "accuracy_mean": 0.8, "accuracy_std": 0.01, "real_epsilon": 4.09}])
+    order = noise_table_order(table.columns, table)
+    assert order[:3] == ["Method", "Accuracy", "Real ε (replace-one)"], order

@@ -312,11 +312,12 @@ def leakage_table(results: Sequence):  # noqa: ANN201 - pandas DataFrame
             "Measured ε ≥ (95 %)": None if r.audit is None else round(r.audit.lower, 2),
             "ε estimate": _estimate_text(r),
         }
-        for name, short in (("loss", "loss"), ("lira", "LiRA"), ("canary", "canary")):
-            if (a := _attack(r, name)) is None:
-                continue
+        attacks = [(short, a) for name, short in (("loss", "loss"), ("lira", "LiRA"), ("canary", "canary"))
+                   if (a := _attack(r, name)) is not None]
+        for short, a in attacks:  # every AUC first: the summary above quotes the canary's, which sat off-screen
             row[f"AUC {short}"] = round(a.roc.auc, 3)
-            if name != "loss":
+        for short, a in attacks:
+            if short != "loss":
                 row[f"TPR@0.1% {short}"] = round(a.roc.tpr_at_0_1, 4)
                 row[f"TPR@1% {short}"] = round(a.roc.tpr_at_1, 4)
         row["Seconds"] = 0.0 if r.cached else round(r.seconds, 1)

@@ -140,7 +140,9 @@ def noise_table_order(columns: Iterable[str], table: Any = None) -> list[str]:
     if table is not None:
         keep = set(_NOISE_TABLE_FIRST)
         cols = [c for c in cols if c in keep or any(str(v) not in ("-", "", "None", "nan") for v in table[c])]
-    first = _NOISE_TABLE_FIRST + tuple(f.label for f in _table_fields() if f.lead)
+    # "Real ε" right after them where the accounting claims more: the warning above the table points to it,
+    # and as the last column it needed a sideways scroll at 1280 px
+    first = _NOISE_TABLE_FIRST + tuple(f.label for f in _table_fields() if f.lead) + ("Real ε (replace-one)",)
     return [c for c in first if c in cols] + [c for c in cols if c not in first]
 
 
