@@ -214,7 +214,8 @@ def curve_tab(axis: str) -> None:
         x, log_x, current, xname = "epsilon", True, s.eps, AXIS_SYMBOLS["epsilon"]
         title = f"Test accuracy vs ε (δ = {format_number(s.delta)}, B = {s.budget:,}, N = {{N}})"
         bundled = (side.dataset, s.lam, s.dim, s.classes) == (state.DEFAULTS["dataset"], state.DEFAULTS["lam"], None, None)
-        note = try_this(s.delta, s.budget, bundled=bundled)  # its quoted outcomes are the bundled data's
+        bundled = bundled and set(s.methods) == set(state.DEFAULTS["methods"])  # its outcomes: the default methods'
+        note = try_this(s.delta, s.budget, bundled=bundled, methods=s.methods)  # ... on the bundled data
     elif axis == "budget":
         spec = display.spec_or_error(side, s, **curve_spec_kwargs(axis, 0.0, 0.0))
         x, log_x, current, xname = "budget", True, s.budget, AXIS_SYMBOLS["budget"]

@@ -129,7 +129,10 @@ def recommend(rows: Sequence[Mapping[str, Any]], *, chance: float | None = None)
         significant = margin > threshold
     else:
         threshold, significant = 0.0, False
-    reason = _reason(winner, runner, setting, accs, chance, significant) + _real_note(private[winner])
+    # The winner's own knobs (a tuned comparison runs each method at its own lambda and T): the reason
+    # explained "a vote over T = 16 teachers" for a row that ran at T = 64
+    own = {k: private[winner][k] for k in ("lam", "teachers") if private[winner].get(k) is not None}
+    reason = _reason(winner, runner, {**setting, **own}, accs, chance, significant) + _real_note(private[winner])
     return Recommendation(winner, runner, margin, significant, reason, threshold, accs, useful)
 
 

@@ -150,3 +150,11 @@ def test_recommendation_states_the_real_epsilon_of_a_paper_row():
     assert "not the ε = 3" in rec.reason
     sound = _recommend([dict(r, accounting="corrected", real_epsilon=None) for r in rows])
     assert "really guarantees" not in sound.reason
+
+
+def test_the_reason_speaks_of_the_winners_own_knobs():
+    """In a tuned comparison each method runs at its own T and lambda: the reason said "a vote over T = 16
+    teachers" for a winner that ran at T = 64 (the first row's T; a walk-through finding)."""
+    rows = [row("model_sensitivity", 0.5, budget=10, teachers=16), row("subsample_aggregate", 0.86, budget=10, teachers=64)]
+    rec = recommend(rows)
+    assert rec.winner == "subsample_aggregate" and "T = 64" in rec.reason and "T = 16" not in rec.reason

@@ -203,6 +203,10 @@ def test_try_this_hint_follows_the_controls():
     # another data set: the steps without the bundled data's outcomes
     other = [try_this(1e-5, 10, bundled=False), try_this(0.0, 10, bundled=False)]
     assert all("bundled" not in t and "ε ≈" not in t for t in other) and "set δ = 0" in other[0]
+    # no DP-SGD on the chart: the first step says nothing of it (a walk-through saw "DP-SGD drops out")
+    without = try_this(1e-5, 10, methods=["model_sensitivity", "subsample_aggregate"])
+    assert "set δ = 0" in without and "DP-SGD" not in without and "bundled" not in without
+    assert "DP-SGD drops out" in try_this(1e-5, 10, methods=["dpsgd", "model_sensitivity"])
 
 
 def test_a_dpsgd_chart_records_its_knobs_in_caption_metadata_and_csv():

@@ -218,14 +218,18 @@ def leaders_text(rows: Sequence[Mapping[str, Any]], x: str, xname: str, label, f
     return text[0].upper() + text[1:]
 
 
-def try_this(delta: float, budget: int, bundled: bool = True) -> str:
+def try_this(delta: float, budget: int, bundled: bool = True, methods: Sequence[str] | None = None) -> str:
     """The ε curve's "Try this" hint: the next step of the tour from where the controls stand.
 
     Steps: set δ = 0 (the training method that needs δ > 0 drops out), then raise B to 100 (the
     prediction methods pay per prediction), then change N or λ (the sensitivity methods' noise scales
     as 1/(N λ)). The outcomes quoted are the bundled 4,000 digits' at λ = 0.001: ``bundled`` False
-    (another data set is in use) gives the steps without them.
+    (another data set is in use) gives the steps without them. ``methods`` (the methods shown; None: all)
+    without DP-SGD makes the first step say nothing of it (a walk-through saw "DP-SGD drops out" with no
+    DP-SGD on the chart).
     """
+    if float(delta) > 0 and methods is not None and "dpsgd" not in methods:
+        return "Try this: set δ = 0 (pure DP: only the methods with a δ = 0 guarantee stay), then compare B = 10 with B = 100."
     if float(delta) > 0:
         return ("Try this: set δ = 0. DP-SGD drops out and subsample-and-aggregate wins at B = 10 from ε ≈ 1 on; "
                 "then raise B to 100 and loss perturbation leads up to ε ≈ 30 (bundled 4,000 digits, λ = 0.001)."
