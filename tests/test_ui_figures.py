@@ -137,3 +137,14 @@ def test_winner_map_hover_uses_the_pages_symbols_and_the_legend_names_chance_cel
     assert any("chance" in (n or "") for n in names), names
     clear = winner_map_figure([r for r in rows if r["epsilon"] > 1], "epsilon", "budget")
     assert not any("chance" in (t.name or "") for t in clear.data[1:])
+
+
+def test_a_short_log_axis_gets_1_2_5_labels():
+    """The vs N chart (N = 500 to 4,000) showed one label, "1,000": within two decades the axis is labelled at 1,
+    2 and 5 of each decade; a wide axis keeps one label a decade."""
+    from ui.figures import log_tickvals
+
+    ticks, labels = log_tickvals([500, 1000, 2000, 4000])
+    assert {500.0, 1000.0, 2000.0} <= set(ticks) and "2,000" in labels
+    wide, _ = log_tickvals([1, 10, 100, 1000, 10000])
+    assert wide == [1.0, 10.0, 100.0, 1000.0, 10000.0]

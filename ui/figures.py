@@ -139,6 +139,8 @@ def log_tickvals(values: Iterable[float]) -> tuple[list[float], list[str]] | Non
     lo, hi = math.floor(math.log10(min(vals))), math.ceil(math.log10(max(vals)))
     step = 1 if hi - lo <= 8 else 2
     ticks = [10.0 ** k for k in range(lo, hi + 1, step)]
+    if max(vals) / min(vals) <= 100:  # within two decades one label a decade left N = 500..4,000 with "1,000" alone
+        ticks = sorted(m * t for t in ticks for m in (1, 2, 5))
     return ticks, [format_number(t) if 1e-2 <= t < 1e5 else f"1e{int(round(math.log10(t)))}" for t in ticks]
 
 
