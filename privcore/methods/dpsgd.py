@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from .. import limits
 from ..accounting.dpsgd import dpsgd_epsilon_replace_one, dpsgd_noise_multiplier
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
+from ..validation import epsilon_up
 from ..validation import format_value as _fmt
 from .base import CostPart, Method, WinContext, data_work
 from .card import MethodCard
@@ -113,7 +114,7 @@ class DPSGD(Method):
             real = dpsgd_epsilon_replace_one(z, q, k, dlt)
             notes: tuple[str, ...] = (
                 "paper: calibrated as published for ADD/REMOVE neighbours (Opacus RDP); under this project's "
-                f"replace-one neighbours its real epsilon is larger: replace-one epsilon of this noise: {real:.3g} "
+                f"replace-one neighbours its real epsilon is larger: replace-one epsilon of this noise: {epsilon_up(real):g} "
                 f"(target {eps:g}; dp_accounting PLD, an upper bound)",)
             formula = f"noise multiplier from Opacus RDP accountant, add/remove neighbours (as published): {where}"
         else:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..accounting.private_knn import KNN_THRESHOLD_FRACTION, knn_sigmas
 from ..types import NoiseScale, PrivacyBudget, Problem
-from ..validation import check_int, check_real
+from ..validation import check_int, check_real, epsilon_up
 from ..validation import format_value as _fmt
 from .base import CostPart, Method, WinContext, data_work
 from .card import MethodCard
@@ -146,7 +146,7 @@ class PrivateKNN(Method):
 
             real = knn_epsilon(g.sigma_vote, problem.budget, self.sample_rate, budget.delta)
             notes += ("paper: amplification for ADD/REMOVE neighbours (Opacus RDP); under this project's replace-one "
-                      f"neighbours its epsilon is up to {real:.3g} (target {budget.epsilon:g}; dp_accounting PLD, an "
+                      f"neighbours its epsilon is up to {epsilon_up(real):g} (target {budget.epsilon:g}; dp_accounting PLD, an "
                       "upper bound)",)
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=g.sigma_vote,
                           noise_multiplier=g.noise_multiplier, sensitivity=2 ** 0.5,

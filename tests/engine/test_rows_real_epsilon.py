@@ -50,3 +50,16 @@ def test_a_paper_row_of_a_solver_method_says_its_real_epsilon_is_for_the_exact_m
     assert "exact minimiser" in row.guarantee and "not covered" in row.guarantee, row.guarantee
     dpsgd, _ = _a_row("dpsgd", 2.0, 1e-5, "paper")  # no solver: no such clause
     assert "exact minimiser" not in dpsgd.guarantee
+
+
+def test_the_paper_dpsgd_note_and_the_row_show_one_rounding_of_the_real_epsilon():
+    """A walk-through saw Calibrate's note say 4.09 beside a table saying 4.1: the calibration's note and the
+    row's sentence round the real epsilon up, the same way (privcore.validation.epsilon_up)."""
+    import re
+
+    from privcore.validation import epsilon_up
+
+    row, scale = _a_row("dpsgd", 2.0, 1e-5, "paper")
+    in_note = re.search(r"replace-one epsilon of this noise: ([0-9.]+)", " ".join(scale.notes)).group(1)
+    in_row = re.search(r"guarantees epsilon = ([0-9.]+)", row.guarantee).group(1)
+    assert in_note == in_row == f"{epsilon_up(row.real_epsilon):g}"
