@@ -362,3 +362,15 @@ def test_the_composition_title_stays_clear_of_the_two_line_subplot_titles():
     assert fig.layout.title.yref == "container" and fig.layout.title.yanchor == "top"
     assert fig.layout.margin.t >= 10 + 17 * 1.3 + 2 * 13 * 1.3 + 20  # title, two subtitle lines, a gap
     assert "1e-5" in fig.layout.title.text
+
+
+def test_laplace_and_gaussian_differ_in_a_grey_printout():
+    """Section 1 drew the two distributions as solid lines and round points, told apart by colour alone (a
+    walk-through printed it in grey): every trace of one distribution differs from the other's in marker or dash."""
+    fig = T.noise_figure(1.0, 1e-5)
+    by_dist: dict[str, set] = {}
+    for t in fig.data:
+        dist = "gaussian" if "Gaussian" in (t.name or "") else "laplace"
+        by_dist.setdefault(dist, set()).add((getattr(t.line, "dash", None) if hasattr(t, "line") else None,
+                                              t.marker.symbol))
+    assert by_dist["gaussian"].isdisjoint(by_dist["laplace"]), by_dist

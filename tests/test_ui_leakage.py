@@ -211,3 +211,17 @@ def test_the_aucs_come_before_the_true_positive_rates():
     columns = list(leakage_table([result]).columns)
     aucs = [columns.index(f"AUC {s}") for s in ("loss", "LiRA", "canary")]
     assert max(aucs) < min(i for i, c in enumerate(columns) if c.startswith("TPR@")), columns
+
+
+def test_each_methods_roc_curve_has_its_own_dash_and_marker():
+    """Every ROC curve was a solid line (the PATE student's grey like the bound's): each method's curve now has
+    the dash and marker of its card, as on every other chart."""
+    from ui.figures import method_style
+    from ui.leakage import roc_figure
+
+    results = _canary_results()
+    fig = roc_figure(results, "canary", 3.0, 1e-5)
+    curves = [t for t in fig.data if "(AUC" in (t.name or "")]
+    styles = [(t.line.dash, t.marker.symbol) for t in curves]
+    assert len(curves) == len(results) and len(set(styles)) == len(styles), styles
+    assert styles == [(method_style(r.method)[1], method_style(r.method)[0]) for r in results]

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from privcore.methods import get_method
 
-from .figures import PRINT_TEMPLATE, format_number, method_color, method_label, plain_log_ticks
+from .figures import PRINT_TEMPLATE, format_number, method_color, method_label, method_style, plain_log_ticks
 
 __all__ = ["ATTACK_LABELS", "specs_for", "split_quick", "was_cancelled", "roc_figure", "leakage_table",
            "leakage_table_config", "LEAKAGE_HEADERS", "no_estimate_note", "describe", "rows_for_export",
@@ -216,11 +216,13 @@ def roc_figure(results: Sequence, attack: str, epsilon: float, delta: float, *, 
     for r in results:
         if (a := _attack(r, attack)) is None:
             continue
-        is_ref = r.family == "baseline"
-        fig.add_trace(go.Scatter(x=np.asarray(a.roc.fpr), y=np.maximum(np.asarray(a.roc.tpr), floor), mode="lines",
-                                 line_shape="hv",
+        # Each method's own dash and marker: every curve was a solid line, the PATE student's grey like the bound's.
+        symbol, dash = method_style(r.method)
+        fig.add_trace(go.Scatter(x=np.asarray(a.roc.fpr), y=np.maximum(np.asarray(a.roc.tpr), floor),
+                                 mode="lines+markers", line_shape="hv",
                                  name=f"{method_label(r.method)} (AUC {a.roc.auc:.2f})",
-                                 line=dict(color=method_color(r.method), width=2.5, dash="dash" if is_ref else "solid"),
+                                 marker=dict(symbol=symbol, size=7, color=method_color(r.method), maxdisplayed=12),
+                                 line=dict(color=method_color(r.method), width=2.5, dash=dash),
                                  hovertemplate=f"{method_label(r.method)}<br>FPR %{{x:.2g}}, TPR %{{y:.3g}}<extra></extra>"))
     fig.update_xaxes(type="log", title="False-positive rate (non-members called members)", range=[math.log10(floor), 0])
     fig.update_yaxes(type="log", title="True-positive rate (members found)", range=[math.log10(floor), 0])

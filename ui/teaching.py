@@ -177,6 +177,13 @@ def noise_rows(epsilon: float, delta: float, sensitivity: float = 1.0, dim: int 
                                                 int(samples), int(seed))]
 
 
+#: Laplace-like and Gaussian told apart without colour (a walk-through printed section 1 in grey: two solid
+#: lines, two round point clouds): open circles against squares, solid against dotted radius curves.
+_DIST_MARKERS = {"laplace_like": dict(symbol="circle-open", size=6, maxdisplayed=14),
+                 "gaussian": dict(symbol="square", size=5, maxdisplayed=14)}
+_DIST_DASH = {"laplace_like": "solid", "gaussian": "dot"}
+
+
 def noise_figure(epsilon: float, delta: float, sensitivity: float = 1.0, dim: int = 10, samples: int = 1500,
                  seed: int = 0, *, reference_dim: int | None = None, reference_label: str = "") -> go.Figure:
     """Four panels: 1-D densities on D and D', 2-D samples, radius in ``dim`` dimensions, mean radius vs d.
@@ -200,20 +207,23 @@ def noise_figure(epsilon: float, delta: float, sensitivity: float = 1.0, dim: in
             continue
         for which, dash in (("D", "solid"), ("D'", "dash")):
             pts = [r for r in sub if r["panel"] == "density_1d" and r["dataset"] == which]
-            fig.add_trace(go.Scatter(x=[r["x"] for r in pts], y=[r["y"] for r in pts], mode="lines",
+            fig.add_trace(go.Scatter(x=[r["x"] for r in pts], y=[r["y"] for r in pts], mode="lines+markers",
                                      line=dict(color=colours[dist], dash=dash), name=names[dist] + ("" if which == "D" else " on D′"),
-                                     legendgroup=dist, showlegend=which == "D"), row=1, col=1)
+                                     marker=dict(_DIST_MARKERS[dist], color=colours[dist]), legendgroup=dist, showlegend=which == "D"), row=1, col=1)
         pts = [r for r in sub if r["panel"] == "samples_2d"]
         fig.add_trace(go.Scattergl(x=[r["x"] for r in pts], y=[r["y"] for r in pts], mode="markers",
-                                   marker=dict(color=colours[dist], size=3, opacity=0.25 if dist == "gaussian" else 0.45), name=names[dist] + " samples",
+                                   marker=dict(color=colours[dist], size=3 if dist == "gaussian" else 4, opacity=0.25 if dist == "gaussian" else 0.45,
+                                               symbol=_DIST_MARKERS[dist]["symbol"]), name=names[dist] + " samples",
                                    legendgroup=dist, showlegend=False), row=1, col=2)
         pts = [r for r in sub if r["panel"] == "radius"]
-        fig.add_trace(go.Scatter(x=[r["x"] for r in pts], y=[r["y"] for r in pts], mode="lines",
-                                 line=dict(color=colours[dist]), fill="tozeroy", name=names[dist] + " radius",
+        fig.add_trace(go.Scatter(x=[r["x"] for r in pts], y=[r["y"] for r in pts], mode="lines+markers",
+                                 line=dict(color=colours[dist], dash=_DIST_DASH[dist]), marker=dict(_DIST_MARKERS[dist], color=colours[dist]),
+                                 fill="tozeroy", name=names[dist] + " radius",
                                  legendgroup=dist, showlegend=False), row=2, col=1)
         pts = [r for r in sub if r["panel"] == "mean_radius"]
-        fig.add_trace(go.Scatter(x=[r["x"] for r in pts], y=[r["y"] for r in pts], mode="lines",
-                                 line=dict(color=colours[dist]), name=names[dist] + " mean radius",
+        fig.add_trace(go.Scatter(x=[r["x"] for r in pts], y=[r["y"] for r in pts], mode="lines+markers",
+                                 line=dict(color=colours[dist], dash=_DIST_DASH[dist]), marker=dict(_DIST_MARKERS[dist], color=colours[dist]),
+                                 name=names[dist] + " mean radius",
                                  legendgroup=dist, showlegend=False,
                                  hovertemplate="d = %{x}<br>E||b|| = %{y:.4g}<extra></extra>"), row=2, col=2)
     fig.add_vline(x=int(dim), line=dict(color="#444", dash="dash", width=1), row=2, col=2)
