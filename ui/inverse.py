@@ -49,9 +49,9 @@ def unreachable_text(target: float, best: float | None, largest_eps: float, base
     # Short enough for the table cell at 800 px (the longer "unreachable up to ε = 100 (the largest swept;
     # at most 0.812)" was cut off); the caption under the table says what "unreachable" means.
     if baseline is not None and target > baseline:
-        return f"unreachable: above non-private ({baseline:.3f})"
-    best_text = "" if best is None else f" (best {best:.3f})"
-    return f"unreachable by ε = {format_number(largest_eps)}{best_text}"
+        return f"above non-private ({baseline:.2f})"
+    best_text = "" if best is None else f" (best {best:.2f})"
+    return f"not by ε = {format_number(largest_eps)}{best_text}"
 
 
 def _best_means(rows: Sequence[Mapping[str, Any]]) -> tuple[dict[str, float], float | None]:
@@ -97,9 +97,9 @@ def target_section(rows: Sequence[Mapping[str, Any]], budget: int, n: int, answe
                                       f"{_eps_text(r.high, False, r.eps_range)}"),
     } for r in sorted(results, key=lambda r: (r.epsilon is None, r.epsilon or 0.0))])
     st.dataframe(table, hide_index=True, width="stretch",
-                 column_config={"Smallest ε": st.column_config.TextColumn("Smallest ε", width="large")})
+                 column_config={"Smallest ε": st.column_config.TextColumn("Smallest ε", width="medium")})
     scoring = ("abstaining methods scored on answered queries only" if answered_only
                else "abstentions count as wrong")
     st.caption(f"Target accuracy {target:.2f}, at B = {budget:,} and N = {n:,}, on the ε curve (linear in log ε between swept points; "
-               f"'unreachable by ε = …': the mean stays below the target up to the largest ε swept, whose best mean is in brackets; {scoring}). The band is where mean + std and "
+               f"'not by ε = …': the mean stays below the target up to the largest ε swept, its best mean in brackets; 'above non-private': no private method beats the non-private model on average; {scoring}). The band is where mean + std and "
                "mean − std over the repetitions reach the target.")
