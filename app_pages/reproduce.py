@@ -154,10 +154,11 @@ if missing:
             results[acc] = res
 
 if results:
-    cols = st.columns(len(specs))
+    # One under the other at full width: side by side, each chart was too narrow at 800 px to read (titles,
+    # captions and ticks cut; a walk-through finding), as on the Deep models page.
     drawn = []
-    for col, acc in zip(cols, specs):
-        with col:
+    for acc in specs:
+        with st.container():
             res = results.get(acc)
             if res is None:
                 st.info(f"{ACCOUNTING_TITLES[acc]}: not computed yet.")
@@ -192,7 +193,7 @@ if results:
         st.dataframe(pd.DataFrame([{
             "Method": method_label(g["method"]), "Accounting": g["accounting"],
             "Noise vs published": paper.ratio_text(ratios.get((g["method"], g["accounting"]))),
-            "Mean change": f"{g['mean_change']:+.3f}", "Largest drop": f"{max(0.0, g['max_drop']):.3f}", "Points": g["points"],
+            "Mean change": f"{round(g['mean_change'], 3) + 0.0:+.3f}",  # + 0.0: never "-0.000" "Largest drop": f"{max(0.0, g['max_drop']):.3f}", "Points": g["points"],
         } for g in gaps]), hide_index=True)
         st.caption(f"Noise vs published: the method's noise under that accounting divided by its published noise at "
                    f"ε = {format_number(at_eps)}, δ = {format_number(fig_def.delta)}, B = {fig_def.budget:,}, "

@@ -38,7 +38,9 @@ def test_reproduce_computes_a_small_figure_paper_and_corrected():
     assert not at.exception, at.exception
     assert not at.error, texts(at.error)
     charts = at.get("plotly_chart")
-    assert len(charts) == 2  # as published | corrected
+    assert len(charts) == 2  # as published, then corrected
+    assert not [c for c in at.columns if c.get("plotly_chart")]  # full width: side by side they were unreadable at 800 px
+    assert all(not str(v).startswith("-0.000") for v in at.dataframe[0].value["Mean change"])
     assert any("What the paper found" in t for t in texts(at.markdown))
     gaps = at.dataframe[0].value
     sa = gaps[gaps["Method"] == "Subsample-and-aggregate"]
