@@ -201,3 +201,28 @@ def test_a_malformed_upload_is_reported_once_with_its_line_and_data_row(uploads)
     shown = [t for t in texts(at.error) + texts(at.warning) + texts(at.sidebar.caption) if "abc" in t]
     assert len(shown) == 1, shown
     assert "line 7 (data row 6)" in shown[0] and "'mine.csv'" in shown[0], shown
+
+
+def test_a_shared_link_shows_the_name_the_file_was_sent_under_and_delete_removes_it(uploads):
+    """A link opened in another session showed "Using 9c7079aa....csv": the first sender's name is kept beside
+    the upload (plain text, control characters dropped) and removed with it."""
+    from streamlit.testing.v1 import AppTest
+
+    script = f"""
+import streamlit as st
+from ui import uploads
+class Upload:
+    name = "mine\\x07 data.csv"
+    def getvalue(self):
+        return b"a,label\\n" + b"".join(f"{{i}},{{i % 2}}\\n".encode() for i in range(20))
+path = uploads.save_upload(Upload())
+st.session_state["_upload_names"].clear()   # another session: no name of its own
+st.write("NAME " + uploads.display_name(path))
+"""
+    at = AppTest.from_string(script, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    assert [t.value for t in at.markdown if t.value.startswith("NAME ")] == ["NAME mine data.csv"]
+    (csv,) = list(uploads.glob("*.csv"))
+    assert (uploads / (csv.name + ".name")).is_file()
+    assert uploads_mod.delete_upload(csv.name) and not list(uploads.glob("*.name"))

@@ -105,10 +105,24 @@ def clean_leftovers(folder: Path, older_than_s: float = 3600.0) -> None:
         pass
 
 
+def _name_file(path: str | Path) -> Path:
+    """Where the name an upload was sent under is kept beside it (``<sha256>.csv.name``)."""
+    return Path(str(path) + ".name")
+
+
 def display_name(path: str) -> str:
-    """The name the user uploaded ``path`` under (this session), else its file name."""
+    """The name the user uploaded ``path`` under: this session's, else the one kept beside the file (a
+    shared link showed "Using 9c7079aa....csv"), else its file name."""
     names = st.session_state.get("_upload_names", {})
-    return names.get(os.path.basename(path), os.path.basename(path))
+    known = names.get(os.path.basename(path))
+    if known is not None:
+        return known
+    try:
+        kept = _name_file(path).read_text(encoding="utf-8")[:120]
+    except (OSError, UnicodeDecodeError):
+        return os.path.basename(path)
+    kept = "".join(c for c in kept if c.isprintable()).strip()
+    return kept or os.path.basename(path)
 
 
 def save_upload(upload) -> str:  # noqa: ANN001 - UploadedFile
@@ -143,6 +157,11 @@ def save_upload(upload) -> str:  # noqa: ANN001 - UploadedFile
     with _SESSIONS_LOCK:
         _LAST_USED[str(path.resolve())] = time.time()  # used again: the last to expire (its mtime is kept)
     st.session_state.setdefault("_upload_names", {})[path.name] = shown
+    try:  # the first sender's name, for a link opened in another session
+        if not _name_file(path).is_file():
+            atomic_write(_name_file(path), shown.encode("utf-8"))
+    except OSError:
+        pass  # only the name shown is lost
     return str(path)
 
 
@@ -216,6 +235,10 @@ def expire_uploads(folder: Path | None = None, *, incoming: int = 0, now: float 
                 p.unlink()
             except OSError:
                 continue
+            try:
+                _name_file(p).unlink(missing_ok=True)
+            except OSError:
+                pass
             _release(str(p.resolve()))
             with _SESSIONS_LOCK:
                 _LAST_USED.pop(str(p.resolve()), None)
@@ -234,6 +257,7 @@ def delete_upload(path: str | None) -> bool:
         os.unlink(inside)
     except OSError:
         return False
+    _name_file(inside).unlink(missing_ok=True)
     with _SESSIONS_LOCK:
         _IN_USE.pop(inside, None)
         _LAST_USED.pop(inside, None)
