@@ -81,6 +81,14 @@ class Field:
                 raise ValueError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, got {value!r}")
             return self.validator(value) if self.validator is not None else value
         if k in ("floats", "strs"):
+            if isinstance(value, str) and value.strip():  # methods=dpsgd,model_sensitivity typed by hand
+                value = [v.strip() for v in value.split(",") if v.strip()]
+                if k == "floats":
+                    try:
+                        value = [float(v) for v in value]
+                    except ValueError:
+                        raise ValueError(f"{self.name} must be numbers separated by commas or a JSON list, "
+                                         f"e.g. [1.0, 10.0]") from None
             if not isinstance(value, (list, tuple)):
                 raise ValueError(f"{self.name} must be a JSON list, got {value!r}")
             if k == "strs":
