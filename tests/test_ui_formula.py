@@ -76,3 +76,17 @@ def test_a_narrow_width_wraps_more_and_only_inside_its_block():
         narrow = formula_lines(text)
     assert all(len(line) <= 56 for line in narrow) and len(narrow) > len(wide), narrow
     assert all(len(line) <= MAX_LINE for line in wide) and formula_lines(text) == wide  # width restored
+
+
+def test_the_formulas_expander_wraps_model_sensitivity_for_a_narrow_page():
+    """At 800 px Calibrate's model-sensitivity formula was cut after "2g/.": its text now breaks at a top-level
+    " with ", and the formulas expander typesets lines of at most FORMULA_LINE characters."""
+    from privcore.calibration import calibrate
+    from privcore.types import PrivacyBudget, Problem
+    from ui.display import FORMULA_LINE
+    from ui.formula import formula_lines, line_width
+
+    formula = calibrate("model_sensitivity", PrivacyBudget(3.0, 1e-5), Problem(), "corrected").formula
+    with line_width(FORMULA_LINE):
+        lines = formula_lines(formula)
+    assert len(lines) >= 2 and max(len(line) for line in lines) <= FORMULA_LINE + 4, lines

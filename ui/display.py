@@ -85,13 +85,19 @@ def copy_as_code(spec, side: SidebarSettings, *, key: str) -> None:  # noqa: ANN
         st.code(python_code(spec, data_file_name=name), language="python")
 
 
+#: Characters of a formula line in the formulas expander: KaTeX does not wrap, and at 800 px Calibrate's
+#: model-sensitivity formula was cut after "2g/." (the default line, 72 characters, fits 1,400 px only).
+FORMULA_LINE = 52
+
+
 def show_formulas(rows, *, expanded: bool = False) -> None:  # noqa: ANN001 - result rows
     """Each method's calibration formula, typeset with ``st.latex`` where it reads cleanly (else as
     text), and its note; text wraps here, unlike a table cell."""
     from .figures import method_label
-    from .formula import display_latex
+    from .formula import display_latex, line_width
 
-    with st.expander("How each method's noise was calibrated (formulas and notes)", expanded=expanded):
+    with st.expander("How each method's noise was calibrated (formulas and notes)", expanded=expanded), \
+            line_width(FORMULA_LINE):
         for r in rows:
             formula, note = r.get("formula"), r.get("note")
             if not formula and not note:

@@ -69,7 +69,7 @@ class ModelSensitivity(Method):
         sigma = analytic_gaussian_sigma(budget.epsilon, budget.delta, delta_s)
         return NoiseScale(self.name, budget.epsilon, budget.delta, accounting, "gaussian", sigma=sigma,
                           sensitivity=delta_s, solver_tolerance=tol, notes=notes,
-                          formula=f"sigma = analytic Gaussian(eps, delta, Delta = {what})")
+                          formula=f"sigma = analytic Gaussian(eps, delta, Delta) with Delta = {what}")  # breakable: KaTeX does not wrap
 
     def spent_epsilon(self, noise, problem: Problem, delta: float, accounting: str) -> float:  # noqa: ANN001
         """beta Delta (Laplace-like, paper Theorem 1) or the analytic Gaussian epsilon of sigma, at the certified
