@@ -12,12 +12,16 @@ from ui.caption import add_caption, chart_settings
 from ui.display import show_figure
 from ui.export import export_buttons
 from ui.figures import curve_figure
+from ui.text import escape_markdown
 
 st.title("Deep models: DP-SGD or subsample-and-aggregate? (Figure 7)")
 st.caption("The paper's Section 4.3 on a deep network with GroupNorm (per-example gradients need examples that do "
            "not see each other): DP-SGD trains one private model per ε; the teacher methods train T non-private "
            "teachers on disjoint parts once and answer B test queries by a noisy vote. δ = 1e-5, replace-one "
            "neighbours for every method.")
+state.current_values()  # a link's values checked as on every page: a bad or unknown one is said, not kept silently
+for message in state.url_errors() + state.unknown_params():
+    st.warning(escape_markdown(message))
 TITLES = (f"(a) Accuracy against ε at B = {FIG7_B}", f"(b) Accuracy against B at ε = {FIG7_EPS:g}")
 
 

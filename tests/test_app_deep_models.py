@@ -263,3 +263,15 @@ def test_in_the_app_the_deep_page_has_no_linear_sidebar_controls(tmp_path, monke
     assert any("own settings" in t for t in texts(side.caption)), texts(side.caption)
     at.switch_page("app_pages/explore.py").run()  # back: the sidebar and its choices are there again
     assert [s.label for s in at.sidebar.selectbox] == ["Data set"] and at.sidebar.selectbox[0].value == "synthetic"
+
+
+def test_a_bad_or_unknown_url_value_is_said_here_too(tmp_path, monkeypatch):
+    """``/Deep_models?dataset=bogus&eps=abc`` was kept silently (the page draws no shared sidebar, which is
+    where the other pages report a link's values): the page says what it ignored."""
+    from privcore.deep import fashion
+
+    monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))
+    at = run(PAGE, {"dataset": "bogus", "eps": "abc", "batchsize": "3"}).run()
+    assert not at.exception, at.exception
+    said = " ".join(texts(at.warning))
+    assert "dataset=bogus ignored" in said and "eps=abc ignored" in said and "batchsize" in said, said
