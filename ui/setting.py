@@ -233,7 +233,7 @@ def data_caveats(side: SidebarSettings, s: Setting) -> list[str]:
     if s.dim is not None and side.info is not None and s.dim < side.info.dim:
         out.append(f"D = {s.dim} uses PCA fitted on the training split: a data-dependent step that the privacy "
                    "guarantee does not cover (fit it on public data to include it).")
-    if side.dataset == "file" and side.info is not None:  # the loader's notes say so too, with a server path
+X
         if not side.labels:
             out.append("The label set was read off your file: a data-dependent step (a label no other row has adds a "
                        "class) that the privacy guarantee does not cover; declare the labels in the sidebar to "
