@@ -233,8 +233,9 @@ def data_caveats(side: SidebarSettings, s: Setting) -> list[str]:
     if s.dim is not None and side.info is not None and s.dim < side.info.dim:
         out.append(f"D = {s.dim} uses PCA fitted on the training split: a data-dependent step that the privacy "
                    "guarantee does not cover (fit it on public data to include it).")
-X
-        if not side.labels:
+    # the loader's notes say so too, but with a server path; a settings stand-in may lack dataset and labels
+    if getattr(side, "dataset", None) == "file" and side.info is not None:
+        if not getattr(side, "labels", None):
             out.append("The label set was read off your file: a data-dependent step (a label no other row has adds a "
                        "class) that the privacy guarantee does not cover; declare the labels in the sidebar to "
                        "include it.")
