@@ -21,7 +21,7 @@ st.caption("Pure calibration: the noise each method must add to meet (ε, δ) on
 
 side = sidebar.settings(require_data=True)
 info = side.info
-c1, c2, c3 = st.columns(3)
+c1, c2, c3 = st.columns(3, vertical_alignment="bottom")  # inputs level when a label wraps (800 px)
 eps = controls.epsilon_slider(c1)
 delta = controls.delta_slider(c2)
 budget = controls.budget_slider(c3)

@@ -25,7 +25,7 @@ st.markdown(
     "instantly from privcore's calibrations. ε, δ and B are shared with the other pages.")
 st.caption("Every guarantee assumes the noise is secret. " + setting.RELEASE_MODE_NOTE)
 
-c1, c2, c3 = st.columns(3)
+c1, c2, c3 = st.columns(3, vertical_alignment="bottom")  # inputs level when a label wraps (800 px)
 eps = float(controls.epsilon_slider(c1))
 delta = float(controls.delta_slider(c2))
 budget = int(controls.budget_slider(c3))

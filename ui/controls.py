@@ -309,7 +309,7 @@ def setting_panel(side: SidebarSettings, *, expanded: bool = False, show_n: bool
     first render of the lazily loaded widgets that takes longer never completes until the run ends
     (the widgets stay grey placeholders; ``bench/bench_first_visit.py`` prints when they are drawn)."""
     info = side.info
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3 = st.columns(3, vertical_alignment="bottom")  # inputs level when a label wraps (800 px)
     eps = epsilon_slider(c1)
     delta = delta_slider(c2)
     budget = budget_slider(c3)
