@@ -208,13 +208,13 @@ def test_a_shared_link_shows_the_name_the_file_was_sent_under_and_delete_removes
     the upload (plain text, control characters dropped) and removed with it."""
     from streamlit.testing.v1 import AppTest
 
-    script = f"""
+    script = """
 import streamlit as st
 from ui import uploads
 class Upload:
     name = "mine\\x07 data.csv"
     def getvalue(self):
-        return b"a,label\\n" + b"".join(f"{{i}},{{i % 2}}\\n".encode() for i in range(20))
+        return b"a,label\\n" + b"".join(f"{i},{i % 2}\\n".encode() for i in range(20))
 path = uploads.save_upload(Upload())
 st.session_state["_upload_names"].clear()   # another session: no name of its own
 st.write("NAME " + uploads.display_name(path))
