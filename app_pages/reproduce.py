@@ -1,4 +1,4 @@
-"""Reproduce the paper: its Figures 1-6 on the chosen data set, as published and corrected side by side.
+"""Reproduce the paper: its Figures 1-6 on the chosen data set, as published and corrected, one chart under the other.
 
 Thin page: figure settings come from :func:`ui.paper.paper_figures`, sweeps run through
 :func:`ui.progress.run_with_progress` (progress bar with device and ETA, disk cache), charts from
@@ -53,14 +53,14 @@ with c1:
         "Figure", keys, format_func=lambda k: next(f.label for f in figures if f.key == k),
         key=state.bind("figure", normalise=lambda v: v if v in keys else keys[0])))
 with c2:
-    accountings = st.multiselect("Accounting, side by side", list(ACCOUNTING_TITLES),
+    accountings = st.multiselect("Accountings to compare", list(ACCOUNTING_TITLES),
                                  key=state.bind("repro_acc", normalise=lambda v: [a for a in v if a in ACCOUNTING_TITLES]),
                                  format_func=lambda a: a, wrap=True,
                                  help="paper: the published calibrations. corrected: sound ones. tight: exact Gaussian "
                                       "and optimal bounded-range composition, finer replace-one PLD grid for DP-SGD. "
                                       "This choice replaces the sidebar's accounting on this page.")
     accountings = state.commit("repro_acc", list(accountings)) or ["corrected"]
-    st.caption(f"This page draws the accountings chosen here side by side; the sidebar's “{side.accounting}” applies "
+    st.caption(f"This page draws a chart for each accounting chosen here; the sidebar's “{side.accounting}” applies "
                "to the other pages.")
 fig_def = next(f for f in figures if f.key == key)
 # Only the controls that apply to this figure: T when one of its methods uses teachers (and the figure

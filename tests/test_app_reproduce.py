@@ -107,7 +107,8 @@ def test_reproduce_says_its_accounting_choice_replaces_the_sidebars():
     at = run(APP, {"dataset": '"synthetic"', "repeats": "2", "epochs": "1", "accounting": '"tight"'}).run()
     at.switch_page("app_pages/reproduce.py").run()
     assert not at.exception
-    assert any("side by side" in c and "“tight” applies to the other pages" in c for c in texts(at.caption)), texts(at.caption)
+    assert any("a chart for each accounting chosen here" in c and "“tight” applies to the other pages" in c
+               for c in texts(at.caption)), texts(at.caption)
 
 
 def test_the_figure_accountings_and_teachers_live_in_the_url():

@@ -205,7 +205,7 @@ def _fields() -> dict[str, Field]:
         Field("map_eps", [0.3, 1.0, 3.0, 10.0, 30.0, 100.0], "floats", 1e-3, 1e4),
         Field("compare", True, "bool"),  # Calibrate
         Field("learn", 1, "int", 1, 5),  # Learn: the section shown (app_pages/learn.py's SECTIONS, numbered)
-        # Reproduce: the figure shown (ui.paper.paper_figures' keys), the accountings drawn side by side, T
+        # Reproduce: the figure shown (ui.paper.paper_figures' keys), the accountings compared, T
         Field("figure", PAPER_FIGURES[0], "str", choices=PAPER_FIGURES),
         Field("repro_acc", ["paper", "corrected"], "strs", choices=("paper", "corrected", "tight")),
         Field("repro_t", 64, "int", 1, 256),
