@@ -90,3 +90,19 @@ def test_the_formulas_expander_wraps_model_sensitivity_for_a_narrow_page():
     with line_width(FORMULA_LINE):
         lines = formula_lines(formula)
     assert len(lines) >= 2 and max(len(line) for line in lines) <= FORMULA_LINE + 4, lines
+
+
+def test_subsample_and_aggregates_formula_breaks_into_two_lines():
+    """Its 76-character line could not break (all inside max(...)) and ran past an 800 px page: the zCDP
+    branch is named beta_z and defined on a line of its own."""
+    from privcore.calibration import calibrate
+    from privcore.types import PrivacyBudget, Problem
+    from ui.display import FORMULA_LINE
+    from ui.formula import display_latex, formula_lines, line_width
+
+    formula = calibrate("subsample_aggregate", PrivacyBudget(3.0, 1e-5), Problem(), "corrected").formula
+    with line_width(FORMULA_LINE):
+        lines = formula_lines(formula)
+        latex = display_latex(formula)
+    assert lines[0] == "beta = max(eps/(2B), beta_z)" and lines[1].startswith("with beta_z = sqrt(2/B)")
+    assert latex is not None and r"\beta_{z}" in latex

@@ -130,7 +130,8 @@ class SubsampleAggregate(TeacherVoteMethod):
         else:
             zb = zcdp_beta(eps, dlt, b)
             beta = max(base, zb)
-            formula = f"beta = max({base_txt}, sqrt(2/B)(sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta))))"
+            # Breakable at " with " and ", ": KaTeX does not wrap, and one 76-character line ran past 800 px
+            formula = f"beta = max({base_txt}, beta_z) with beta_z = sqrt(2/B)(sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))"
         if accounting == "paper" and not budget.is_pure:
             notes = _paper_delta_note(beta, eps, dlt, b)
         return NoiseScale(self.name, eps, dlt, accounting, "exponential_mechanism", beta=beta,
