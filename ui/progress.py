@@ -225,18 +225,25 @@ def estimate_seconds(spec) -> float | None:  # noqa: ANN001 - SweepSpec
     return plan_and_estimate(spec)[1]
 
 
+def _limit(on_error: Callable[[BaseException], None] | None = None) -> float:
+    """The seconds above which a run waits for its Compute click (``PRIVCORE_COMPUTE_THRESHOLD_S``, else the
+    default; a bad setting is passed to ``on_error`` and the default used)."""
+    from privcore.engine.cost import THRESHOLD_SECONDS, threshold_seconds
+
+    try:
+        return threshold_seconds()
+    except ValueError as err:
+        if on_error is not None:
+            on_error(err)
+        return THRESHOLD_SECONDS
+
+
 def compute_approved(key: str, sig: str, label: str, predicted: float | None, device: str) -> bool:
     """True when run ``sig`` may start: its estimate is at most the threshold, or the user clicked
     "Compute (about N s)" for it. Otherwise shows that button (with the estimate) and returns False:
     an expensive setting waits for an explicit click instead of starting on slider release."""
-    from privcore.engine.cost import THRESHOLD_SECONDS, threshold_seconds
-
     approved = st.session_state.setdefault("_approved", {})
-    try:
-        limit = threshold_seconds()
-    except ValueError as err:
-        show_error(err)
-        limit = THRESHOLD_SECONDS
+    limit = _limit(show_error)
     if predicted is None or predicted <= limit or approved.get(key) == sig:
         return True
     if st.session_state.get(f"{key}_compute"):  # this run is the click on the box below: no box at all
@@ -257,7 +264,6 @@ def needs_click(spec, key: str) -> bool:  # noqa: ANN001 - SweepSpec
     """Whether :func:`run_with_progress` would show ``spec``'s "Compute" box under ``key`` now (not
     computed in this session, not approved, not computed by another thread, estimated over the
     threshold), without drawing anything: a page can then ask once for a run and its parts."""
-    from privcore.engine.cost import THRESHOLD_SECONDS, threshold_seconds
     from privcore.engine.runner import running_elsewhere
 
     sig = spec.key
@@ -265,12 +271,12 @@ def needs_click(spec, key: str) -> bool:  # noqa: ANN001 - SweepSpec
         return False
     if running_elsewhere(spec):
         return False
-    predicted = plan_and_estimate(spec)[1]
-    try:
-        limit = threshold_seconds()
-    except ValueError:
-        limit = THRESHOLD_SECONDS
-    return predicted is not None and predicted > limit
+    plan, predicted = plan_and_estimate(spec)
+    if predicted is not None and predicted > _limit():
+        return True
+    # It runs in this page run: run_with_progress takes this plan instead of planning a second time
+    st.session_state.setdefault("_planned", {})[sig] = (plan, predicted)
+    return False
 
 
 def _previous_key(key: str) -> str | None:
@@ -354,6 +360,8 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
     from privcore.engine.runner import run_sweep
 
     sig = spec.key
+    # A plan needs_click made in this page run (taken before any early return, so none is left for a later run)
+    planned = st.session_state.setdefault("_planned", {}).pop(sig, None)
     memo = _memo()
     if sig in memo:
         memo.move_to_end(sig)
@@ -371,7 +379,7 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
     if was_cancelled(spec, key):
         cancellable_bar(key, sig, label, device, what="points")  # the Resume box
         return None
-    plan, predicted = plan_and_estimate(spec)
+    plan, predicted = planned if planned is not None else plan_and_estimate(spec)
     if ask and not compute_approved(key, sig, label, predicted, device):
         return None
     done = run_jobs([spec], lambda sp, progress: run_sweep(sp, progress=progress, plan=plan), key=key, sig=sig,
