@@ -1,9 +1,11 @@
 """Shared pytest configuration for the privcore test suite."""
 
+import gzip
 import os
 from fnmatch import fnmatch
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 _HERE = Path(__file__).resolve().parent
@@ -58,3 +60,25 @@ def uploads(tmp_path, monkeypatch):
     folder = tmp_path / "uploads"
     folder.mkdir()
     return folder
+
+
+def _write_idx(path: Path, arr: np.ndarray) -> None:
+    head = (2048 + arr.ndim).to_bytes(4, "big") + b"".join(int(s).to_bytes(4, "big") for s in arr.shape)
+    with gzip.open(path, "wb") as fh:
+        fh.write(head + arr.astype(np.uint8).tobytes())
+
+
+@pytest.fixture()
+def fake_fashion(tmp_path, monkeypatch):
+    """A small Fashion-MNIST-format folder (240 training and 60 test images, the class drawn into the
+    pixels so a few steps learn it) that the deep models read, inside a fresh result cache."""
+    from privcore.deep import fashion
+
+    rng = np.random.default_rng(0)
+    for split, k in (("train", 240), ("t10k", 60)):
+        y = np.arange(k) % 10
+        _write_idx(tmp_path / f"{split}-images-idx3-ubyte.gz", rng.integers(0, 100, (k, 28, 28)) + 15 * y.reshape(-1, 1, 1))
+        _write_idx(tmp_path / f"{split}-labels-idx1-ubyte.gz", y)
+    monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))
+    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path / "cache"))
+    return tmp_path

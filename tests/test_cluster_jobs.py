@@ -6,15 +6,12 @@ Needs the optional cluster packages (``requirements-cluster.txt``); skipped with
 
 from __future__ import annotations
 
-import gzip
 
-import numpy as np
 import pytest
 
 distributed = pytest.importorskip("distributed")
 import torch  # noqa: E402
 
-from privcore.deep import fashion  # noqa: E402
 from privcore.deep.loop import TrainingCancelled  # noqa: E402
 from privcore.deep.run import run_deep  # noqa: E402
 from privcore.deep.spec import DeepSpec  # noqa: E402
@@ -66,24 +63,6 @@ def test_a_leakage_measurement_on_the_cluster_is_the_local_one(client, tmp_path)
     assert local_cache.keys() == [key]
     again = run_leakage(LEAKAGE, cache=dask_cache, executor=DaskExecutor(client=client))
     assert again.cached and strip(again) == strip(local)
-
-
-def _write_idx(path, arr):
-    head = (2048 + arr.ndim).to_bytes(4, "big") + b"".join(int(s).to_bytes(4, "big") for s in arr.shape)
-    with gzip.open(path, "wb") as fh:
-        fh.write(head + arr.astype(np.uint8).tobytes())
-
-
-@pytest.fixture()
-def fake_fashion(tmp_path, monkeypatch):
-    rng = np.random.default_rng(0)
-    for split, k in (("train", 240), ("t10k", 60)):
-        y = np.arange(k) % 10
-        _write_idx(tmp_path / f"{split}-images-idx3-ubyte.gz", rng.integers(0, 100, (k, 28, 28)) + 15 * y.reshape(-1, 1, 1))
-        _write_idx(tmp_path / f"{split}-labels-idx1-ubyte.gz", y)
-    monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))
-    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path / "cache"))
-    return tmp_path
 
 
 def test_a_deep_run_on_the_cluster_is_the_local_one(client, fake_fashion, tmp_path, monkeypatch):

@@ -88,6 +88,9 @@ def add_deep_parser(sub, number: Callable, epsilon: Callable) -> None:  # noqa: 
                    help="compute both panels of Figure 7 and write fig7a/fig7b CSVs into DIR")
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the result cache")
+    p.add_argument("--secure-noise", action="store_true",
+                   help="release mode: DP-SGD's sampling and noise and the votes' noise come from fresh operating-system "
+                        "entropy, never shown or stored; those rows are not cached and cannot be reproduced")
     from ..cli_jobs import add_job_args
 
     add_job_args(p)
@@ -130,6 +133,8 @@ def run_deep_command(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = {"dataset": args.dataset, **given}
     if args.methods is not None:
         extra["methods"] = args.methods
+    if args.secure_noise:
+        extra["secure_noise"] = True
     batched = {"auto": None, "batched": True, "loop": False}[args.teacher_mode]
     quiet = not sys.stderr.isatty()
     if args.figure7 is not None:

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..device import resolve_device
+from ..device import resolve_device, secure_seed
 from ..engine.cache import ResultCache, point_key
 from ..jobs import ProgressFn, check_callbacks
 from ..methods import get_method
@@ -56,16 +56,18 @@ def missing_units(spec: DeepSpec, cache: ResultCache | None = None, data: ImageD
     data = data or load_images(spec.dataset, spec.n_train, spec.n_test)
     store = cache if cache is not None else ResultCache()
     votes, dpsgd = kinds if kinds is not None else split_methods(spec.methods)
+    secure = spec.secure_noise  # a secure row is never read from the cache: always computed
     out: list[tuple] = []
     if votes:
         need = [(m, e, b) for m in votes for e in spec.epsilons for b in spec.budgets]
-        if any(store.get(point_key(spec.vote_point(*p), data.fingerprint), validate=check_row) is None for p in need):
+        if secure or any(store.get(point_key(spec.vote_point(*p), data.fingerprint), validate=check_row) is None
+                         for p in need):
             path = predictions if predictions is not None else predictions_path(spec, data.fingerprint)
             if not (store.enabled and path.is_file()):  # no cache: retrain
                 out.append(("teachers",))
     for m in dpsgd:
         for e in spec.epsilons:
-            if store.get(point_key(spec.dpsgd_point(m, e), data.fingerprint), validate=check_row) is None:
+            if secure or store.get(point_key(spec.dpsgd_point(m, e), data.fingerprint), validate=check_row) is None:
                 out.append(("dpsgd", m, e))
     if spec.baseline and store.get(point_key(spec.baseline_point(), data.fingerprint), validate=check_row) is None:
         out.append(("baseline",))
@@ -73,12 +75,14 @@ def missing_units(spec: DeepSpec, cache: ResultCache | None = None, data: ImageD
 
 
 def cached_rows(spec: DeepSpec, cache: ResultCache | None = None) -> tuple[list[DeepRow], int]:
-    """(the rows of ``spec`` the cache holds, how many are missing): reads only, trains nothing."""
+    """(the rows of ``spec`` the cache holds, how many are missing): reads only, trains nothing. The cache
+    holds no private row of a secure spec."""
     data = load_images(spec.dataset, spec.n_train, spec.n_test)
     store = cache if cache is not None else ResultCache()
     dpsgd = split_methods(spec.methods)[1]
-    rows, missing = [], 0
-    for m in spec.methods:
+    rows: list[DeepRow] = []
+    missing = len(spec.methods) * len(spec.epsilons) * len(spec.budgets) if spec.secure_noise else 0
+    for m in spec.methods if not spec.secure_noise else ():
         for e in spec.epsilons:
             if m in dpsgd:
                 hit = store.get(point_key(spec.dpsgd_point(m, e), data.fingerprint), validate=check_row)
@@ -193,7 +197,8 @@ def run_deep(spec: DeepSpec, *, progress: ProgressFn | None = None, cancel: Call
         if work[0] == "teachers":
             save_checkpoint(predictions, {"tag": key, "predictions": value["predictions"]})
         else:
-            store.put(key, value)
+            if not (spec.secure_noise and work[0] == "dpsgd"):
+                store.put(key, value)
             fresh[key] = DeepRow.from_dict(value, cached=False)
         Poller(progress, cancel, *spans[outcome.index])(1.0, force=True)
         if not executor.concurrent and outcome.index + 1 < len(spans):
@@ -233,7 +238,7 @@ def _rows(spec: DeepSpec, data: ImageData, store: ResultCache, device: torch.dev
                 continue
             for b in spec.budgets:
                 key = point_key(spec.vote_point(m, e, b), data.fingerprint)
-                hit = store.get(key, validate=check_row)
+                hit = None if spec.secure_noise else store.get(key, validate=check_row)
                 if hit is not None:
                     rows.append(DeepRow.from_dict(hit, cached=True))
                     continue
@@ -241,14 +246,16 @@ def _rows(spec: DeepSpec, data: ImageData, store: ResultCache, device: torch.dev
                     votes = _load_votes(spec, data, device, predictions)
                 t0 = time.perf_counter()
                 problem = vote_problem(len(data.y_train), c * h * w, data.classes, b, spec.teachers)
+                seed = secure_seed() if spec.secure_noise else spec.seed  # each point its own secret seed
                 scale, acc, answered = private_vote_accuracy(m, votes, y_test, e, spec.delta, problem, spec.accounting,
-                                                             spec.repeats, spec.seed)
+                                                             spec.repeats, seed)
                 row = DeepRow(spec.dataset, spec.model, m, e, spec.delta, b, spec.teachers, spec.accounting,
                               len(data.y_train), len(data.y_test), float(acc.mean()),
                               float(acc.std(unbiased=False)), spec.repeats, time.perf_counter() - t0, str(device),
-                              sigma=scale.sigma, beta=scale.beta, formula=scale.formula,
+                              sigma=scale.sigma, beta=scale.beta, formula=spec.stated(scale.formula),
                               extras=vote_numbers(get_method(m), scale, float(answered.mean())))
-                store.put(key, row.to_dict())
+                if not spec.secure_noise:
+                    store.put(key, row.to_dict())
                 rows.append(row)
     return rows
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 MODEL_NAMES: tuple[str, ...] = ("small-cnn", "resnet20")
 
 __all__ = ["DeepSpec", "DeepRow", "PRESETS", "FIG7_EPSILONS", "FIG7_BUDGETS", "DEEP_SCHEMA", "figure7_specs",
-           "row_fields", "vote_numbers"]
+           "row_fields", "vote_numbers", "SECURE_FORMULA"]
 
 #: Bump when a change alters what a stored deep result means.
 DEEP_SCHEMA = 1
@@ -34,6 +34,9 @@ DEEP_SCHEMA = 1
 FIG7_EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0, 10.0)
 FIG7_BUDGETS: tuple[int, ...] = (1, 3, 10, 30, 100, 300, 1000)
 FIG7_B, FIG7_EPS = 10, 1.0
+#: The end of a secure row's formula (``DeepSpec.secure_noise``): its numbers cannot be reproduced.
+SECURE_FORMULA = ("; secure noise: drawn from a fresh secret seed of the operating system's entropy, never shown "
+                  "or stored (the seed fixed only the data, the teachers and the initialisation)")
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,11 @@ class DeepSpec:
     #: Also train one non-private model on all the training images (the teachers' settings): the
     #: dashed reference line of the figures.
     baseline: bool = True
+    #: Release mode: DP-SGD's training and the votes' noise draw from a fresh secret seed of the operating
+    #: system (:func:`privcore.device.secure_seed`), never shown or stored; their rows are neither read from
+    #: nor written to the cache, and DP-SGD keeps no checkpoint (it would hold the secret generators). The
+    #: teachers and the non-private reference add no noise: they still come from ``seed`` and the cache.
+    secure_noise: bool = False
 
     def __post_init__(self) -> None:
         from .votes import deep_methods
@@ -116,7 +124,7 @@ class DeepSpec:
             self._keep(name, check_real(name, getattr(self, name), low=0.0, low_open=True))
         self._keep("momentum", check_real("momentum", self.momentum, low=0.0, high=1.0, high_open=True))
         knobs.check("device", self.device)
-        for name in ("augment", "amp", "baseline"):
+        for name in ("augment", "amp", "baseline", "secure_noise"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
@@ -149,6 +157,10 @@ class DeepSpec:
     def vote_point(self, method: str, epsilon: float, budget: int) -> dict[str, Any]:
         return {**self.teacher_point(), "kind": "votes", "method": method, "epsilon": epsilon, "delta": self.delta,
                 "budget": budget, "accounting": self.accounting, "repeats": self.repeats}
+
+    def stated(self, formula: str) -> str:
+        """A private row's formula, with :data:`SECURE_FORMULA` when its noise is secure."""
+        return formula + SECURE_FORMULA if self.secure_noise else formula
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -17,14 +17,14 @@ from typing import Any, Callable
 
 import torch
 
-from ..device import make_generator, resolve_device
+from ..device import make_generator, resolve_device, secure_seed
 from ..engine.cache import SCHEMA_VERSION, point_key
 from ..methods import BASELINE, get_method
 from ..types import PrivacyBudget, Problem
 from .data import load_images
 from .dpsgd import SGDConfig, evaluate_model, train_dpsgd
 from .images import ImageData
-from .loop import Poller
+from .loop import Poller, TrainingCancelled
 from .models import build_model
 from .spec import DeepRow, DeepSpec
 from .teachers import teacher_predictions, train_teachers
@@ -147,14 +147,25 @@ def _train_dpsgd(spec: DeepSpec, data: ImageData, method: str, eps: float, cfg: 
     problem = dpsgd_problem(spec, data)
     scale = get_method(method).calibrate(PrivacyBudget(eps, spec.delta), problem, spec.accounting)
     model = build(make_generator(spec.seed, "deep-dpsgd", "init", device=device))
-    params = train_dpsgd(model, data, cfg, spec.clip, float(scale.noise_multiplier), spec.seed, device,
-                         checkpoint=checkpoint, tag=unit.key, checkpoint_every=unit.checkpoint_every, poll=poll,
-                         accounted_steps=problem.steps)  # the accountant composes exactly the steps we run
+    # Secure noise: the batches' sampling (its amplification needs it secret), the noise and the
+    # augmentation come from a secret seed drawn here, on the machine that trains; no checkpoint, as it
+    # would store that seed's generators.
+    secure = spec.secure_noise
+    try:
+        params = train_dpsgd(model, data, cfg, spec.clip, float(scale.noise_multiplier),
+                             secure_seed() if secure else spec.seed, device, checkpoint=None if secure else checkpoint,
+                             tag=unit.key, checkpoint_every=unit.checkpoint_every, poll=poll,
+                             accounted_steps=problem.steps)  # the accountant composes exactly the steps we run
+    except TrainingCancelled:
+        if secure:
+            raise TrainingCancelled("training cancelled; a secure run keeps no checkpoint (it would store its "
+                                    "secret seed), so the next run starts again") from None
+        raise
     acc = float((evaluate_model(model, params, data, device) == y_test).double().mean())
     return DeepRow(spec.dataset, spec.model, method, eps, spec.delta, 0, None, spec.accounting, problem.n,
                    len(data.y_test), acc, 0.0, 1, time.perf_counter() - t0, str(device),
                    noise_multiplier=float(scale.noise_multiplier), sigma=float(scale.sigma), steps=problem.steps,
-                   formula=scale.formula).to_dict()
+                   formula=spec.stated(scale.formula)).to_dict()
 
 
 def _baseline_row(spec: DeepSpec, data: ImageData, predictions: torch.Tensor, y_test: torch.Tensor,

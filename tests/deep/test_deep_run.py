@@ -2,41 +2,19 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import urllib.request
 from dataclasses import replace
 
-import numpy as np
 import pytest
 import torch
 
 from privcore.cli import main
-from privcore.deep import fashion
 from privcore.deep.run import deep_dir, missing_units, run_deep
 from privcore.deep.spec import DeepRow, DeepSpec, check_row, figure7_specs
 from privcore.deep.votes import VoteContext, deep_methods, dpsgd_methods, private_vote_accuracy, vote_methods
 from privcore.methods import BASELINE, REGISTRY
 from privcore.types import Problem
-
-
-def _write_idx(path, arr):
-    head = (2048 + arr.ndim).to_bytes(4, "big") + b"".join(int(s).to_bytes(4, "big") for s in arr.shape)
-    with gzip.open(path, "wb") as fh:
-        fh.write(head + arr.astype(np.uint8).tobytes())
-
-
-@pytest.fixture()
-def fake_fashion(tmp_path, monkeypatch):
-    rng = np.random.default_rng(0)
-    for split, k in (("train", 240), ("t10k", 60)):
-        y = np.arange(k) % 10
-        x = rng.integers(0, 100, (k, 28, 28)) + 15 * y.reshape(-1, 1, 1)
-        _write_idx(tmp_path / f"{split}-images-idx3-ubyte.gz", x)
-        _write_idx(tmp_path / f"{split}-labels-idx1-ubyte.gz", y)
-    monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))
-    monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path / "cache"))
-    return tmp_path
 
 
 SMALL = dict(n_train=None, n_test=None, epochs=1, batch_size=40, teachers=4, teacher_epochs=1, teacher_batch=20,
