@@ -106,3 +106,20 @@ def test_subsample_and_aggregates_formula_breaks_into_two_lines():
         latex = display_latex(formula)
     assert lines[0] == "beta = max(eps/(2B), beta_z)" and lines[1].startswith("with beta_z = sqrt(2/B)")
     assert latex is not None and r"\beta_{z}" in latex
+
+
+def test_a_clause_of_words_breaks_between_words_and_never_inside_the_mathematics():
+    """S&A's tight rule kept a 68-character line of words in the 52-character formulas expander: it now
+    breaks between two words of text, while a line of mathematics (beta_z's) stays whole."""
+    from privcore.calibration import calibrate
+    from privcore.types import PrivacyBudget, Problem
+    from ui.display import FORMULA_LINE
+    from ui.formula import formula_lines, line_width, to_latex
+
+    tight = calibrate("subsample_aggregate", PrivacyBudget(3.0, 1e-5), Problem(), "tight").formula
+    with line_width(FORMULA_LINE):
+        lines = formula_lines(tight)
+        beta_z = formula_lines("with beta_z = sqrt(2/B)(sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))")
+    assert max(len(line) for line in lines) <= FORMULA_LINE, lines
+    assert " ".join(lines) == " ".join(tight.split()) and all(to_latex(line) is not None for line in lines)
+    assert beta_z == ["with beta_z = sqrt(2/B)(sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))"]
