@@ -38,6 +38,12 @@ def dashboard() -> None:
     keeping the old /Explore link). Each page reads the sidebar's choices with ``ui.sidebar.settings()``."""
     st.set_page_config(page_title="Private prediction trade-offs", page_icon="🔒", layout="wide",
                        initial_sidebar_state="expanded")
+    from ui import freshness
+
+    stale = freshness.changed_modules()
+    if stale:  # an upgrade under a running server: its pages would call the old modules
+        st.error(freshness.restart_message(stale), icon=":material/restart_alt:")
+        st.stop()
     from ui import sidebar, warmup
 
     warmup.start()  # a no-op when the server's lifespan started it (a server started another way)

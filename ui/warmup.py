@@ -124,6 +124,8 @@ def stop(timeout: float = 5.0) -> None:
 @asynccontextmanager
 async def lifespan(app: Any) -> AsyncIterator[None]:  # st.App passes itself
     """``st.App``'s lifespan: start the warm-up as the server starts, stop it as the server stops."""
+    from . import freshness  # noqa: F401 - records the code the server starts with (its import does)
+
     start()
     try:
         yield
