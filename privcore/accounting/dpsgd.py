@@ -255,6 +255,7 @@ def _noise_multiplier(eps: float, dlt: float, q: float, k: int, accountant: str,
         # and never imports dp_accounting.
         from . import memo
         from .pld_approx import recheck as _recheck
+        from .pld_approx import rechecks as _rechecks
 
         args = (eps, dlt, q, k, rel, float(rel_tol), grid)
         # The shipped table only for replace-one: the only relation whose answers are re-checked here.
@@ -262,7 +263,8 @@ def _noise_multiplier(eps: float, dlt: float, q: float, k: int, accountant: str,
         if hit is not None and (rel != "replace_one" or _recheck(hit, eps, dlt, q, k)):
             return hit
         z = pld_noise_multiplier(eps, dlt, q, k, rel, rel_tol, grid)
-        memo.store("dpsgd_noise_multiplier", args, z)
+        if rel != "replace_one" or _rechecks(z, eps, dlt, q, k):  # stored only if a later read can replay it
+            memo.store("dpsgd_noise_multiplier", args, z)
         return z
     # PRV's grid grows as 1/eps_error: a relative error keeps large-epsilon calls fast.
     err = 0.002 * max(eps, 1.0) if accountant == "prv" else 0.005

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..validation import check_int, check_real
 
-__all__ = ["approx_delta", "approx_epsilon", "approx_noise_multiplier", "recheck", "RECHECK_SLACK"]
+__all__ = ["approx_delta", "approx_epsilon", "approx_noise_multiplier", "recheck", "rechecks", "RECHECK_SLACK"]
 
 _MAX_CELLS = 8_000
 _MAX_FFT = 1 << 21
@@ -214,6 +214,19 @@ def approx_noise_multiplier(epsilon: float, delta: float, q: float, steps: int, 
 RECHECK_SLACK = 1.003
 
 
+def rechecks(z: float, epsilon: float, delta: float, q: float, steps: int) -> bool:
+    """:func:`recheck` without its warning: also asked before a multiplier is stored, since one it cannot
+    judge (z below 0.1: epsilon in the hundreds) would be refused, with a warning, on every later read."""
+    epsilon = check_real("epsilon", epsilon, low=0.0, low_open=True)
+    delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    _, q, steps = _mechanism(1.0, q, steps)
+    try:
+        z = check_real("z", z, low=0.0, low_open=True)
+        return approx_epsilon(z, q, steps, delta, epsilon * 1e-2 / math.sqrt(steps), stdlib=True) <= epsilon * RECHECK_SLACK
+    except (TypeError, ValueError, ArithmeticError):
+        return False
+
+
 def recheck(z: float, epsilon: float, delta: float, q: float, steps: int) -> bool:
     """Does a replace-one multiplier read from DP-SGD's on-disk memo look right? (milliseconds, no scipy)
 
@@ -225,14 +238,7 @@ def recheck(z: float, epsilon: float, delta: float, q: float, steps: int) -> boo
     A refusal warns (RuntimeWarning). A ``z`` that is not a positive number is refused the same
     way (it comes from a file); the other arguments are the caller's and are checked.
     """
-    epsilon = check_real("epsilon", epsilon, low=0.0, low_open=True)
-    delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-    _, q, steps = _mechanism(1.0, q, steps)
-    try:
-        z = check_real("z", z, low=0.0, low_open=True)
-        ok = approx_epsilon(z, q, steps, delta, epsilon * 1e-2 / math.sqrt(steps), stdlib=True) <= epsilon * RECHECK_SLACK
-    except (TypeError, ValueError, ArithmeticError):
-        ok = False
+    ok = rechecks(z, epsilon, delta, q, steps)
     if not ok:
         import warnings
 

@@ -142,3 +142,15 @@ def test_the_code_version_follows_every_source_of_the_search(monkeypatch):
     monkeypatch.setattr(Path, "read_bytes", real)
     memo._code_version.cache_clear()
     assert memo._code_version() == base
+
+
+def test_a_multiplier_the_recheck_cannot_judge_is_not_stored(counted, tmp_path):
+    """At epsilon = 1000 the multiplier (0.078) is below what the re-check judges: stored, it was refused
+    with a RuntimeWarning on every later read (the suite's engine test warned) and recomputed anyway."""
+    args = (1000.0, 1e-5, 0.04, 75)
+    z = _fresh(*args)
+    assert z < 0.1 and not memo.lookup("dpsgd_noise_multiplier", (*args, "replace_one", 0.001, "moderate"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _fresh(*args) == z
+    assert _fresh(*ARGS) and memo.lookup("dpsgd_noise_multiplier", (*ARGS, "replace_one", 0.001, "moderate"))
