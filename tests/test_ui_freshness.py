@@ -33,6 +33,18 @@ def test_a_loaded_module_whose_file_changes_or_goes_is_named(probe):
     assert freshness.changed_modules() == ["ui._freshness_probe"]
 
 
+def test_a_module_imported_afresh_is_not_stale(probe):
+    """With the file watcher on (developing), Streamlit evicts the modules on an edit and the next run imports
+    them again: that module runs the new code."""
+    assert "ui._freshness_probe" not in freshness.changed_modules()
+    stat = probe.stat()
+    os.utime(probe, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    again = types.ModuleType("ui._freshness_probe")
+    again.__file__ = str(probe)
+    sys.modules[again.__name__] = again
+    assert "ui._freshness_probe" not in freshness.changed_modules()
+
+
 def test_the_message_names_a_module_and_says_how_to_restart():
     text = freshness.restart_message(["privcore.methods.dpsgd", "ui.sidebar"])
     assert "privcore.methods.dpsgd and 1 more" in text and "privcore app" in text and "URL" in text

@@ -19,7 +19,10 @@ __all__ = ["changed_modules", "restart_message"]
 
 #: The top-level packages whose loaded modules are checked (the pages are read afresh on every run).
 PACKAGES = ("privcore", "ui")
-_SEEN: dict[str, int] = {}
+#: module name -> (the module object first seen under it, its file's mtime then). Keyed by the object too: with
+#: ``--server.fileWatcherType auto`` (developing) Streamlit evicts the modules on an edit and the next run
+#: imports them afresh, which is not stale.
+_SEEN: dict[str, tuple[object, int]] = {}
 _LOCK = threading.Lock()
 
 
@@ -31,8 +34,9 @@ def _mtime(path: str) -> int:
 
 
 def changed_modules() -> list[str]:
-    """The loaded :data:`PACKAGES` modules whose file changed or went since this process first saw it
-    (the first call, at import, records what was loaded; a module loaded later is recorded when first seen)."""
+    """The loaded :data:`PACKAGES` modules whose file changed or went since this process first saw them
+    loaded (the first call, at import, records what was loaded; a module loaded, or loaded again, later is
+    recorded when first seen)."""
     stale = []
     with _LOCK:
         for name, module in list(sys.modules.items()):
@@ -42,7 +46,10 @@ def changed_modules() -> list[str]:
             if not isinstance(path, str):
                 continue
             now = _mtime(path)
-            if _SEEN.setdefault(path, now) != now:
+            seen = _SEEN.get(name)
+            if seen is None or seen[0] is not module:  # first seen, or imported afresh
+                _SEEN[name] = (module, now)
+            elif seen[1] != now:
                 stale.append(name)
     return sorted(stale)
 
