@@ -320,3 +320,16 @@ def test_the_check_finds_stale_names():
             "`TrainContext.solve`; the paper's five methods; [spec](spec.md); docs/figures/fig2{a,b}_budget_delta0.csv"
             .replace("fig2{a,b}_budget_delta0", "fig1{a,b}_eps_delta{0,1e-5}"))
     assert check(fine, where) == ["docs/example.md:1: no such path docs/figures/fig1a_eps_delta1e-5.csv"]
+
+
+def test_the_readme_names_every_method_of_the_registry():
+    """The README lists the methods by hand: a method added to the registry must be named there too."""
+    import re
+    from pathlib import Path
+
+    from privcore.methods import REGISTRY
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text().lower()
+    names = {m.name: re.sub(r"^pate (?=confident)|\s*\(.*\)$", "", m.label.lower()) for m in REGISTRY.values()}
+    assert "confident-gnmax" in names.values() and "pate student" in names.values()
+    assert [n for n, label in names.items() if label not in text] == []

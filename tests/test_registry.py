@@ -8,6 +8,8 @@ recommendation, charts and exports then handle it with no other file changed
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -15,8 +17,9 @@ from privcore.calibration import calibrate_all
 from privcore.engine.cache import ResultCache
 from privcore.engine.runner import run_sweep
 from privcore.engine.specs import DataSpec, SweepSpec
-from privcore.methods import get_method, methods_of_family, register, unregister
+from privcore.methods import REGISTRY, get_method, methods_of_family, register, unregister
 from privcore.methods.base import Method, MethodCard, WinContext
+from privcore.methods.card import MIN_COLOUR_DIFFERENCE, colour_difference
 from privcore.recommend import recommend
 from privcore.types import NoiseScale, PrivacyBudget, Problem
 
@@ -25,10 +28,10 @@ class ToyMajority(Method):
     """Answers every query with the training set's majority label (needs no noise: eps-DP for any eps)."""
 
     name = "toy_majority"
-    card = MethodCard(label="Toy majority", short_label="Toy", sentence_label="the toy majority vote", colour="#123456")
+    card = MethodCard(label="Toy majority", short_label="Toy", sentence_label="the toy majority vote", colour="#123456",
+                      marker="hourglass", dash="6px,2px,1px,2px")
     family = "prediction"
     uses = ("budget",)
-    uses_budget = True
     releases = "labels"
     supports_approx = True
 
@@ -86,34 +89,44 @@ def test_unknown_method_names_the_registered_ones():
         get_method("nope")
 
 
-def _lab(colour: str) -> tuple[float, float, float]:
-    """sRGB hex to CIELAB (D65)."""
-    def lin(c: float) -> float:
-        return ((c + 0.055) / 1.055) ** 2.4 if c > 0.04045 else c / 12.92
-
-    r, g, b = (lin(int(colour[i:i + 2], 16) / 255) for i in (1, 3, 5))
-    x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047
-    y = 0.2126 * r + 0.7152 * g + 0.0722 * b
-    z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883
-
-    def f(v: float) -> float:
-        return v ** (1 / 3) if v > 0.008856 else 7.787 * v + 16 / 116
-
-    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
-
-
 def test_every_two_methods_have_clearly_different_colours():
     """CIE76 colour difference of at least 25 between any two methods' line colours (sparse vector's former
     goldenrod was 17.8 from loss perturbation's orange: a walk-through could not tell them apart)."""
     import itertools
-    import math
 
     from privcore.methods import REGISTRY
 
     colours = {name: m.colour for name, m in REGISTRY.items()}
     for (a, ca), (b, cb) in itertools.combinations(colours.items(), 2):
-        assert math.dist(_lab(ca), _lab(cb)) >= 25, (a, b, ca, cb)
-    assert round(math.dist(_lab("#E69F00"), _lab("#B8860B")), 1) == 17.8  # the old pair: the check catches it
+        assert colour_difference(ca, cb) >= MIN_COLOUR_DIFFERENCE == 25, (a, b, ca, cb)
+    assert round(colour_difference("#E69F00", "#B8860B"), 1) == 17.8  # the old pair: the check catches it
+
+
+@pytest.mark.parametrize("drawn, why", [
+    ({"marker": "circle"}, "marker 'circle' is model_sensitivity's already"),
+    ({"dash": "longdash"}, "dash 'longdash' is dpsgd's already"),
+    ({"dash": "dash"}, "is the non-private reference's"),
+    ({"colour": "#B8860B"}, "too close to loss_perturbation's #E69F00 (CIE76 difference 17.8"),
+])
+def test_registering_a_method_drawn_like_another_names_the_clash(drawn, why):
+    """Charts must tell methods apart in colour and in greyscale: register() refuses a toy drawn like another
+    method (the rule was only in the tests, so a plug-in registered at run time skipped it)."""
+    import dataclasses
+
+    card = dataclasses.replace(ToyMajority.card, **drawn)
+    clashing = type("Clashing", (ToyMajority,), {"name": "toy_clashing", "card": card})()
+    with pytest.raises(ValueError, match=re.escape(why)):
+        register(clashing)
+    assert "toy_clashing" not in REGISTRY
+
+
+def test_uses_budget_follows_from_uses_and_a_disagreeing_declaration_is_refused():
+    """The leakage audit covers B answers per trial where a method uses the budget; the flag was declared
+    apart from ``uses`` and nothing checked the two agreed."""
+    assert all(m.uses_budget == ("budget" in m.uses) for m in REGISTRY.values())
+    silent = type("Silent", (ToyMajority,), {"name": "toy_silent", "uses_budget": False})()
+    with pytest.raises(ValueError, match="uses_budget"):
+        register(silent)
 
 
 def test_every_abstaining_method_says_so_among_its_standing_caveats():
@@ -125,3 +138,11 @@ def test_every_abstaining_method_says_so_among_its_standing_caveats():
     assert len(abstaining) >= 2
     for m in abstaining:
         assert any("abstain" in c for c in m.caveats), m.name
+
+
+def test_every_registry_line_passes_the_checks_register_makes():
+    """The registry's own lines are not made through register(): the same declaration checks run on each."""
+    from privcore.methods import ENTRIES, check_declarations
+
+    for method in ENTRIES.values():
+        check_declarations(method)

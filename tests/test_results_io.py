@@ -93,6 +93,9 @@ BAD = {
     "mean edited (not its accuracies' mean)": (2, _set(("value", "accuracy_mean"), 0.987654), "not the mean"),
     "unknown method": (2, _set(("point", "method"), "oracle"), "point.method"),
     "extra field": (3, _set(("extra",), 1), "fields must be"),
+    "another version of the method's code (key recomputed)": (2, lambda rec: (
+        _set(("point", "code"), "0" * 16)(rec), _set(("key",), point_key(rec["point"], rec["data"]))(rec)),
+        "another version of"),
 }
 
 

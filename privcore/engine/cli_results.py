@@ -119,10 +119,13 @@ def _check_point(point: Any) -> str | None:
             return "point has a key that is not a short string"
         if not (v is None or isinstance(v, (str, int, float, bool))):
             return f"point.{k} is not a plain value"
-    from ..methods import BASELINE, METHOD_NAMES
+    from ..methods import BASELINE, METHOD_NAMES, get_method
 
     if point.get("method") not in METHOD_NAMES + (BASELINE.name,):
         return f"point.method is not a method of this privcore ({str(point.get('method'))[:40]!r})"
+    if point.get("code") != get_method(point["method"]).code_version:
+        return (f"computed by another version of {point['method']}'s code than this privcore's (recompute it "
+                "with this version)")
     return None
 
 

@@ -31,10 +31,12 @@ __all__ = ["PlannedJob", "SweepPlan", "make_plan", "point_identity", "variant_jo
 
 
 def point_identity(method: str, eps: float, spec: SweepSpec, problem: Problem) -> dict[str, Any]:
-    """The cache identity of one point: only the settings the method's result depends on."""
-    uses = get_method(method).uses
+    """The cache identity of one point: only the settings the method's result depends on, and the version
+    of the method's code (:mod:`privcore.methods.source`: editing a method re-keys its own points)."""
+    entry = get_method(method)
+    uses = entry.uses
     point = {"method": method, "epsilon": "inf" if math.isinf(eps) else eps, "delta": spec.delta,
-             "accounting": spec.accounting, "repeats": spec.repeats, "seed": spec.seed}
+             "accounting": spec.accounting, "repeats": spec.repeats, "seed": spec.seed, "code": entry.code_version}
     for name in uses:
         point[name] = spec.lam if name == "lam" and spec.lam == "auto" else getattr(problem, name)
     return point

@@ -239,7 +239,8 @@ def _choose(base: str, cands: list[Candidate], ds: Any, vspec: SweepSpec, budget
     point = {"kind": "tuned-selection", "method": base, "candidates": [[c.method, c.describe()] for c in cands],
              "epsilons": ["inf" if math.isinf(b.epsilon) else b.epsilon for b in budgets], "delta": vspec.delta,
              "accounting": vspec.accounting, "seed": vspec.seed, "budget": vspec.budget,
-             "fixed": {k: getattr(vspec, k) for k in _SPEC_KNOBS}, "fraction": SELECTION_FRACTION}
+             "fixed": {k: getattr(vspec, k) for k in _SPEC_KNOBS}, "fraction": SELECTION_FRACTION,
+             "code": sorted({get_method(c.method).code_version for c in cands})}
     key = point_key(point, ds.fingerprint)
     if secret is None:
         known = store.get(key, _valid_picks(len(cands), len(budgets)))

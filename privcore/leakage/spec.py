@@ -121,6 +121,7 @@ class LeakageSpec:
         d.pop("device")
         d["epsilon"] = "inf" if math.isinf(self.epsilon) else self.epsilon
         d["kind"] = "leakage-v2"  # v2: one audit trial is one release (v1 grouped B streams or students)
+        d["code"] = get_method(self.method).code_version  # editing the method re-keys its audits
         return d
 
     def to_json(self) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..validation import check_choice
 from .base import Method
-from .card import MethodCard
+from .card import MIN_COLOUR_DIFFERENCE, MethodCard, colour_difference
 from .fields import ABSTENTION_FIELDS, ResultField, declared_result_fields, declared_scale_fields
 from .forward import ForwardAccounting, NoiseInput, declared_noise_inputs
 from .confident_gnmax import ConfidentGNMax
@@ -63,6 +63,8 @@ def check_declarations(method: Method) -> None:
     missing = [f.name for f in method.result_fields if f.on_scale and f.name not in scale_names]
     if missing:
         raise ValueError(f"{name}: the on_scale result fields {', '.join(missing)} must be among its scale_fields")
+    if method.uses_budget != ("budget" in method.uses):
+        raise ValueError(f"{name}: uses_budget follows from uses (whether it lists 'budget'); do not declare it apart")
     inputs = method.noise_inputs
     if not isinstance(inputs, tuple) or not all(isinstance(i, NoiseInput) for i in inputs):
         raise TypeError(f"{name}.noise_inputs must be a tuple of NoiseInput, got {inputs!r}")
@@ -73,6 +75,26 @@ def check_declarations(method: Method) -> None:
     declared_result_fields([*others, method])  # one name, one field (ValueError otherwise)
     declared_scale_fields([*others, method])
     declared_noise_inputs([*others, method])  # one noise name, one CLI flag
+    _check_drawing(method, [m for m in others if m.name != BASELINE.name])
+
+
+def _check_drawing(method: Method, others: list[Method]) -> None:
+    """ValueError naming the method it clashes with unless ``method``'s chart colour differs clearly from every
+    other method's (:data:`~privcore.methods.card.MIN_COLOUR_DIFFERENCE`) and its marker and dash are its own
+    (charts must read in greyscale; the reference alone is dashed like ``BASELINE``)."""
+    if method.name == BASELINE.name:
+        return
+    if method.dash == BASELINE.dash:
+        raise ValueError(f"{method.name}: dash {method.dash!r} is the non-private reference's; choose another")
+    for other in others:
+        for what in ("marker", "dash"):
+            if getattr(method, what) == getattr(other, what):
+                raise ValueError(f"{method.name}: {what} {getattr(method, what)!r} is {other.name}'s already; "
+                                 f"every method needs its own {what} (greyscale charts)")
+        gap = colour_difference(method.colour, other.colour)
+        if gap < MIN_COLOUR_DIFFERENCE:
+            raise ValueError(f"{method.name}: colour {method.colour} is too close to {other.name}'s {other.colour} "
+                             f"(CIE76 difference {gap:.1f}, at least {MIN_COLOUR_DIFFERENCE:g} needed)")
 
 
 def register(method: Method) -> Method:

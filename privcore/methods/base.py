@@ -102,7 +102,6 @@ class Method(ForwardAccounting, ABC):
     uses: ClassVar[tuple[str, ...]]  # Problem fields besides n, dim, classes that change its results
     supports_pure: ClassVar[bool] = True
     supports_approx: ClassVar[bool] = True
-    uses_budget: ClassVar[bool] = False
     #: True when every private release needs its own training run (loss perturbation, DP-SGD): the
     #: slow methods. The others train once and draw fresh noise for every release.
     trains_per_release: ClassVar[bool] = False
@@ -157,6 +156,19 @@ class Method(ForwardAccounting, ABC):
     assumptions = property(lambda self: self.card.assumptions)
     caveats = property(lambda self: self.card.caveats)
     covers = property(lambda self: self.card.covers)
+
+    @property
+    def uses_budget(self) -> bool:
+        """Whether its guarantee is spent over B answers (``"budget"`` among the knobs it ``uses``): one
+        audit trial then covers B of them (privcore/leakage/sizes.py)."""
+        return "budget" in self.uses
+
+    @property
+    def code_version(self) -> str:
+        """The version of its code its cached results are keyed by (:mod:`privcore.methods.source`)."""
+        from .source import code_version
+
+        return code_version(self)
 
     @property
     def base_name(self) -> str:

@@ -94,7 +94,6 @@ class ConfidentGNMax(TeacherVoteMethod):
     uses = ("lam", "budget", "teachers")
     family = "prediction"
     supports_pure = False
-    uses_budget = True
     releases = "labels"
     abstains = True
     result_fields = (THRESHOLD, *ABSTENTION_FIELDS, EPSILON_DATA_DEPENDENT, EPSILON_DD_PUBLISHED)

@@ -77,7 +77,6 @@ class PateStudent(TeacherVoteMethod):
     tuning_grid = {"teachers": (16, 64, 256)}
     family = "training"
     supports_pure = False
-    uses_budget = False
     trains_per_release = True  # one student per release (all of them in one batched solve)
     releases = "labels"
     noise_inputs = (NoiseInput("sigma", "σ (vote noise)", "the Gaussian vote noise's std (noisy argmax)",

@@ -47,7 +47,6 @@ class PredictionSensitivity(Method):
     #: The average-form L2 weight over the lam = auto grid (engine.specs.LAM_AUTO_GRID).
     tuning_grid = {"lam": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)}
     family = "prediction"
-    uses_budget = True
     releases = "logits"
     noise_inputs = SENSITIVITY_INPUTS
     accountant = ("Laplace-like mechanism, basic composition over B answers",

@@ -112,7 +112,6 @@ class PrivateKNN(Method):
     uses = ("budget",)
     family = "prediction"
     supports_pure = False
-    uses_budget = True
     releases = "labels"
     abstains = True
     result_fields = (THRESHOLD, *ABSTENTION_FIELDS)

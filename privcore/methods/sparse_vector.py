@@ -112,7 +112,6 @@ class SparseVectorAggregate(TeacherVoteMethod):
     tuning_grid = {"teachers": (16, 64, 256)}
     family = "prediction"
     supports_pure = False
-    uses_budget = True
     releases = "labels"
     abstains = True
     result_fields = (THRESHOLD, *ABSTENTION_FIELDS)

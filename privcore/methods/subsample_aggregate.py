@@ -72,7 +72,6 @@ class SubsampleAggregate(TeacherVoteMethod):
     #: Few to many teachers: more votes per unit of noise against weaker teachers.
     tuning_grid = {"teachers": (8, 16, 32, 64, 128)}
     family = "prediction"
-    uses_budget = True
     releases = "labels"
     noise_inputs = (NoiseInput("beta", "β (vote's inverse temperature)", "the vote's inverse temperature "
                                "(exponential mechanism)", kind="exponential_mechanism"),)

@@ -24,6 +24,7 @@ def test_rows_carry_the_declared_fields_and_read_the_shipped_figure_7():
     Figure 7 files' header exactly, in order), the shipped rows read back as written, a stored record of the
     earlier shape reads back unchanged, and a new vote method's scale column joins the rows by itself."""
     import csv
+    import dataclasses
 
     from privcore.deep.shipped import read_rows, shipped_runs
     from privcore.deep.spec import DeepRow, check_row, row_fields, vote_numbers
@@ -54,8 +55,9 @@ def test_rows_carry_the_declared_fields_and_read_the_shipped_figure_7():
     assert check_row({**stored, share: 1.5}) is not None and check_row({**stored, "nope": 1}) is not None
 
     level = ResultField("toy_vote_level", "Vote level", "level", "the toy vote's calibrated level", on_scale=True)
+    card = dataclasses.replace(SubsampleAggregate.card, colour="#8B0000", marker="bowtie", dash="1px,3px")
     toy = type("ToyVote", (SubsampleAggregate,), {"name": "toy_vote", "result_fields": (level,),
-                                                  "scale_fields": (level,)})()
+                                                  "scale_fields": (level,), "card": card})()
     register(toy)
     try:
         cols = DeepRow.columns()

@@ -37,7 +37,7 @@ class ToyZero(Method):
 
     name = "toy_zero"
     card = MethodCard(label="Toy zero", short_label="Zero", sentence_label="the toy answering 0", colour="#101010",
-                      summary="Answers 0 to every query.")
+                      marker="pentagon", dash="2px,2px", summary="Answers 0 to every query.")
     family = "prediction"
     uses = ("budget",)
     uses_budget = True
