@@ -141,7 +141,7 @@ def _tuned(method: str, problem: Problem, total: PrivacyBudget, tuned: str | Non
                      "spends the rest; epsilon and delta above are the totals")}
     return method, problem, total, {
         "kind": "held-out", "knobs": text,
-        "text": (f"the knobs ({text}) were picked on the test queries without privacy (best on held-out data): "
+        "text": (f"the knobs ({text}) were picked without privacy, as the best on the test queries it answers: "
                  "that choice is NOT covered by this guarantee, which holds for these knobs fixed in advance")}
 
 

@@ -24,7 +24,7 @@ def test_the_knobs_switch_turns_explore_into_a_tuned_comparison_and_back(tmp_pat
         assert "knob grid" not in _main_text(page)
 
         side = page.get_by_test_id("stSidebar")
-        side.get_by_text("tuned: best on held-out data (optimistic, not private)").click()
+        side.get_by_text("tuned: best on the test queries (optimistic, not private)").click()
         idle(page)
         page.wait_for_function("() => document.body.innerText.includes('knob grid')", timeout=180_000)
         no_exception(page, "Explore tuned on held-out data")

@@ -253,3 +253,27 @@ def test_the_title_stays_above_the_caption_rows():
     caption_top = fig.layout.margin.t - 6 - rows * 11 * 1.3
     title_bottom = title.pad.t + 17 * 1.3
     assert caption_top >= title_bottom, (caption_top, title_bottom)
+
+
+def test_a_tuned_chart_states_no_configured_value_for_a_tuned_knob_and_its_csv_rows_carry_their_own():
+    """A walk-through saw "clip = 0.5" on a privately tuned chart (and its PNG, SVG, PDF and CSV) whose DP-SGD ran
+    at clip 2.0: the configured value of a knob some method tunes is not the chart's. Each CSV row carries the
+    knobs it ran at, read from its tuned text."""
+    from privcore.engine.specs import DataSpec, SweepSpec
+    from ui.caption import settings_of
+    from ui.export import rows_csv
+
+    spec = SweepSpec(data=DataSpec(name="digits"), methods=("dpsgd", "model_sensitivity"), tuning="private", clip=0.5)
+    meta = settings_of(spec, [], dataset="digits")
+    assert "clip" not in meta and "learning_rate" not in meta and meta["epochs"] == spec.epochs
+    configured = settings_of(SweepSpec(data=DataSpec(name="digits"), methods=("dpsgd",), clip=0.5), [], dataset="digits")
+    assert configured["clip"] == 0.5
+    rows = [{"method": "dpsgd", "epsilon": 1.0, "lam": 0.01, "accuracy_mean": 0.8,
+             "tuned": "best on the test queries (not private): clip=2.0, learning_rate=10.0"},
+            {"method": "model_sensitivity", "epsilon": 1.0, "lam": 0.5, "accuracy_mean": 0.7,
+             "tuned": "best on the test queries (not private): lam=0.5"}]
+    import csv
+
+    header, dp, ms = list(csv.reader(rows_csv(rows, context={"epochs": 5}).decode().splitlines()))[:3]
+    assert float(dp[header.index("clip")]) == 2.0 and float(dp[header.index("learning_rate")]) == 10.0
+    assert ms[header.index("clip")] == "" and ms[header.index("lam")] == "0.5"

@@ -87,10 +87,13 @@ def settings_of(spec: Any, rows: Sequence[Mapping[str, Any]], *, dataset: str | 
 
     d = spec.data
     extra = {"preprocess": d.preprocess} if d.name == "file" else {}
+    tuned = getattr(spec, "tuning", "configured") != "configured"
     if any(k in get_method(m).uses for m in spec.methods for k in DPSGD_KNOBS):  # DP-SGD (or a method like it)
-        extra.update({k: getattr(spec, k) for k in DPSGD_KNOBS})
-    if getattr(spec, "tuning", "configured") != "configured":  # each method at its own knobs (rows' "tuned")
-        extra["knobs"] = {"held-out": "tuned on held-out data (not private)",
+        # A knob some method tunes is each row's own (the table's knobs, the CSV's rows), not the configured value.
+        picked = {k for m in spec.methods for k in get_method(m).tuning_grid} if tuned else set()
+        extra.update({k: getattr(spec, k) for k in DPSGD_KNOBS if k not in picked})
+    if tuned:  # each method at its own knobs (rows' "tuned")
+        extra["knobs"] = {"held-out": "tuned on the test queries (not private)",
                           "private": "tuned privately (in ε)"}[spec.tuning]
     return chart_settings(rows, dataset=dataset or d.name, seed=spec.seed, accounting=spec.accounting,
                           repeats=spec.repeats, extra=extra)

@@ -213,6 +213,10 @@ def rows_csv(rows: Sequence[Mapping[str, Any]], columns: Iterable[str] | None = 
     (privcore.csvtext).
     """
     context = {k: v for k, v in (context or {}).items() if v is not None}
+    if any(r.get("tuned") for r in rows):  # a tuned row's spec-level knobs (clip, learning rate) are its own
+        from privcore.engine.rows import tuned_knobs
+
+        rows = [{**tuned_knobs(r.get("tuned")), **r} for r in rows]  # a row's own column (lam, T) is its tuned value
     if rows and any("method" in r for r in rows) and not any("method_label" in r for r in rows):
         from .figures import method_label
 

@@ -22,7 +22,7 @@ from ..types import Extras
 if TYPE_CHECKING:  # pragma: no cover
     from .specs import SweepSpec
 
-__all__ = ["ResultRow", "CORE_COLUMNS", "result_columns", "SweepResult", "knobs_picked"]
+__all__ = ["ResultRow", "CORE_COLUMNS", "result_columns", "SweepResult", "knobs_picked", "tuned_knobs"]
 
 
 @dataclass(frozen=True)
@@ -190,3 +190,21 @@ def knobs_picked(tuned: str | None) -> str:
     row's selection terms in brackets dropped), or "" for a row as configured."""
     knobs = str(tuned).split(": ", 1)[-1].split(" (chosen")[0] if tuned else ""
     return knobs if "=" in knobs else ""  # "private: as configured (...)": no knobs were picked
+
+
+def tuned_knobs(tuned: str | None) -> dict[str, float | int]:
+    """The numeric knobs a tuned row ran at ({"clip": 2.0, "learning_rate": 10.0}), read from its ``tuned``
+    text (:func:`knobs_picked`; values written with repr); {} for a row as configured. Used where a row's
+    spec-level knob columns would otherwise show the configured value."""
+    import ast
+
+    out: dict[str, float | int] = {}
+    for item in knobs_picked(tuned).split(", "):
+        name, _, text = item.partition("=")
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            continue
+        if name.isidentifier() and isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = value
+    return out

@@ -28,7 +28,7 @@ VARY_AXES: tuple[str, ...] = ("budget", "delta", "n", "dim", "classes", "lam", "
 TUNING_MODES: tuple[str, ...] = ("configured", "held-out", "private")
 TUNING_LABELS: dict[str, str] = {
     "configured": "as configured",
-    "held-out": "tuned: best on held-out data (optimistic, not private)",
+    "held-out": "tuned: best on the test queries (optimistic, not private)",
     "private": "tuned: selected privately (its cost counted in ε)",
 }
 LAM_AUTO_GRID: tuple[float, ...] = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)

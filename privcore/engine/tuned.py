@@ -48,7 +48,7 @@ __all__ = ["TUNING_MODES", "TUNING_LABELS", "Candidate", "candidates", "run_tune
 
 #: How a held-out row's ``tuned`` text starts (then the knobs picked); a private row's starts
 #: "private: " and ends with the selection's terms in brackets. TUNING_LABELS say what each means.
-HELD_OUT_PREFIX = "held-out (not private): "
+HELD_OUT_PREFIX = "best on the test queries (not private): "
 #: Knobs of a SweepSpec a grid may set (anything else in a grid is a method parameter).
 _SPEC_KNOBS = ("lam", "teachers", "clip", "learning_rate", "batch_size", "epochs")
 

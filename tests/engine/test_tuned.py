@@ -85,7 +85,7 @@ def test_held_out_is_at_least_as_configured_and_says_it_is_not_private(tmp_path)
     for r in tuned.rows:
         assert r.accuracy_mean >= plain[(r.method, r.epsilon)]
         if r.method != "non_private":
-            assert r.tuned.startswith("held-out (not private): ")
+            assert r.tuned.startswith("best on the test queries (not private): ")
 
 
 def test_private_rows_spend_the_release_budget_and_report_the_total(tmp_path):
@@ -227,7 +227,7 @@ def test_a_statement_of_a_tuned_row_states_the_picked_knobs_and_the_selection():
     assert s["noise"]["sigma"] == pytest.approx(want.sigma, rel=1e-12)
     assert s["epsilon"] == pytest.approx(3.0, rel=1e-12) and s["delta"] == pytest.approx(1e-5, rel=1e-12)
     assert s["knob_selection"]["candidates"] == 9 and s["setting"]["neighbours"] == 50
-    held = privacy_statement("subsample_aggregate", 3.0, 1e-5, problem, tuned="held-out (not private): teachers=64")
+    held = privacy_statement("subsample_aggregate", 3.0, 1e-5, problem, tuned="best on the test queries (not private): teachers=64")
     assert held["setting"]["teachers"] == 64 and held["epsilon"] == 3.0
     assert "NOT covered" in statement_markdown(held)
     assert privacy_statement("subsample_aggregate", 3.0, 1e-5, problem)["knob_selection"] is None
@@ -333,7 +333,7 @@ def test_the_cli_switch_prints_the_knobs_picked_and_warns_that_held_out_is_not_p
     out, err = capsys.readouterr()
     rows = list(csv.DictReader(io.StringIO(out)))
     assert {r["method"] for r in rows} == {"subsample_aggregate", "private_knn[neighbours=10]", "non_private"}
-    assert all(r["tuned"].startswith("held-out (not private): ") for r in rows if r["method"] != "non_private")
+    assert all(r["tuned"].startswith("best on the test queries (not private): ") for r in rows if r["method"] != "non_private")
     assert "not a private result" in err
     assert main(base + ["--tuning", "private"]) == 0
     out, err = capsys.readouterr()
