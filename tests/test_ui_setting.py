@@ -101,7 +101,23 @@ def test_augmentation_caveat_names_group_privacy():
 
     text = augmentation_caveat(4000, 16000, 1.0)
     assert "16,000 exceeds the 4,000 real" in text
-    assert "about 4.0 rows" in text and "group privacy" in text and "about ε = 4 instead of 1" in text
+    assert "up to k = 4 rows" in text and "group privacy" in text and "ε = 4 instead of 1" in text
+    # The largest group sets the cost: 50,000 rows from 4,000 images is 13 rows for some image, not 12.5.
+    assert "up to k = 13 rows" in augmentation_caveat(4000, 50000, 3.0) and "ε = 39 instead of 3" in augmentation_caveat(4000, 50000, 3.0)
+
+
+def test_no_real_image_shapes_more_rows_than_the_caveat_says():
+    """Sources drawn independently gave some images far more copies than the average (the group privacy cost
+    is the largest group): each round of sources is a permutation of the images."""
+    import numpy as np
+
+    from privcore.data.augment import choose_sources, rows_per_original
+
+    for m, n in ((4000, 50000), (7, 100), (10, 10), (5, 6)):
+        picks = choose_sources(m, n - m, seed=3)
+        assert len(picks) == n - m and 1 + np.bincount(picks, minlength=m).max() <= rows_per_original(m, n)
+    drawn = np.random.default_rng(0).integers(0, 4000, size=46000)  # the old, independent draws
+    assert 1 + np.bincount(drawn, minlength=4000).max() > rows_per_original(4000, 50000)
 
 
 def test_checked_n_snaps_like_the_n_slider():

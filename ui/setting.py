@@ -264,12 +264,14 @@ def and_list(items: Sequence[str]) -> str:
 
 def augmentation_caveat(n_real: int, n: int, eps: float) -> str:
     """What growing N = ``n`` from ``n_real`` real examples by deformed copies means for privacy."""
-    k = n / n_real
+    from privcore.data.augment import rows_per_original
+
+    k = rows_per_original(n_real, n)
     return (f"N = {n:,} exceeds the {n_real:,} real training examples: the rest are deformed copies "
-            f"(augmentation), slow to build and not independent. Each real image shapes about {k:.1f} rows, and "
-            f"the guarantee is per row: for the person behind an image it holds only by group privacy, with about "
-            f"ε = {format_number(k * eps)} instead of {format_number(eps)} (k rows cost kε, and δ grows too). The "
-            "paper's InfiMNIST study shares this caveat.")
+            f"(augmentation), slow to build and not independent. Each real image shapes up to k = {k} rows, and "
+            f"the guarantee is per row: for the person behind an image it holds only by group privacy, at "
+            f"ε = {format_number(k * eps)} instead of {format_number(eps)} (k rows cost kε, and δ grows to "
+            "k·e^((k−1)ε)·δ). The paper's InfiMNIST study shares this caveat.")
 
 
 # ---------------------------------------------------------------- specs and problems

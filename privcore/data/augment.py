@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover - torch is imported where used (start-up s
 from ..device import derive_seed
 from ..validation import check_int
 
-__all__ = ["deform_images", "deform_rows_into", "choose_sources", "CHUNK"]
+__all__ = ["deform_images", "deform_rows_into", "choose_sources", "rows_per_original", "CHUNK"]
 
 CHUNK = 8192  # images per torch call; part of the seeding scheme, so changing it changes outputs
 MAX_ROTATION_DEG = 10.0
@@ -35,9 +35,23 @@ ELASTIC_SIGMA_PX = 3.0  # at 28 px: Gaussian smoothing width of that field
 
 
 def choose_sources(m: int, count: int, seed: int) -> np.ndarray:
-    """Indices ``[count]`` (int64, uniform in ``0..m-1``) of the image each new image is made from."""
+    """Indices ``[count]`` (int64, in ``0..m-1``) of the image each new image is made from: rounds of a
+    seeded permutation of the ``m`` images, so no image is the source of more than ceil(count / m) copies.
+
+    A guarantee per row covers an original image only by group privacy over every row it shapes: the
+    group is at most :func:`rows_per_original`, where sources drawn independently (as before) gave some
+    images far more copies than the average (the largest group sets the cost)."""
     rng = np.random.default_rng(derive_seed(seed, "augment", "sources"))
-    return rng.integers(0, m, size=count, dtype=np.int64)
+    rounds = -(-count // m) if m else 0
+    if not rounds:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate([rng.permutation(m) for _ in range(rounds)])[:count].astype(np.int64)
+
+
+def rows_per_original(m: int, n: int) -> int:
+    """The most training rows one of ``m`` real images shapes in a set grown to ``n`` rows (itself and its
+    copies, :func:`choose_sources`): the group size of group privacy, ceil(n / m)."""
+    return max(1, -(-n // m))
 
 
 def deform_images(images: np.ndarray, count: int, seed: int) -> np.ndarray:

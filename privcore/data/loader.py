@@ -20,7 +20,7 @@ import numpy as np
 from .. import limits
 from ..validation import check_choice, check_int, check_real, fmt_value
 from . import mnist_download, sources, userfile
-from .augment import choose_sources, deform_rows_into
+from .augment import choose_sources, deform_rows_into, rows_per_original
 from .dataset import Dataset
 from .errors import DataFileError
 from .labels import declare_labels, labels_text, parse_labels
@@ -372,8 +372,8 @@ def _resize(
     deform_rows_into(grown[:m], picks, src.image_shape, args.seed, grown[m:])
     notes.append(
         f"training set grown from {m} to {n} rows with InfiMNIST-style deformations of training images "
-        f"(originals first, then copies); each original influences about {n / m:.1f} rows, so a per-row "
-        "privacy guarantee covers an original image only through group privacy"
+        f"(originals first, then copies); each original shapes at most {rows_per_original(m, n)} rows, so a "
+        "per-row privacy guarantee covers an original image only through group privacy"
     )
     return grown, np.concatenate([y_tr, y_tr[picks]])
 
