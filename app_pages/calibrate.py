@@ -27,7 +27,7 @@ delta = controls.delta_slider(c2)
 budget = controls.budget_slider(c3)
 with st.expander("Problem: N, T, λ, D, C and DP-SGD", expanded=False):
     a, b, c = st.columns(3)
-    n = controls.n_slider(info, a)
+    n = controls.n_slider(info, a, allow_augment=True)  # the N of the other pages, augmented or not
     teachers = controls.teachers_slider(b)
     lam = controls.lam_slider(c)
     d, e, f = st.columns(3)
@@ -37,6 +37,8 @@ with st.expander("Problem: N, T, λ, D, C and DP-SGD", expanded=False):
 
 s = setting.Setting(eps=float(eps), delta=float(delta), budget=int(budget), n=n, teachers=int(teachers), lam=lam,
                     dim=dim, classes=classes, clip=float(clip), epochs=int(epochs), batch_size=int(batch))
+if n is not None and n > info.n_train:
+    st.warning(setting.augmentation_caveat(info.n_train, n, float(eps)))
 if lam == "auto":
     st.info(f"λ = auto is chosen per method during training; the table uses λ = {format_number(LAM_AUTO_STANDIN)} "
             "instead.")

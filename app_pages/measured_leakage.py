@@ -22,7 +22,7 @@ st.caption("What an attacker actually learns about membership, next to what diff
            "B noisy answers about the target for private prediction.")
 
 side = sidebar.settings(require_data=True)
-s = controls.checked_setting_panel(side)
+s = controls.checked_setting_panel(side, allow_augment=True)  # the N of the other pages, augmented or not
 
 
 def _url_choice(name: str, options: tuple, default):  # noqa: ANN001, ANN202

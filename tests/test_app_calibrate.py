@@ -103,3 +103,15 @@ def test_forward_direction_round_trips_under_corrected_accounting():
     assert "Real ε (replace-one)" not in at.dataframe[0].value.columns  # a sound mode: the header holds
     at.selectbox(key="forward_method").set_value("model_sensitivity").run()
     assert any(t.startswith("**ε = 1**") for t in texts(at.markdown))
+
+
+def test_an_augmented_n_from_another_page_is_kept_and_its_caveat_shown():
+    """Explore grows N beyond the real images (augmentation); Calibrate capped N at them, so a visit reset N to
+    "all" and dropped it from the URL without a word. It now keeps N and states the group-privacy caveat."""
+    from apptest import PAGES
+
+    at = run(str(PAGES / "calibrate.py"), {"dataset": '"digits"'}, n=2000).run()
+    assert not at.exception and not at.error, texts(at.error)
+    assert at.query_params["n"] == "2000"
+    assert any("N = 2,000 exceeds the 1,438 real training examples" in w for w in texts(at.warning)), texts(at.warning)
+    assert any("N = 2,000" in m for m in texts(at.markdown))
