@@ -13,6 +13,9 @@ _HERE = Path(__file__).resolve().parent
 # Torch's threads as the test process starts them, whatever the load: results compared bit for bit
 # must not change their float sums between two runs (privcore/threads.py; its tests set their own).
 os.environ.setdefault("PRIVCORE_THREADS", "keep")
+# The dashboard's check that its code has not changed under a running server (ui/freshness.py) would stop
+# every AppTest once a developer edits a module during a run; tests/test_ui_freshness.py turns it on.
+os.environ.setdefault("PRIVCORE_CODE_CHECK", "off")
 
 #: Whole modules marked ``slow`` (``python -m pytest -m "not slow"`` leaves them out; .ci/run runs
 #: them): Chromium driving the served dashboard, the dashboard's pages under AppTest, the deep models,

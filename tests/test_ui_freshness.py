@@ -58,8 +58,16 @@ def test_the_dashboard_runs_no_page_on_changed_code(app_env, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     app = str(Path(__file__).resolve().parents[1] / "app.py")
+    monkeypatch.setenv("PRIVCORE_CODE_CHECK", "on")  # the suite turns it off (conftest.py)
     monkeypatch.setattr(freshness, "changed_modules", lambda: ["privcore.methods.dpsgd"])
     at = AppTest.from_file(app, default_timeout=60).run()
     assert not at.exception, at.exception
     assert [e.value for e in at.error] == [freshness.restart_message(["privcore.methods.dpsgd"])]
     assert not at.title and not at.sidebar.get("slider")
+
+
+def test_the_check_is_on_unless_switched_off(monkeypatch):
+    monkeypatch.delenv("PRIVCORE_CODE_CHECK", raising=False)
+    assert freshness.enabled()
+    monkeypatch.setenv("PRIVCORE_CODE_CHECK", "off")
+    assert not freshness.enabled()

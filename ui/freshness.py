@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 
-__all__ = ["changed_modules", "restart_message"]
+__all__ = ["enabled", "changed_modules", "restart_message"]
 
 #: The top-level packages whose loaded modules are checked (the pages are read afresh on every run).
 PACKAGES = ("privcore", "ui")
@@ -31,6 +31,12 @@ def _mtime(path: str) -> int:
         return os.stat(path).st_mtime_ns
     except OSError:  # removed by the upgrade
         return -1
+
+
+def enabled() -> bool:
+    """False with ``PRIVCORE_CODE_CHECK=off`` (the test suite sets it: its AppTests share one process with code
+    a developer may be editing, and they test the pages, not the server's upgrade)."""
+    return os.environ.get("PRIVCORE_CODE_CHECK", "").strip().lower() not in ("off", "0", "false", "no")
 
 
 def changed_modules() -> list[str]:

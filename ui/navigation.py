@@ -40,7 +40,7 @@ def dashboard() -> None:
                        initial_sidebar_state="expanded")
     from ui import freshness
 
-    stale = freshness.changed_modules()
+    stale = freshness.changed_modules() if freshness.enabled() else []
     if stale:  # an upgrade under a running server: its pages would call the old modules
         st.error(freshness.restart_message(stale), icon=":material/restart_alt:")
         st.stop()
