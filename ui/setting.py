@@ -279,7 +279,8 @@ def augmentation_caveat(n_real: int, n: int, eps: float) -> str:
 #: What a tuned comparison's rows are, said once above its results (privcore.engine.tuned).
 TUNING_NOTES = {
     "held-out": ("Each method at the best point of its own knob grid, picked on the test queries: an optimistic, "
-                 "non-private upper bound of what tuning gives (no privacy guarantee covers the choice)."),
+                 "non-private upper bound of what tuning gives (no privacy guarantee covers the choice). The dashed "
+                 "non-private line is the best over its own λ grid, picked the same way."),
     "private": ("Each method at the point of its own knob grid that a private selection picked (report noisy max "
                 "over one private release per candidate on 80 % of the training data, scored on the other 20 %); "
                 "the selection spends 10 % of ε and δ, the release the rest: ε and δ are the totals. Sparse vector and "
@@ -290,7 +291,9 @@ TUNING_NOTES = {
                 "The training methods' candidates are each released at ε / 10 split over the grid too (ε / 60 for "
                 "six λ values), a budget at which strong regularisation wins: the pick suits that budget, not the "
                 "release's 0.9 ε, so at large ε a privately tuned curve can stay below the configured one. Private "
-                "tuning costs this much; the held-out choice shows what the knobs could give."),
+                "tuning costs this much; the choice on the test queries shows what the knobs could give. The dashed "
+                "non-private line is the best over its own λ grid, picked on the test queries (it is no private "
+                "result, only the ceiling)."),
 }
 
 

@@ -35,7 +35,7 @@ from typing import Any, Callable
 from .. import knobs
 from ..data import load_dataset
 from ..device import derive_seed, resolve_device, secure_seed
-from ..methods import get_method, method_name
+from ..methods import BASELINE, get_method, method_name
 from ..types import PrivacyBudget, Problem
 from ..validation import check_choice
 from .cache import ResultCache, point_key
@@ -127,7 +127,7 @@ def run_tuned(spec: SweepSpec, tuning: str | None = None, *, progress: ProgressF
         result.cached += part.cached
         result.device = part.device
         result.rows.extend(relabel(r) for r in part.rows)
-    result.rows = _best(result.rows, spec) if tuning == "held-out" else _ordered(result.rows, spec)
+    result.rows = _best(result.rows, spec, baseline_only=tuning != "held-out")
     result.seconds = time.perf_counter() - start
     return result
 
@@ -159,29 +159,63 @@ def _held_out_runs(spec: SweepSpec) -> list[tuple[SweepSpec, Callable[[ResultRow
             groups.setdefault(changed, []).append((base, c))
     runs = []
     if spec.baseline and () not in groups:
-        runs.append((dataclasses.replace(spec, methods=(spec.methods[0],), baseline=True), _baseline_only(None, None)))
+        text = HELD_OUT_PREFIX + f"lam={spec.lam!r}" if _tunes_baseline(spec) else None
+        runs.append((dataclasses.replace(spec, methods=(spec.methods[0],), baseline=True),
+                     _baseline_only(None, None, tuned=text)))
     for changed, members in sorted(groups.items(), key=lambda kv: len(kv[0])):  # the configured set first
         by_name = {c.method: (base, c) for base, c in members}
         sub = dataclasses.replace(spec, methods=tuple(by_name), baseline=spec.baseline and not changed,
                                   **dict(changed))
 
         def relabel(row: ResultRow, by_name: dict = by_name) -> ResultRow:
-            if row.method not in by_name:  # the baseline
-                return row
+            if row.method not in by_name:  # the baseline, at the configured lambda
+                return _baseline_text(row, spec)
             base, c = by_name[row.method]
             return dataclasses.replace(row, method=base, tuned=HELD_OUT_PREFIX + c.describe())
         runs.append((sub, relabel))
-    return runs
+    return runs + _baseline_lams(spec, None, None)
 
 
-def _best(rows: list[ResultRow], spec: SweepSpec) -> list[ResultRow]:
-    """Per (method, value, epsilon), the row with the best mean accuracy (the first on a tie)."""
+def _best(rows: list[ResultRow | None], spec: SweepSpec, *, baseline_only: bool = False) -> list[ResultRow]:
+    """Per (method, value, epsilon), the row with the best mean accuracy (the first on a tie); with
+    ``baseline_only`` for the non-private reference's rows alone (the others pass)."""
     best: dict[tuple, ResultRow] = {}
+    rest = []
     for r in rows:
+        if r is None:
+            continue
+        if baseline_only and r.method != BASELINE.name:
+            rest.append(r)
+            continue
         key = (r.method, repr(r.value), r.epsilon)
         if key not in best or r.accuracy_mean > best[key].accuracy_mean:
             best[key] = r
-    return _ordered(list(best.values()), spec)
+    return _ordered(rest + list(best.values()), spec)
+
+
+def _tunes_baseline(spec: SweepSpec) -> bool:
+    return spec.baseline and spec.lam != "auto" and spec.vary != "lam" and bool(BASELINE.tuning_grid.get("lam"))
+
+
+def _baseline_text(row: ResultRow, spec: SweepSpec) -> ResultRow:
+    """The reference's row at the configured lambda, labelled as a candidate of its own tuning."""
+    if row.method != BASELINE.name or not _tunes_baseline(spec):
+        return row
+    return dataclasses.replace(row, tuned=HELD_OUT_PREFIX + f"lam={spec.lam!r}")
+
+
+def _baseline_lams(spec: SweepSpec, vary: str | None, value: Any) -> list[tuple[SweepSpec, Callable]]:
+    """The non-private reference at each other lambda of its grid (the configured one rides with a sweep
+    already): a tuned chart draws the best non-private model, picked on the test queries. Each sweep carries
+    one private method it needs (SweepSpec has at least one): one that ignores lambda (its points are cached
+    already), else model sensitivity, which reuses the reference's own solve."""
+    if not _tunes_baseline(spec):
+        return []
+    free = [m for m in spec.methods if "lam" not in get_method(m).uses]
+    carrier = free[0] if free else "model_sensitivity"
+    return [(dataclasses.replace(spec, methods=(carrier,), baseline=True, lam=lam),
+             _baseline_only(vary, value, tuned=HELD_OUT_PREFIX + f"lam={lam!r}"))
+            for lam in BASELINE.tuning_grid["lam"] if lam != spec.lam]
 
 
 # ---------------------------------------------------------------- selected privately
@@ -227,9 +261,11 @@ def _private_runs(spec: SweepSpec, store: ResultCache, progress: ProgressFn | No
                 text = (f"private: {c.describe()} (chosen among {len(cands)} candidates with {SELECTION_FRACTION:g} "
                         "of (ε, δ); the release used the rest; ε and δ are the totals)")
                 runs.append((sub, _private_relabel(base, release, vspec.delta, spec.vary, value, text)))
-        if spec.baseline:  # the non-private reference, once per variant, at the configured knobs
+        if spec.baseline:  # the non-private reference, once per variant: the best over its lambda grid
+            text = HELD_OUT_PREFIX + f"lam={vspec.lam!r}" if _tunes_baseline(vspec) else None
             runs.append((dataclasses.replace(vspec, methods=(spec.methods[0],), baseline=True),
-                         _baseline_only(spec.vary, value)))
+                         _baseline_only(spec.vary, value, tuned=text)))
+            runs.extend(_baseline_lams(vspec, spec.vary, value))
     return runs
 
 
@@ -286,11 +322,12 @@ def _private_relabel(base: str, release: dict[float, float], delta: float, vary:
     return relabel
 
 
-def _baseline_only(vary: str | None, value: Any) -> Callable[[ResultRow], ResultRow | None]:
-    """Keeps only the baseline's rows (``vary`` None: as the sweep labelled them)."""
+def _baseline_only(vary: str | None, value: Any, tuned: str | None = None) -> Callable[[ResultRow], ResultRow | None]:
+    """Keeps only the baseline's rows (``vary`` None: as the sweep labelled them), with ``tuned`` as their text."""
     def relabel(row: ResultRow) -> ResultRow | None:
-        if row.method != "non_private":
+        if row.method != BASELINE.name:
             return None
+        row = row if tuned is None else dataclasses.replace(row, tuned=tuned)
         return row if vary is None else dataclasses.replace(row, vary=vary, value=value)
     return relabel
 

@@ -35,6 +35,9 @@ class NonPrivate(Method):
     )
     family = "baseline"
     uses = ("lam",)
+    #: A tuned comparison draws the best non-private model over these (picked on the test queries), not the
+    #: configured lambda, so that no tuned private method is drawn above a reference left at a poor lambda.
+    tuning_grid = {"lam": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 0.5)}
 
     def _calibrate(self, budget: PrivacyBudget, problem: Problem, accounting: str) -> NoiseScale:
         raise CalibrationError("non_private is the epsilon = inf baseline; it has no finite-epsilon calibration")

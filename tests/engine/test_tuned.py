@@ -340,3 +340,22 @@ def test_the_cli_switch_prints_the_knobs_picked_and_warns_that_held_out_is_not_p
     assert all(r["tuned"].startswith("private: ") for r in csv.DictReader(io.StringIO(out)) if r["method"] != "non_private")
     assert "not a private result" not in err
     assert main(base + ["--tuning", "best"]) == 2
+
+
+@pytest.mark.parametrize("tuning", ["held-out", "private"])
+def test_the_reference_of_a_tuned_chart_is_the_best_non_private_model(tmp_path, tuning):
+    """A walk-through saw tuned private methods above the non-private line, which stayed at the configured
+    lambda: in both tuned modes the reference is the best over its lambda grid, picked on the test queries,
+    and says so."""
+    digits = dict(data=DataSpec(name="digits", n=400), methods=("dpsgd",), epochs=1)
+    spec = _spec(lam=0.5, **digits)
+    store = ResultCache(tmp_path / "c")
+    ref = [r for r in run_tuned(spec, tuning, cache=store).rows if r.method == "non_private"]
+    each = {lam: next(r for r in run_sweep(_spec(lam=lam, **digits), cache=store).rows
+                      if r.method == "non_private").accuracy_mean
+            for lam in get_method("non_private").tuning_grid["lam"]}
+    assert len(ref) == 1 and ref[0].accuracy_mean == max(each.values()) > each[0.5]
+    assert ref[0].tuned.startswith("best on the test queries (not private): lam=")
+    assert each[float(ref[0].tuned.rsplit("=", 1)[1])] == ref[0].accuracy_mean
+    configured = [r for r in run_sweep(spec, cache=store).rows if r.method == "non_private"]
+    assert configured[0].accuracy_mean == each[0.5] and configured[0].tuned is None
