@@ -103,10 +103,12 @@ if section == SECTIONS[0]:
     if delta > 0:
         m = st.columns(2)
         m[0].metric("Gaussian σ (analytic)", format_number(s["gaussian_sigma"], 4),
-                    delta=f"classical formula: {format_number(s['classical_sigma'], 4)}", delta_color="off",
+                    delta=(f"classical formula: {format_number(s['classical_sigma'], 4)}" if eps < 1 else
+                           "classical formula: holds only for ε < 1"), delta_color="off",
                     delta_arrow="off",
                     help="Analytic Gaussian σ (Balle and Wang 2018) at (ε, δ); below it the classical formula "
-                         "√(2 ln(1.25/δ))·Δ/ε, which needs more noise.")
+                         "√(2 ln(1.25/δ))·Δ/ε (Dwork and Roth, Theorem A.1), which needs more noise and is proved "
+                         "only for ε < 1.")
         m[1].metric(f"Gaussian mean ||b|| (d = {dim})", format_number(s["gaussian_mean_radius"], 4),
                     delta=f"{s['gaussian_mean_radius'] / s['laplace_mean_radius']:.2f}× Laplace-like", delta_color="off",
                     delta_arrow="off",
@@ -122,7 +124,7 @@ if section == SECTIONS[0]:
         "is at most e^ε times more likely. The Gaussian needs δ > 0, but its noise vector grows like σ√d instead of "
         "d/β: for the thousands of weights that model sensitivity perturbs it is far shorter, which is why model "
         "sensitivity becomes more competitive at δ = 1e-5 in the paper. The analytic σ (Balle and Wang 2018) is "
-        "smaller than the classical √(2 ln(1.25/δ))·Δ/ε.")
+        "smaller than the classical √(2 ln(1.25/δ))·Δ/ε, which is proved only for ε < 1.")
 
 # ---------------------------------------------------------------- 2. composition
 elif section == SECTIONS[1]:
@@ -198,7 +200,8 @@ elif section == SECTIONS[2]:
         "composes thousands of such cheap steps with an accountant (here Opacus RDP and PRV, add/remove "
         "neighbours; the calibration itself uses replace-one PLD, except *paper*); for a single "
         "step RDP is loose (its conversion to (ε, δ) costs ≈ ln(1/δ)/(α−1)), which is why the curves differ most "
-        "at small q. The dashed line at the current q uses the DP-SGD batch size and N of the shared settings.")
+        "at small q. The classic bound holds at δ′ = qδ, a smaller δ, so it is an (ε, δ) bound too, only a looser "
+        "one. The dashed line at the current q uses the DP-SGD batch size and N of the shared settings.")
 
 # ---------------------------------------------------------------- 4. hypothesis tests
 elif section == SECTIONS[3]:

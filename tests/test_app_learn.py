@@ -125,3 +125,14 @@ def test_the_section_lives_in_the_url():
     assert at.query_params["learn"] == "2"
     at.segmented_control(key="w:learn").set_value(None).run()  # a click on the chosen segment deselects it
     assert at.segmented_control(key="w:learn").value == "2 · Composition over B"
+
+
+def test_the_classical_gaussian_formula_is_shown_only_where_it_holds():
+    """A course teacher saw "classical formula: 1.615" at ε = 3: that formula is proved for ε < 1 only."""
+    big = page(eps="3.0", delta="1e-05").run()
+    small = page(eps="0.5", delta="1e-05").run()
+    assert not big.exception and not small.exception
+    said = {m.label: m.proto.delta for m in big.metric}
+    assert said["Gaussian σ (analytic)"] == "classical formula: holds only for ε < 1"
+    assert next(m.proto.delta for m in small.metric if m.label == "Gaussian σ (analytic)").startswith("classical formula: ")
+    assert "only for ε < 1" not in next(m.proto.delta for m in small.metric if m.label == "Gaussian σ (analytic)")

@@ -98,7 +98,7 @@ NOISE_TABLE_HEADERS: dict[str, tuple[str, str]] = {
     "σ (Gaussian std)": ("σ", "std of the Gaussian noise"),
     "β (inverse scale)": ("β", "inverse scale of Laplace-like noise, or inverse temperature of the vote"),
     "ρ (extra L2)": ("ρ", "loss perturbation's extra L2 weight"),
-    "Noise multiplier": ("z", "DP-SGD's noise multiplier σ / clip"),
+    "Noise multiplier": ("z", "noise multiplier: DP-SGD's σ / clip; Private-kNN's vote noise per unit of sensitivity"),
     "Per-query ε": ("ε/query", "what each of the B answers may spend"),
     # Short headers, explained by the hover help and the legend under the table: with paper accounting's
     # "Real ε" the table ran 46 px past a 1,400 px page beside the sidebar (tests/test_browser_widths.py).
