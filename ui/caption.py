@@ -23,7 +23,7 @@ __all__ = ["DPSGD_KNOBS", "dpsgd_sampling_text", "chart_settings", "caption_text
 #: DP-SGD's knobs: recorded with every chart (caption, file metadata, CSV) that has a DP-SGD curve, so
 #: two charts at different epochs, batch, clip or learning rate never look alike.
 DPSGD_KNOBS: tuple[str, ...] = ("epochs", "batch_size", "clip", "learning_rate")
-_ORDER = (("dataset", "data"), *((k, AXIS_SYMBOLS[k]) for k in ("n", "classes", "dim", "lam", "teachers")),
+_ORDER = (("dataset", "data"), *((k, AXIS_SYMBOLS[k]) for k in ("delta", "budget", "n", "classes", "dim", "lam", "teachers")),
           ("repeats", "R"), ("accounting", "accounting"), ("seed", "seed"), ("epochs", "DP-SGD epochs"),
           ("batch_size", "batch"), ("clip", "clip"), ("learning_rate", "learning rate"))
 
@@ -69,7 +69,7 @@ def chart_settings(rows: Sequence[Mapping[str, Any]], *, dataset: str, seed: int
     """{name: value} of the settings behind ``rows`` (values from the rows win over the arguments)."""
     priv = [r for r in rows if r.get("method") != BASELINE.name] or list(rows)
     meta: dict[str, Any] = {"dataset": dataset}
-    for key in ("n", "classes", "dim", "lam", "teachers", "repeats", "accounting"):
+    for key in ("delta", "budget", "n", "classes", "dim", "lam", "teachers", "repeats", "accounting"):
         meta[key] = _one(_values(priv, key))
     if meta["accounting"] is None:
         meta["accounting"] = accounting
@@ -147,8 +147,12 @@ def add_caption(fig: go.Figure, meta: Mapping[str, Any]) -> go.Figure:
     meta_all["privcore"] = {**{k: v for k, v in meta.items()}, "caption": text}
     # Plotly centres an unpinned title in the top margin, so the margin grown for the caption moved the
     # title down onto the caption's first row: pin it to the figure's top edge instead.
-    fig.update_layout(meta=meta_all, margin=dict(t=max(top, 40 + CAPTION_LINE_PX * len(lines) + 10)),
-                      title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=TITLE_PAD_PX)))
+    new_top = max(top, 40 + CAPTION_LINE_PX * len(lines) + 10)
+    # A figure of fixed height grows with its caption, so its plot keeps the size the legend's place below
+    # the axis was computed for (ui.figures.reserve_legend_rows): the legend covered the axis title.
+    height = fig.layout.height + new_top - top if fig.layout.height else None
+    fig.update_layout(meta=meta_all, margin=dict(t=new_top), height=height,
+                      title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=TITLE_PAD_PX, l=8)))
     return fig
 
 

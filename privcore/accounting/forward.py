@@ -280,5 +280,6 @@ def real_epsilon_summary(rows: Sequence[Mapping[str, Any]], label=None) -> str: 
     if not worst:
         return ""
     name = label or (lambda m: m)
-    parts = [f"{name(m)} ε = {epsilon_up(real):g} (stated {eps:g})" for m, (real, eps) in worst.items()]
-    return "What is really guaranteed (replace-one, adaptive queries): " + "; ".join(parts)
+    parts = [f"{name(m)} ε = {epsilon_up(real):g} where {eps:g} is stated" for m, (real, eps) in worst.items()]
+    return ("What is really guaranteed (replace-one, adaptive queries), at each method's point furthest from its "
+            "stated ε: " + "; ".join(parts))
