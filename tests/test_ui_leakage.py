@@ -38,7 +38,9 @@ def test_zero_false_positives_give_no_infinite_estimate():
     assert estimates[0] == "none" and estimates[2] == "none" and not any("∞" in e for e in estimates), estimates
     assert float(estimates[1]) > 0, estimates
     # why there is none is said below the table, not in a cell (cut off at 800 and 1,400 px)
-    assert no_estimate_note(results) == ("No point estimate of ε where an error rate was 0 in the audit's trials: "
+    # The trials named are those that bound ε, said as such (a walk-through read 256 beside a caption's 512).
+    assert no_estimate_note(results) == ("No point estimate of ε where an error rate was 0 in the trials that bound "
+                                         "ε (half of each data set's releases; the other half chose the threshold): "
                                          "DP-SGD, no false positive in 32 trials; Non-private (no noise), no false "
                                          "positive in 32 trials.")
     assert no_estimate_note(results[1:2]) == ""

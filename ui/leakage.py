@@ -272,7 +272,8 @@ def no_estimate_note(results: Sequence) -> str:
         if b is not None and math.isinf(b.estimate):
             which = f"no false positive in {b.n_out} trials" if b.fpr == 0 else f"no missed member in {b.n_in} trials"
             out.append(f"{method_label(r.method)}, {which}")
-    return ("No point estimate of ε where an error rate was 0 in the audit's trials: " + "; ".join(out) + ".") if out else ""
+    return ("No point estimate of ε where an error rate was 0 in the trials that bound ε (half of each data set's "
+            "releases; the other half chose the threshold): " + "; ".join(out) + ".") if out else ""
 
 
 def _attack_headers() -> dict[str, tuple[str, str]]:
