@@ -364,6 +364,16 @@ def test_the_composition_title_stays_clear_of_the_two_line_subplot_titles():
     assert "1e-5" in fig.layout.title.text
 
 
+def test_the_composition_panels_are_stacked_so_they_fit_a_narrow_column():
+    """Side by side at 800 px (a 480 px column) the two panels' titles and axis titles ran into each other and
+    the main title was cut: the panels are stacked, the x axis titled once, the main title one short line."""
+    fig = T.composition_figure(3.0, 1e-5, budgets=(1, 10, 100), current_budget=10)
+    top, bottom = fig.layout.yaxis.domain, fig.layout.yaxis2.domain
+    assert bottom[1] < top[0] and tuple(fig.layout.xaxis.domain) == tuple(fig.layout.xaxis2.domain) == (0.0, 1.0)
+    assert not fig.layout.xaxis.title.text and fig.layout.xaxis2.title.text
+    assert "<br>" not in fig.layout.title.text and len(fig.layout.title.text) <= 45
+
+
 def test_laplace_and_gaussian_differ_in_a_grey_printout():
     """Section 1 drew the two distributions as solid lines and round points, told apart by colour alone (a
     walk-through printed it in grey): every trace of one distribution differs from the other's in marker or dash."""

@@ -311,10 +311,11 @@ def composition_figure(epsilon: float, delta: float, sensitivity: float = 1.0,
     """Log-log: per-query Gaussian sigma vs B (left) and exponential-mechanism beta vs B (right)."""
     rows = composition_rows(epsilon, delta, sensitivity, budgets)
     dlt = _check_delta(delta)
-    # Two lines each: one line ran past the right edge at 1280 px ("... higher = less nois").
+    # One panel above the other: side by side, at 800 px (a 480 px column beside the sidebar) their titles
+    # and axis titles ran into each other; titles on two lines fit any width.
     left = ("Prediction sensitivity: per-query σ<br>(lower = less noise)" if dlt > 0
             else "Prediction sensitivity: Laplace-like 1/β<br>(lower = less noise)")
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.16,
                         subplot_titles=(left, "Subsample-and-aggregate: vote β<br>(higher = less noise)"))
     labels = {
         ("gaussian", "basic"): "basic composition (ε/B, δ/B)",
@@ -336,13 +337,16 @@ def composition_figure(epsilon: float, delta: float, sensitivity: float = 1.0,
                 name=labels[(panel, rule)],  # the vote panel's markers open: its "basic" is not the σ panel's
                 marker=dict(size=7, symbol=symbol if col == 1 else symbol + "-open", color=_RULE_COLOURS[rule]),
                 line=dict(color=_RULE_COLOURS[rule], dash=dash),
-                hovertemplate="B = %{x}<br>%{y:.4g}<extra>" + labels[(panel, rule)] + "</extra>"), row=1, col=col)
+                hovertemplate="B = %{x}<br>%{y:.4g}<extra>" + labels[(panel, rule)] + "</extra>"), row=col, col=1)
         if current_budget is not None:
-            fig.add_vline(x=int(current_budget), line=dict(color="#444", dash="dash", width=1), row=1, col=col)
-    fig.update_xaxes(type="log", title_text="inference budget B (predictions answered)")
+            fig.add_vline(x=int(current_budget), line=dict(color="#444", dash="dash", width=1), row=col, col=1)
+    fig.update_xaxes(type="log")
+    fig.update_xaxes(title_text="inference budget B (predictions answered)", row=2, col=1)  # once, under both
     fig.update_yaxes(type="log")
-    fig.update_yaxes(title_text="per-query noise (units of Δ = %g)" % float(sensitivity) if dlt > 0 else "noise scale", row=1, col=1)
-    fig.update_yaxes(title_text="inverse temperature β of the vote", row=1, col=2)
-    title = f"How the per-query budget shrinks with B at total (ε, δ) = ({_check_eps(epsilon):g}, {format_number(dlt)})"
-    _style(fig, title, height=560)  # the title pinned to the top, room below it for the two-line subplot titles
-    return fig.update_layout(title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=10)), margin=dict(t=105))
+    fig.update_yaxes(title_text=("per-query noise (Δ = %g)" % float(sensitivity)) if dlt > 0 else "noise scale",
+                     row=1, col=1)
+    fig.update_yaxes(title_text="vote β", row=2, col=1)
+    title = f"Per-query budget vs B at (ε, δ) = ({_check_eps(epsilon):g}, {format_number(dlt)})"
+    _style(fig, title, height=860)  # the title pinned to the top, room below it for the two-line subplot titles
+    return fig.update_layout(title=dict(yref="container", y=1.0, yanchor="top", xanchor="left", pad=dict(t=10, l=8)),
+                             margin=dict(t=105))
