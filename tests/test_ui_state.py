@@ -275,3 +275,22 @@ def test_a_list_may_be_typed_with_commas():
         state.decode("methods", "foo,dpsgd")
     with pytest.raises(ValueError, match=r"map_eps must be numbers separated by commas or a JSON list"):
         state.decode("map_eps", "a,b")
+
+
+def test_a_stale_url_echo_does_not_undo_a_newer_widget_value():
+    """Arrow keys pressed faster than the page reruns: a rerun may carry the URL as it was before the last
+    write. Adopting that old value threw the newer key press away (δ flipped back, "0 (pure DP)" became 1e-10)
+    and left the slider, the page and the URL disagreeing. A value the session wrote itself is not adopted."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_string(_SCRIPT, default_timeout=30).run()
+    at.select_slider(key="w:eps").set_value(10.0).run()
+    at.select_slider(key="w:eps").set_value(30.0).run()
+    assert at.query_params["eps"] == "30.0"
+    at.query_params["eps"] = "10.0"  # the browser's rerun still carries the URL of two presses ago
+    at.select_slider(key="w:eps").set_value(0.1).run()
+    assert at.select_slider(key="w:eps").value == 0.1 and "eps=0.1" in at.markdown[0].value
+    assert at.query_params["eps"] == "0.1"
+    at.query_params["eps"] = "1.0"  # a value this session never wrote (a URL changed from outside) is adopted
+    at.run()
+    assert at.select_slider(key="w:eps").value == 1.0

@@ -366,6 +366,11 @@ def _apply_url(name: str) -> None:
     current = st.session_state.get(store_key(name), FIELDS[name].default)
     if text == encode(current):
         return
+    # A value this session wrote itself is an echo: a rerun that the browser sent before it had applied a
+    # later write (keys pressed faster than the page reruns). Adopting it threw the newer widget value away
+    # and left slider, page and URL disagreeing; within a session the URL changes only by these writes.
+    if text in st.session_state.get(_WRITTEN, {}).get(name, ()):
+        return
     try:
         value = decode(name, text)
     except ValueError as err:
@@ -438,6 +443,10 @@ def commit(name: str, value: Any) -> Any:
     return value
 
 
+#: Session key: {field: the URL texts this session wrote}, whose echoes :func:`_apply_url` does not adopt.
+_WRITTEN = "_url_written"
+
+
 def _write_url(name: str, value: Any) -> None:
     import streamlit as st
 
@@ -448,6 +457,7 @@ def _write_url(name: str, value: Any) -> None:
             del st.query_params[name]
         return
     text = encode(value)
+    st.session_state.setdefault(_WRITTEN, {}).setdefault(name, set()).add(text)
     if not present or st.query_params.get(name) != text:
         st.query_params[name] = text
 
