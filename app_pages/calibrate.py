@@ -88,7 +88,7 @@ display.show_formulas([{"method": m, "formula": sc.formula, "note": "; ".join(sc
 forward.forward_section(scales, problem, float(delta), side.accounting)
 data_notes = setting.data_caveats(side, s)
 forward.statement_buttons([m for m, sc in scales.items() if not isinstance(sc, CalibrationError)], problem, float(eps),
-                          float(delta), side.accounting, data_notes)
+                          float(delta), side.accounting, data_notes, data=setting.data_words(side))
 
 compare = state.commit("compare", st.checkbox("Compare paper / corrected / tight side by side", key=state.bind("compare")))
 if compare:

@@ -118,7 +118,8 @@ def show_point(rows: list[dict]) -> None:
             with box:
                 forward.statement_buttons([r["method"] for r in rows], setting.setting_problem(side.info, s),
                                           float(s.eps), float(s.delta), side.accounting, setting.data_caveats(side, s),
-                                          first=rec.winner, tuned={r["method"]: r.get("tuned") for r in rows})
+                                          first=rec.winner, tuned={r["method"]: r.get("tuned") for r in rows},
+                                          data=setting.data_words(side))
         except (ValueError, TypeError) as err:
             box.caption(f"No privacy statement at this setting: {err}")
     with table_area:

@@ -24,7 +24,7 @@ __all__ = ["privacy_statement", "statement_markdown", "statement_json", "STATEME
 
 #: Keys of every statement (the JSON object's, in order).
 STATEMENT_FIELDS: tuple[str, ...] = (
-    "method", "method_label", "epsilon", "delta", "epsilon_nominal", "accounting", "neighbouring_relation",
+    "method", "method_label", "data", "epsilon", "delta", "epsilon_nominal", "accounting", "neighbouring_relation",
     "accountant", "mechanism", "noise", "guarantee_covers", "preprocessing", "assumptions", "randomness", "setting",
     "knob_selection")
 #: Knobs a tuned row may name that are Problem fields (the rest are the method's own parameters).
@@ -46,7 +46,7 @@ def _covers(method: str, problem: Problem) -> str:
 
 def privacy_statement(method: str, epsilon: float, delta: float, problem: Problem | None = None,
                       accounting: str = "corrected", *, preprocessing: Sequence[str] = (),
-                      secure_noise: bool = False, tuned: str | None = None) -> dict[str, Any]:
+                      secure_noise: bool = False, tuned: str | None = None, data: str | None = None) -> dict[str, Any]:
     """The statement of ``method`` calibrated at (epsilon, delta) on ``problem`` under ``accounting``.
 
     ``preprocessing``: what was done to the data before training (e.g. the data set's notes: PCA
@@ -56,7 +56,7 @@ def privacy_statement(method: str, epsilon: float, delta: float, problem: Proble
     ``tuned``: a tuned comparison's row text (``ResultRow.tuned``): the statement is then of the knobs
     it picked, and says how they were picked (``knob_selection``): a private selection's share of
     (epsilon, delta) is taken out before the release's calibration; a choice on held-out data is
-    stated as outside the guarantee.
+    stated as outside the guarantee. ``data``: the data set it is of, in words (a name, an uploaded file's).
     """
     problem = problem if problem is not None else Problem()
     total = PrivacyBudget(epsilon, delta)
@@ -85,6 +85,7 @@ def privacy_statement(method: str, epsilon: float, delta: float, problem: Proble
     out = {
         "method": method,
         "method_label": entry.label,
+        "data": data,
         "epsilon": real,
         "delta": scale.delta,
         "epsilon_nominal": scale.epsilon,
@@ -164,7 +165,8 @@ def statement_markdown(statement: dict[str, Any]) -> str:
     s = statement
     eps = "∞ (no privacy)" if math.isinf(s["epsilon"]) else f"{s['epsilon']:.4g}"
     lines = [f"# Privacy statement: {s['method_label']}", "",
-             f"**Guarantee:** ({eps}, {s['delta']:g})-differential privacy.", "",
+             f"**Guarantee:** ({eps}, {s['delta']:g})-differential privacy"
+             + (f" for the training data {s['data']}." if s.get("data") else "."), "",
              f"- **epsilon:** {eps}" + ("" if math.isclose(s["epsilon"], s["epsilon_nominal"], rel_tol=1e-6)
                                          or math.isinf(s["epsilon"]) else
                                          f" (calibrated for {s['epsilon_nominal']:g} under {s['accounting']} accounting)"),

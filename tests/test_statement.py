@@ -61,3 +61,14 @@ def test_dpsgd_statement_records_its_knobs():
         "epochs": 3, "batch_size": 50, "clip": 0.3, "learning_rate": 4.0}
     md = statement_markdown(st)
     assert "epochs = 3" in md and "batch_size = 50" in md and "clip = 0.3" in md and "learning_rate = 4.0" in md
+
+
+def test_a_statement_names_the_data_set_it_is_of():
+    """A course teacher's download did not say which data its guarantee was about."""
+    from privcore.statement import privacy_statement, statement_json, statement_markdown
+
+    s = privacy_statement("dpsgd", 1.0, 1e-5, data="of the mnist-5k data set")
+    assert "for the training data of the mnist-5k data set." in statement_markdown(s)
+    assert '"data": "of the mnist-5k data set"' in statement_json(s)
+    plain = privacy_statement("dpsgd", 1.0, 1e-5)
+    assert plain["data"] is None and "for the training data" not in statement_markdown(plain)

@@ -65,7 +65,7 @@ def forward_section(scales: Mapping[str, Any], problem: Problem, delta: float, a
 
 def statement_buttons(methods: Sequence[str], problem: Problem, epsilon: float, delta: float, accounting: str,
                       preprocessing: Sequence[str] = (), *, first: str | None = None,
-                      tuned: Mapping[str, str | None] | None = None) -> None:
+                      tuned: Mapping[str, str | None] | None = None, data: str | None = None) -> None:
     """Download buttons for the privacy statement of a chosen method (of ``methods``; ``first`` preselected),
     in Markdown and JSON; ``tuned`` (method -> its row's ``tuned`` text) states a tuned comparison's
     knobs and how they were picked."""
@@ -86,7 +86,7 @@ def statement_buttons(methods: Sequence[str], problem: Problem, epsilon: float, 
     method = row.selectbox("Privacy statement for", usable, format_func=method_label, key="statement_method")
     try:
         statement = privacy_statement(method, epsilon, delta, problem, accounting, preprocessing=list(preprocessing),
-                                      tuned=(tuned or {}).get(method))
+                                      tuned=(tuned or {}).get(method), data=data)
     except (ValueError, ArithmeticError) as err:
         st.warning(f"{method_label(method)}: {err}")
         return

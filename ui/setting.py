@@ -258,6 +258,15 @@ def setting_caveats(side: SidebarSettings, s: Setting) -> list[str]:
     return out
 
 
+def data_words(side: SidebarSettings) -> str:
+    """The data set in words for a privacy statement: its name, or an uploaded file's name as it was sent."""
+    if side.dataset == "file" and side.data_file:
+        from .uploads import display_name
+
+        return f"of the uploaded file {display_name(side.data_file)}"
+    return f"of the {side.dataset} data set"
+
+
 def and_list(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
