@@ -85,3 +85,21 @@ def fake_fashion(tmp_path, monkeypatch):
     monkeypatch.setenv(fashion.FASHION_ENV, str(tmp_path))
     monkeypatch.setenv("PRIVCORE_CACHE", str(tmp_path / "cache"))
     return tmp_path
+
+
+@pytest.fixture()
+def loaded_module(tmp_path, monkeypatch):
+    """A factory: ``loaded_module(name)`` puts a module called ``name`` in ``sys.modules``, backed by a file of
+    its own (returned), as a privcore or ui module loaded from disk is; removed after the test."""
+    import sys
+    import types
+
+    def make(name: str) -> Path:
+        path = tmp_path / f"{name.rpartition('.')[2]}.py"
+        path.write_text("A = 1\n")
+        module = types.ModuleType(name)
+        module.__file__ = str(path)
+        monkeypatch.setitem(sys.modules, name, module)
+        return path
+
+    return make

@@ -12,15 +12,9 @@ from ui import freshness
 
 
 @pytest.fixture()
-def probe(tmp_path):
+def probe(loaded_module):
     """A loaded module of the ``ui`` package, backed by a file of its own."""
-    path = tmp_path / "probe.py"
-    path.write_text("X = 1\n")
-    module = types.ModuleType("ui._freshness_probe")
-    module.__file__ = str(path)
-    sys.modules[module.__name__] = module
-    yield path
-    del sys.modules[module.__name__]
+    return loaded_module("ui._freshness_probe")
 
 
 def test_a_loaded_module_whose_file_changes_or_goes_is_named(probe):

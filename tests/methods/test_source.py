@@ -3,9 +3,6 @@ computes its points afresh (the old code's rows were served before), and only th
 
 from __future__ import annotations
 
-import sys
-import types
-
 import pytest
 
 from privcore.engine.cache import ResultCache
@@ -18,16 +15,10 @@ SPEC = SweepSpec(data=DataSpec(name="digits", n=400), methods=("model_sensitivit
 
 
 @pytest.fixture()
-def probe(tmp_path):
+def probe(loaded_module):
     """A class in a privcore module of its own file (as a method's module is)."""
-    path = tmp_path / "probe.py"
-    path.write_text("A = 1\n")
-    module = types.ModuleType("privcore.methods._source_probe")
-    module.__file__ = str(path)
-    sys.modules[module.__name__] = module
-    cls = type("Probe", (type(REGISTRY["model_sensitivity"]),), {"__module__": module.__name__})
-    yield path, cls
-    del sys.modules[module.__name__]
+    path = loaded_module("privcore.methods._source_probe")
+    yield path, type("Probe", (type(REGISTRY["model_sensitivity"]),), {"__module__": "privcore.methods._source_probe"})
     source._of_class.cache_clear()
 
 
