@@ -325,6 +325,8 @@ def export_buttons(fig: go.Figure, rows: Sequence[Mapping[str, Any]] | None, key
     """
     import streamlit as st
 
+    from .column import offers_column
+
     title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else key
     base = _slug(filename or title)
     frozen = go.Figure(fig)
@@ -340,6 +342,14 @@ def export_buttons(fig: go.Figure, rows: Sequence[Mapping[str, Any]] | None, key
                                 mime=MIME_TYPES[fmt], key=f"{key}_{fmt}", on_click="ignore", width="content",
                                 help=f"Print-ready {fmt.upper()} (white background, fixed method colours and "
                                      "markers, the settings in a caption row and the file's metadata)")
+    if browser_available() and offers_column(frozen):
+        from .column import COLUMN_WIDTH_PX, column_figure
+
+        row.download_button("PDF (column)", data=lambda: figure_bytes(column_figure(frozen), "pdf", width=COLUMN_WIDTH_PX),
+                            file_name=f"{base}-column.pdf", mime=MIME_TYPES["pdf"], key=f"{key}_column",
+                            on_click="ignore", width="content",
+                            help="For one column of a two-column paper: 3.3 inches (240 pt) wide with 8-point text, "
+                                 "to place at 100 %; the same caption, settings and guarantee lines")
     row.download_button("HTML", data=lambda: figure_html(frozen), file_name=f"{base}.html", mime=MIME_TYPES["html"],
                         key=f"{key}_html", on_click="ignore", width="content", help="Interactive chart, works offline")
     if frozen_rows is not None:
