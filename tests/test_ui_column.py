@@ -49,12 +49,13 @@ def test_a_column_chart_is_240_points_wide_with_8_point_text_and_keeps_its_capti
 
 
 def test_only_a_single_panel_chart_is_offered_a_column_layout():
-    from ui.teaching import composition_figure
+    from plotly.subplots import make_subplots
 
     assert offers_column(_figure(note=False))
-    assert not offers_column(composition_figure(3.0, 1e-5))
+    assert not offers_column(make_subplots(rows=2, cols=1))  # Learn's composition chart, for one
 
 
+@pytest.mark.slow  # starts the Chromium renderer
 @pytest.mark.skipif(not export.browser_available(), reason="PDF export needs Chromium (apt-get install chromium)")
 def test_the_column_pdf_is_3_3_inches_wide():
     pdf = export.figure_bytes(column_figure(_figure()), "pdf", width=COLUMN_WIDTH_PX)
