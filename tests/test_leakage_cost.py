@@ -100,3 +100,16 @@ def test_what_an_earlier_measurement_built_is_not_priced_again():
     assert warm < cold
     leakage_run.forget([leakage_run.load_dataset("digits", seed=911, **digits["data"].load_kwargs()).fingerprint])
     assert estimate_seconds([later], sizes) == pytest.approx(cold)
+
+
+def test_the_estimate_prices_the_n_the_spec_loads():
+    """The estimate used the raw data set's N whatever the spec asked: a walk-through saw "about 86 s" at
+    N = 20,000 (augmented) as at 4,000, and a subsample of 1,000 was priced as 4,000."""
+    k = cost.coefficients()
+    at = {n: estimate_seconds([LeakageSpec(method="model_sensitivity", **{**BASE, "data": DataSpec(
+        name="mnist-5k", n=n, augment=n > 4000)})], MNIST, coeffs=k) for n in (1000, 4000, 20000)}
+    assert at[1000] < at[4000] < at[20000]
+    full = estimate_seconds([LeakageSpec(method="model_sensitivity", **BASE)], MNIST, coeffs=k)
+    assert full == at[4000]  # N unset is the whole training split
+    spec = LeakageSpec(method="model_sensitivity", **{**BASE, "data": DataSpec(name="mnist-5k", classes=2)})
+    assert estimate_seconds([spec], MNIST, coeffs=k) < full  # a class filter keeps fewer rows

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .plan import SweepPlan
 
 __all__ = ["DEFAULT_COEFFS", "MEASURED_KINDS", "THRESHOLD_SECONDS", "threshold_seconds", "DataSizes", "Estimate", "estimate", "coefficients",
-           "coefficients_path", "save_coefficients", "slowdown", "fit_slowdown", "DEFAULT_FIT_SLOWDOWN", "data_sizes", "plan_state", "estimate_plan", "estimate_spec", "eta"]
+           "coefficients_path", "save_coefficients", "slowdown", "fit_slowdown", "DEFAULT_FIT_SLOWDOWN", "data_sizes", "variant_sizes", "plan_state", "estimate_plan", "estimate_spec", "eta"]
 
 #: Seconds per unit of work of each kind of piece, fitted by ``bench/bench_cost.py --write`` on the 2-core
 #: development machine when idle (OMP_NUM_THREADS=1), rescaled to a median predicted/measured ratio of 1.
@@ -216,7 +216,7 @@ def slowdown() -> float:
     return 1.0 / threads.speed(threads.planned_threads(cores, others), others, cores)
 
 
-def _variant_sizes(spec: SweepSpec, sizes: DataSizes) -> tuple[int, int, int, int]:
+def variant_sizes(spec: SweepSpec, sizes: DataSizes) -> tuple[int, int, int, int]:
     """(N, D, C, real N) of one variant's data: classes keep ~C/C_full of the rows; N above the
     real rows is augmentation."""
     d = spec.data
@@ -306,7 +306,7 @@ def _estimate_jobs(jobs: list[tuple[int, SweepSpec, str, int]], sizes: DataSizes
     for vi, vspec, method, todo in jobs:
         if vi != variant:
             variant = vi
-            n, dim, c, real = _variant_sizes(vspec, sizes)
+            n, dim, c, real = variant_sizes(vspec, sizes)
             problem = _problem(vspec, n, dim, c, fixed_lam)
             seen = held.setdefault(vspec.data, set())
             seen.update(warm.get(vi, set()))

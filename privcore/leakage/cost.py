@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Iterable
 
 from ..engine import cost
+from ..engine.specs import SweepSpec
 from ..methods import get_method
 from ..methods.base import CostPart, data_work, teacher_part
 from .sizes import answers_per_release, observed
@@ -67,12 +68,14 @@ def estimate_seconds(specs: Iterable[LeakageSpec], sizes: cost.DataSizes, *, coe
                 seen.add(game + piece)
             else:
                 seen.update(game + piece + (name,) for name in ("data", "eig"))
-        population = sizes.n + spec.canaries
+        # The data the spec loads (its N: a subsample, or grown by augmentation; its C and D), not the raw set's.
+        n, dim, classes, _ = cost.variant_sizes(SweepSpec(data=spec.data, seed=spec.seed), sizes)
+        population = n + spec.canaries
         n_train = max(population // 2, 1)
-        problem = spec.problem(n_train, sizes.dim, sizes.classes)
+        problem = spec.problem(n_train, dim, classes)
         prediction = m.releases in ("logits", "labels")
         answers = answers_per_release(spec.method, spec.budget)
-        obs = observed(prediction, m.family == "baseline", answers, sizes.classes, population, spec.canaries,
+        obs = observed(prediction, m.family == "baseline", answers, classes, population, spec.canaries,
                         spec.repeats, spec.audit_trials)
         rows = population if obs.targets is None else obs.targets
         test = max(sizes.test_rows, 1)
