@@ -65,7 +65,15 @@ for part in "$@"; do case "$part" in
       step deep "${DEEP_LIMIT:-150}" python3 bench/bench_deep.py --device cuda --batches 600,2048 --rounds 5 \
         --skip-teachers --skip-preset --fast
     fi
-    tail -8 "$out/deep.txt" ;;
+    tail -8 "$out/deep.txt"
+    # whole training steps: Poisson batches split at the old physical batch (600) against one call (1,024)
+    if [ -n "${DRY:-}" ]; then
+      step deep_steps 200 python3 bench/bench_deep_steps.py --device cpu --models small-cnn --n 2000 --batch 20 \
+        --physical 20,1024 --rounds 1 --steps 2
+    else
+      step deep_steps "${STEPS_LIMIT:-90}" python3 bench/bench_deep_steps.py --device cuda
+    fi
+    tail -5 "$out/deep_steps.txt" ;;
   fig7)
     if [ -d .fig7cache ]; then mkdir -p "$PRIVCORE_CACHE" && cp -r .fig7cache/. "$PRIVCORE_CACHE/"; fi
     if [ -n "${DRY:-}" ]; then

@@ -79,7 +79,7 @@ def add_deep_parser(sub, number: Callable, epsilon: Callable) -> None:  # noqa: 
                             ("--teacher-lr", number(float), "teacher learning rate"),
                             ("--repeats", number(int), "vote samplings per point (default 4)"),
                             ("--seed", number(int), "seed (default 0)"),
-                            ("--physical-batch", number(int), "examples per per-sample-gradient call")):
+                            ("--physical-batch", number(int), "most examples per clipping call (default 1,024; a larger Poisson batch is split)")):
         p.add_argument(flag, type=kind, default=None, help=hlp)
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None)
     p.add_argument("--teacher-mode", choices=("auto", "batched", "loop"), default="auto",

@@ -62,7 +62,7 @@ class SGDConfig:
     lr: float = 0.1
     momentum: float = 0.9
     augment: bool = False
-    physical_batch: int = 256
+    physical_batch: int = 1024  # see DeepSpec.physical_batch
     lr_drops: int = 3
     amp: bool = False  # bfloat16 autocast on CUDA (an option, off: no faster on an H100, docs/gpu.md)
     clipping: str = "auto"  # one of CLIPPING_METHODS: how the clipped sum is computed (same result)
@@ -153,14 +153,27 @@ def _std_up(std: float, dtype: torch.dtype) -> float:
 
 def add_noise(summed: dict[str, torch.Tensor], std: float, generator: torch.Generator) -> dict[str, torch.Tensor]:
     """summed + N(0, std^2) per coordinate, drawn from ``generator`` (on the tensors' device); the
-    std is rounded up to each tensor's dtype, never below ``std``."""
-    return {k: v + _std_up(std, v.dtype) * torch.randn(v.shape, generator=generator, device=v.device, dtype=v.dtype)
-            for k, v in summed.items()}
+    std is rounded up to each tensor's dtype, never below ``std``.
+
+    The noise of all tensors of one dtype is one draw of their total size, split in the order of
+    ``summed`` (one kernel, not one per parameter: a GPU step of the small models is bound by
+    launches); every coordinate is still an independent N(0, std^2)."""
+    groups: dict[tuple[torch.device, torch.dtype], list[str]] = {}
+    for k, v in summed.items():
+        groups.setdefault((v.device, v.dtype), []).append(k)
+    out: dict[str, torch.Tensor] = {}
+    for (device, dtype), keys in groups.items():
+        sizes = [summed[k].numel() for k in keys]
+        unit = torch.randn(sum(sizes), generator=generator, device=device, dtype=dtype)
+        noise = [n.view(summed[k].shape) for n, k in zip(unit.mul_(_std_up(std, dtype)).split(sizes), keys)]
+        out.update(zip(keys, torch._foreach_add([summed[k] for k in keys], noise)))
+    return {k: out[k] for k in summed}
 
 
 def scale(noisy: dict[str, torch.Tensor], expected_batch: float) -> dict[str, torch.Tensor]:
     """Divide by the expected batch size q N (not the drawn one, which would leak it)."""
-    return {k: v / expected_batch for k, v in noisy.items()}
+    keys = list(noisy)
+    return dict(zip(keys, torch._foreach_div([noisy[k] for k in keys], expected_batch))) if keys else {}
 
 
 def dpsgd_step(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor],

@@ -63,6 +63,8 @@ _LAYERS = (nn.Linear, nn.Conv2d, nn.GroupNorm)
 # takes torch.func there). Other devices: the mixed rule. ``bench/bench_deep.py`` (``--gpu-variants``
 # on CUDA) times the routes.
 GHOST_FACTOR: dict[str, float] = {"cpu": math.inf, "cuda": math.inf}
+#: Device types on which the clipping never reads a value back to the host (see ``_clip_records``).
+SYNC_FREE_DEVICES = ("cuda",)
 # How a layer's per-example weight gradients are formed: "grouped" (one grouped convolution weight
 # backward, the batch folded into the channels; fastest on a CPU) or "unfold" (unfold + one batched
 # matrix product, as Opacus does).
@@ -199,11 +201,17 @@ def _clip_records(records: list, grads: tuple, names: dict, live: dict, params: 
                   conv_route: str = "device") -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """The per-example squared norms of every layer, the factors and the clipped sums (``formed``: the
     per-example weight gradients of the convolutions [by record index] formed already; the others take
-    ``conv_route``)."""
+    ``conv_route``).
+
+    The per-example gradients of the small parameters (biases, GroupNorm's) are put side by side in one
+    [n, k] matrix, so their norms and their clipped sum are a few operations whatever the depth, and the
+    layers' squared norms are added in one reduction: a GPU step of these models is bound by the number
+    of operations launched, not by their arithmetic."""
     acc = torch.promote_types(next(iter(params.values())).dtype, torch.float32)  # bfloat16 (amp) -> float32
-    sq = torch.zeros(n, device=device, dtype=acc)
+    sq_parts: list[torch.Tensor] = []  # [n] squared norms of the terms, added up below
+    small: list[tuple[str, torch.Tensor]] = []  # (parameter name, per-example gradient [n, ...]), side by side
     # (parameter name, per-example tensor [n, ...] or closure (factors, finite rows or None) -> sum)
-    pending: list[tuple[str, object]] = []
+    large: list[tuple[str, object]] = []
     formed = formed or {}
     for i, ((module, a, _), b) in enumerate(zip(records, grads)):
         prefix = names[module] + "." if names[module] else ""
@@ -211,42 +219,46 @@ def _clip_records(records: list, grads: tuple, names: dict, live: dict, params: 
         if isinstance(module, nn.Linear):
             if a.dim() != 2:
                 raise ValueError("ghost clipping supports Linear layers on [batch, features] inputs only")
-            sq = sq + a.pow(2).sum(1) * b.pow(2).sum(1)
-            pending.append((prefix + "weight", lambda c, keep, a=a, b=b: (_kept(b, keep) * c[:, None]).t()
-                            @ _kept(a, keep)))
+            sq_parts.append(a.pow(2).sum(1) * b.pow(2).sum(1))
+            large.append((prefix + "weight", lambda c, keep, a=a, b=b: (_kept(b, keep) * c[:, None]).t()
+                          @ _kept(a, keep)))
             if module.bias is not None:
-                sq = sq + b.pow(2).sum(1)
-                pending.append((prefix + "bias", b))
+                small.append((prefix + "bias", b))
         elif isinstance(module, nn.Conv2d):
             w_sq, weighted = _conv_terms(module, a, b, live[prefix + "weight"].to(acc), conv_route,
                                          formed.get(i))
-            sq = sq + w_sq
-            pending.append((prefix + "weight", weighted))
+            sq_parts.append(w_sq)
+            large.append((prefix + "weight", weighted))
             if module.bias is not None:
-                gb = b.sum(dim=(2, 3))
-                sq = sq + gb.pow(2).sum(1)
-                pending.append((prefix + "bias", gb))
+                small.append((prefix + "bias", b.sum(dim=(2, 3))))
         else:  # GroupNorm: per-example gradients of the affine parameters, [n, C]
             xhat = F.group_norm(a, module.num_groups, None, None, module.eps)
-            gw = (xhat * b).flatten(2).sum(2)
-            gb = b.flatten(2).sum(2)
-            sq = sq + gw.pow(2).sum(1) + gb.pow(2).sum(1)
-            pending += [(prefix + "weight", gw), (prefix + "bias", gb)]
+            small += [(prefix + "weight", (xhat * b).flatten(2).sum(2)), (prefix + "bias", b.flatten(2).sum(2))]
 
-    missing = set(params) - {name for name, _ in pending}
+    missing = set(params) - {name for name, _ in small + large}
     if missing:  # a layer that never ran: its parameters' share of the norms is unknown
         raise ValueError(f"ghost clipping saw no forward call of the layers holding {', '.join(sorted(missing))}")
+    side = torch.cat([t.reshape(n, -1) for _, t in small], dim=1) if small else None
+    if side is not None:
+        sq_parts.append(side.pow(2).sum(1))
+    sq = torch.stack(sq_parts).sum(0)
     # As in clip_and_sum: an example whose gradient is not finite (e.g. an overflow under autocast)
     # contributes zero; its activations and output gradients are zeroed too, since 0 * inf is NaN.
     norms = sq.sqrt()
     finite = torch.isfinite(norms)
     factor = torch.where(finite, clip_factors(norms, clip), torch.zeros_like(norms))
-    keep = None if bool(finite.all()) else finite
+    # On CUDA the mask is always applied (the same values when every example is finite): asking the
+    # host whether all are finite would wait for the GPU in the middle of every step.
+    keep = finite if device.type in SYNC_FREE_DEVICES or not bool(finite.all()) else None
     summed = {}
-    for name, term in pending:
+    for name, term in large:
         if callable(term):
             value = term(factor, keep)
         else:
             value = (factor @ _kept(term, keep).flatten(1)).view(term.shape[1:])
         summed[name] = value.to(params[name].dtype)
+    if side is not None:
+        pieces = (factor @ _kept(side, keep)).split([math.prod(t.shape[1:]) for _, t in small])
+        for (name, t), piece in zip(small, pieces):
+            summed[name] = piece.view(t.shape[1:]).to(params[name].dtype)
     return {k: summed[k] for k in params}, norms

@@ -38,13 +38,20 @@ def lr_at(step: int, steps: int, lr: float, drops: int = 3) -> float:
 @torch.no_grad()
 def momentum_step(params: dict[str, torch.Tensor], grads: dict[str, torch.Tensor],
                   buf: dict[str, torch.Tensor], lr: float, momentum: float, weight_decay: float = 0.0) -> None:
-    """Heavy-ball SGD in place: buf = momentum buf + g (+ wd p); p -= lr buf (post-processing of g)."""
-    for k, p in params.items():
-        g = grads[k]
-        if weight_decay:
-            g = g + weight_decay * p
-        buf[k].mul_(momentum).add_(g)
-        p.sub_(lr * buf[k])
+    """Heavy-ball SGD in place: buf = momentum buf + g (+ wd p); p -= lr buf (post-processing of g).
+
+    Each line is one multi-tensor (``_foreach``) operation over all parameters: the same elementwise
+    arithmetic, in the same order, as a loop over them, with a few kernel launches instead of four per
+    parameter (on a GPU a step of the small models is bound by launches). Elementwise, so a teacher's
+    slice of stacked parameters is still updated from its own values only."""
+    keys = list(params)
+    ps, bs = [params[k] for k in keys], [buf[k] for k in keys]
+    gs = [grads[k] for k in keys]
+    if weight_decay:
+        gs = torch._foreach_add(gs, torch._foreach_mul(ps, weight_decay))
+    torch._foreach_mul_(bs, momentum)
+    torch._foreach_add_(bs, gs)
+    torch._foreach_sub_(ps, torch._foreach_mul(bs, lr))
 
 
 class Poller:

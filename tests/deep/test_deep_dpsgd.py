@@ -185,9 +185,10 @@ def test_one_step_is_poisson_sampled_clipped_noised_and_scaled_by_the_expected_b
     from privcore.deep.images import to_float
     xb = to_float(x_u8[chosen], data.mean, data.std)
     summed, _ = clip_and_sum(per_sample_grads(model, params, {}, xb, y[chosen]), clip)
-    noise_gen = _gen(12)
-    for k in params:  # the same key order as dpsgd_step draws its noise
-        want = (summed[k] + sigma * torch.randn(summed[k].shape, generator=noise_gen)) / (q * n)
+    sizes = [v.numel() for v in params.values()]  # one draw, split in the parameters' order
+    unit = torch.randn(sum(sizes), generator=_gen(12)).split(sizes)
+    for k, u in zip(params, unit):
+        want = (summed[k] + sigma * u.view(summed[k].shape)) / (q * n)
         assert torch.allclose(got[k], want, atol=1e-6, rtol=1e-4), k
 
 

@@ -139,10 +139,12 @@ def test_an_empty_poisson_batch_releases_only_the_same_noise():
     seed = next(s for s in range(100) if not (torch.rand(3, generator=_gen(s)) < 1 / 3).any())
     ghost, _ = _step("ghost", data, 1, seed)
     func, _ = _step("torch-func", data, 1, seed)
-    noise = _gen(seed + 1)
-    for k, v in ghost.items():
+    # One draw for all parameters, split in their order, times the std rounded up
+    sizes = [v.numel() for v in ghost.values()]
+    unit = torch.randn(sum(sizes), generator=_gen(seed + 1)).split(sizes)
+    for (k, v), u in zip(ghost.items(), unit):
         assert torch.equal(v, func[k])  # bit-identical: only noise
-        assert torch.equal(v, _std_up(1.3, v.dtype) * torch.randn(v.shape, generator=noise) / 1.0)  # std rounded up
+        assert torch.equal(v, (_std_up(1.3, v.dtype) * u).view(v.shape) / 1.0)  # std rounded up
 
 
 def _auto_is_torch_func_and_ghost_refused(model: nn.Module, seed: int, refusal: str) -> None:
@@ -192,6 +194,25 @@ def test_a_non_finite_example_contributes_zero_as_in_clip_and_sum(name, bad):
         assert torch.isfinite(ghost[k]).all(), k
         assert torch.allclose(ghost[k], expect[k], rtol=1e-9, atol=1e-12), k
         assert torch.allclose(ghost[k], func[k], rtol=1e-9, atol=1e-12), k
+
+
+@pytest.mark.parametrize("bad", [None, float("nan")])
+@pytest.mark.parametrize("route", ["device", "cost", "gram"])
+def test_the_sync_free_mask_gives_the_same_sums(route, bad, monkeypatch):
+    """On CUDA the finite-rows mask is always applied (no read-back mid-step); on this CPU, forced onto
+    that path, every clipped sum is the same bit for bit, with and without a non-finite example."""
+    model, channels = _model("resnet20")
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x = torch.randn(5, channels, 8, 8, generator=_gen(6), dtype=torch.float64)
+    if bad is not None:
+        x[3, 0, 2, 2] = bad
+    y = torch.tensor([0, 1, 2, 1, 0])
+    plain, plain_norms = ghost_clip_and_sum(model, params, {}, x, y, 0.5, conv_route=route)
+    monkeypatch.setattr(ghost_module, "SYNC_FREE_DEVICES", ("cpu",))
+    masked, masked_norms = ghost_clip_and_sum(model, params, {}, x, y, 0.5, conv_route=route)
+    assert torch.equal(plain_norms.nan_to_num(-1), masked_norms.nan_to_num(-1))
+    for k in plain:
+        assert torch.isfinite(masked[k]).all() and torch.equal(plain[k], masked[k]), k
 
 
 def test_auto_uses_ghost_only_for_the_projects_models():

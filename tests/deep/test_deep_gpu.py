@@ -196,3 +196,21 @@ def test_every_route_matches_torch_func_on_the_gpu_in_float64(name, channels, si
     assert torch.allclose(f_norms, g_norms, rtol=1e-10)
     for k in func:
         assert torch.allclose(func[k], got[k], rtol=1e-7, atol=1e-12), k
+
+
+@pytest.mark.parametrize("name, channels, size", [("small-cnn", 1, 28), ("resnet20", 3, 32)])
+def test_the_mixed_clipped_sum_never_waits_for_the_gpu(name, channels, size):
+    """The clipping reads nothing back to the host mid-step (a sync stalls the launches behind it)."""
+    from privcore.deep.ghost import ghost_clip_and_sum
+
+    model = build_model(name, channels, 10, _gen(0, "cuda"), "cuda", size=size)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x = torch.randn(64, channels, size, size, generator=_gen(1, "cuda"), device="cuda")
+    y = torch.arange(64, device="cuda") % 10
+    ghost_clip_and_sum(model, params, {}, x, y, 1.0, conv_route="cost")  # warm-up (cuDNN's choices)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        ghost_clip_and_sum(model, params, {}, x, y, 1.0, conv_route="cost")
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
