@@ -37,8 +37,8 @@ with st.expander("Problem: N, T, λ, D, C and DP-SGD", expanded=False):
 
 s = setting.Setting(eps=float(eps), delta=float(delta), budget=int(budget), n=n, teachers=int(teachers), lam=lam,
                     dim=dim, classes=classes, clip=float(clip), epochs=int(epochs), batch_size=int(batch))
-if n is not None and n > info.n_train:
-    st.warning(setting.augmentation_caveat(info.n_train, n, float(eps)))
+for caveat in setting.data_caveats(side, s):  # augmentation (k from the rows of the classes kept), PCA, class filter
+    st.warning(caveat)
 if lam == "auto":
     st.info(f"λ = auto is chosen per method during training; the table uses λ = {format_number(LAM_AUTO_STANDIN)} "
             "instead.")

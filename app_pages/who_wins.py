@@ -81,11 +81,12 @@ can_grow = info is not None and info.image
 augment = state.commit("augment", st.checkbox(
     "Also N beyond the real training data (deformed copies; slow)", key=state.bind("augment"), disabled=not can_grow,
     help="Grows the training set with elastic deformations of its images. Several minutes on a CPU."))
-n_values = sorted({v for v in N_VALUES if v <= info.n_train} | {info.n_train})
+real_rows = info.train_rows(s.classes)  # the rows of the classes kept: what the loader grows N from
+n_values = sorted({v for v in N_VALUES if v <= real_rows} | {real_rows})
 n_values = [v for v in n_values if v >= setting.min_train_size(s)]
 if augment and can_grow:
-    n_values += [2 * info.n_train, 4 * info.n_train]
-    st.warning(setting.augmentation_caveat(info.n_train, 4 * info.n_train, max(eps_list)))
+    n_values += [2 * real_rows, 4 * real_rows]
+    st.warning(setting.augmentation_caveat(real_rows, 4 * real_rows, max(eps_list)))
 s_n = replace(s, n=None, augment=bool(augment and can_grow))
 spec_n = display.spec_or_error(side, s_n, epsilons=eps_list, vary="n", values=tuple(n_values)) if n_values else None
 if not n_values:

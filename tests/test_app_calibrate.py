@@ -115,3 +115,16 @@ def test_an_augmented_n_from_another_page_is_kept_and_its_caveat_shown():
     assert at.query_params["n"] == "2000"
     assert any("N = 2,000 exceeds the 1,438 real training examples" in w for w in texts(at.warning)), texts(at.warning)
     assert any("N = 2,000" in m for m in texts(at.markdown))
+
+
+def test_the_group_privacy_k_counts_the_rows_of_the_classes_kept():
+    """Under a class filter the loader grows N from the kept classes' rows only: Calibrate said k = 2
+    ("1,438 real training examples") for digits at C = 2, N = 2,000, and nothing at all for N up to 1,438."""
+    from apptest import PAGES
+
+    at = run(str(PAGES / "calibrate.py"), {"dataset": '"digits"', "classes": "2"}, n=1000).run()
+    assert not at.exception and not at.error, texts(at.error)
+    warnings = texts(at.warning)
+    assert any("N = 1,000 exceeds the" in w and "k = " in w for w in warnings), warnings
+    assert any("C = 2 drops rows by their label" in w for w in warnings), warnings
+    assert not any("1,438 real" in w for w in warnings), warnings

@@ -127,6 +127,9 @@ def test_classes_keeps_first_labels() -> None:
     assert ds.classes == 3
     assert set(ds.y_train.tolist()) == {0, 1, 2} and set(ds.y_test.tolist()) == {0, 1, 2}
     assert ds.n + ds.x_test.shape[0] == 1500 and 1100 < ds.n < 1300  # the split's rows of classes 0-2
+    # N depends on the labels (a bundled data set as a file): said in the notes, not only for files
+    assert any("dropped by their label" in note for note in ds.notes)
+    assert not any("dropped by their label" in note for note in load_dataset().notes)
 
 
 @pytest.mark.slow

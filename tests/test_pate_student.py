@@ -103,3 +103,20 @@ def test_the_students_eigenbasis_is_built_once_per_rows_and_changes_nothing(ds, 
     fresh = M.release(_ctx(ds), [M.calibrate(PrivacyBudget(3.0, 1e-5), ctx.problem)], 2)
     assert built.count(k) == 4 and torch.equal(second, fresh)
     assert first.shape == second.shape
+
+
+def test_a_student_is_a_function_of_its_own_labels_whatever_its_batch(ds):
+    """The E x R students share one batched solve. Their labels entered it against the first student's
+    labels, so a private student moved (1.4e-6 here) with another repetition's labels, or with the noiseless
+    majority of an epsilon = inf point placed first. In a batch of the same (public) shape it is now the
+    same bit for bit whatever its companions and its place."""
+    ctx = _ctx(ds)
+    m = get_method("pate_student")
+    private = m.calibrate(PrivacyBudget(1.0, 1e-5), ctx.problem, "corrected")
+    exact = m.calibrate(PrivacyBudget(float("inf"), 1e-5), ctx.problem, "corrected")
+    other = m.calibrate(PrivacyBudget(0.3, 1e-5), ctx.problem, "corrected")
+    rows = torch.arange(100)
+    after_exact = m._students(ctx, [exact, private], 1, rows, 0)[1]
+    after_other = m._students(ctx, [other, private], 1, rows, 0)[1]
+    first = m._students(ctx, [private, other], 1, rows, 0)[0]
+    assert torch.equal(after_exact, after_other) and torch.equal(after_exact, first)

@@ -211,3 +211,15 @@ def test_who_wins_specs_are_the_pages_two_maps():
     assert b.vary == "budget" and tuple(b.values) == WHO_WINS_B
     assert n.vary == "n" and max(n.values) == info.n_train and all(v <= info.n_train for v in n.values)
     assert b.epsilons == n.epsilons == tuple(sorted(b.epsilons))
+
+
+def test_a_class_filter_is_labelled_for_every_data_set():
+    """Dropping rows by their label makes N depend on the labels, for a bundled data set as for a file."""
+    from types import SimpleNamespace
+
+    info = DataInfo("digits", 1437, 360, 64, 10, class_counts=(143,) * 10)
+    side = SimpleNamespace(info=info, dataset="digits")
+    assert any("C = 2 drops rows by their label" in c for c in setting.data_caveats(side, Setting(classes=2)))
+    assert not any("drops rows" in c for c in setting.data_caveats(side, Setting(classes=None)))
+    caveat = setting.data_caveats(side, Setting(classes=2, n=1000))
+    assert any("exceeds the 286 real training examples" in c for c in caveat), caveat

@@ -239,9 +239,9 @@ def data_caveats(side: SidebarSettings, s: Setting) -> list[str]:
             out.append("The label set was read off your file: a data-dependent step (a label no other row has adds a "
                        "class) that the privacy guarantee does not cover; declare the labels in the sidebar to "
                        "include it.")
-        if s.classes is not None and s.classes < side.info.classes:
-            out.append(f"C = {s.classes} drops rows by their label, so N depends on the labels: a step that the "
-                       "privacy guarantee does not cover.")
+    if s.classes is not None and side.info is not None and s.classes < side.info.classes:
+        out.append(f"C = {s.classes} drops rows by their label, so N depends on the labels: a step that the "
+                   "privacy guarantee does not cover (it covers the data set of the classes kept).")
     return out
 
 

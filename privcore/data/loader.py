@@ -269,14 +269,14 @@ def _build(args: _Args) -> Dataset:
                 f"{_what(args)} has {tr.size} training and {te.size} test rows in classes 0..{classes - 1} after "
                 f"the split: each needs at least one (is the label column right?)")
         x_tr, y_tr, x_te, y_te = src.x[tr], src.y[tr], src.x[te], src.y[te]
-        if args.name == "file" and classes < src.classes:
-            notes.append(f"rows labelled outside classes 0..{classes - 1} are dropped by their label, so a row's label "
-                         "decides whether it is a training example and N depends on the labels: replacing a kept row "
-                         "by a dropped one is not covered by the replace-one guarantee")
     else:
         xt, yt = src.test
         ktr, kte = src.y < classes, yt < classes
         x_tr, y_tr, x_te, y_te = src.x[ktr], src.y[ktr], xt[kte], yt[kte]
+    if classes < src.classes:  # any source: the kept rows are chosen by their labels
+        notes.append(f"rows labelled outside classes 0..{classes - 1} are dropped by their label, so a row's label "
+                     "decides whether it is a training example and N depends on the labels: replacing a kept row "
+                     "by a dropped one is not covered by the replace-one guarantee")
     # Fancy indexing made fresh copies, so the cached source stays untouched by these in-place ops.
     scale = np.float32(1.0 / src.pixel_scale)
     x_tr *= scale

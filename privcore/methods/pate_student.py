@@ -129,8 +129,10 @@ class PateStudent(TeacherVoteMethod):
         x = ctx.x_test[rows]
         # All E * R students in one batched solve on the shared rows: the label term of the softmax
         # loss is linear in theta, so labels y_k enter as the linear term X^T (onehot(y0) - onehot(y_k)) / P
-        # against fixed labels y0 (the first student's).
-        y0 = y[0]
+        # against fixed labels y0. y0 is a public constant (class 0 everywhere), so each student is a
+        # function of its own labels only: the first student's labels (another repetition's, or the
+        # noiseless majority of an epsilon = inf point) would enter every student's solve.
+        y0 = torch.zeros(p, dtype=y.dtype, device=y.device)
         onehot = torch.nn.functional.one_hot(y, c).to(torch.float64)  # [K, P, C]
         diff = torch.nn.functional.one_hot(y0, c).to(torch.float64).unsqueeze(0) - onehot
         linear = torch.einsum("pd,kpc->kdc", x.double(), diff) / p
