@@ -6,6 +6,8 @@ that moves any accuracy by more than one or two test examples (359 of them) fail
 deliberate change of results (a new calibration, say) must regenerate the file and say why.
 Regenerated 2026-11-28: the train/test split and the subsample became label-independent (drawn
 from the seed alone, tests/data/test_label_independence.py), so digits has another test split.
+Subsample-and-aggregate's four entries regenerated 2026-11-28: its Gumbel noise now comes from
+privcore.tails (tails not cut off by a 53-bit uniform), so its draws are new.
 """
 
 from __future__ import annotations

@@ -50,10 +50,11 @@ def svt_cap(budget: int) -> int:
 
 
 def _unit_laplace(count: int, gen: torch.Generator, device) -> torch.Tensor:  # noqa: ANN001
-    """``count`` i.i.d. Laplace(0, 1) draws (inverse CDF of a uniform)."""
-    import torch
-    u = torch.rand(count, generator=gen, dtype=torch.float64, device=device) - 0.5
-    return -torch.sign(u) * torch.log1p(-2.0 * u.abs().clamp(max=0.5 - 1e-17))
+    """``count`` i.i.d. Laplace(0, 1) draws, tails not cut off by a 53-bit uniform (:mod:`privcore.tails`;
+    the inverse CDF of one uniform capped them at 36.7 and drew -inf for u = 0). ``device``: the generator's."""
+    from ..tails import laplace
+
+    return laplace((count,), gen)
 
 
 def svt_labels(votes: torch.Tensor, order: torch.Tensor, nu: torch.Tensor, rho: torch.Tensor, gumbel: torch.Tensor,
@@ -178,14 +179,13 @@ class SparseVectorAggregate(TeacherVoteMethod):
                  streams: int, labels: tuple, out: torch.Tensor) -> None:
         """One repetition's labels per scale into ``out`` [E, M]: the queries in ``order``, cut into
         streams of B, with noise from the generators (name, kind, *labels)."""
-        import torch
+        from .. import tails
+
         m, c = votes.shape
         b = ctx.problem.budget
         nu = _unit_laplace(m, ctx.generator(self.name, "query", *labels), ctx.device)
         rho = _unit_laplace(streams, ctx.generator(self.name, "threshold", *labels), ctx.device)
-        u = torch.rand(m, c, generator=ctx.generator(self.name, "gumbel", *labels), dtype=torch.float64,
-                       device=ctx.device)
-        gumbel = -torch.log(-torch.log(u.clamp(1e-300, 1.0 - 1e-16)))
+        gumbel = tails.gumbel((m, c), ctx.generator(self.name, "gumbel", *labels))  # tails not cut off
         for e, s in enumerate(scales):
             if s.noise == "none":
                 out[e] = votes.argmax(dim=1)

@@ -140,18 +140,22 @@ class SubsampleAggregate(TeacherVoteMethod):
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
         import torch
+
+        from .. import tails
+
         votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam, queries)  # [M, C]
         m, c = votes.shape
-        gumbel = []
-        for r in range(repeats):
-            u = torch.rand(m, c, generator=ctx.generator(self.name, "gumbel", r), dtype=torch.float64, device=ctx.device)
-            gumbel.append(-torch.log(-torch.log(u.clamp(1e-300, 1.0 - 1e-16))))
-        g = torch.stack(gumbel)  # [R, M, C]
+        # Gumbel noise whose tails reach float64's range (privcore.tails): from one 53-bit uniform a class
+        # trailing by more than 43 / beta was never released, where the mechanism gives it e^(-beta gap).
+        g = torch.stack([tails.gumbel((m, c), ctx.generator(self.name, "gumbel", r)) for r in range(repeats)])
         out = torch.empty(len(scales), repeats, m, dtype=torch.int64, device=ctx.device)
         for e, s in enumerate(scales):
             beta = math.inf if s.noise == "none" else float(s.beta)
             # argmax(beta * votes + Gumbel) samples prop. to exp(beta * votes); beta = inf is the
-            # plain majority vote with random tie-breaking.
-            score = votes * 1e6 + g if math.isinf(beta) else beta * votes + g
+            # plain majority vote with random tie-breaking (the Gumbel draws among the tied classes).
+            if math.isinf(beta):
+                score = torch.where(votes == votes.max(dim=1, keepdim=True).values, g, -math.inf)
+            else:
+                score = beta * votes + g
             out[e] = score.argmax(dim=2)
         return out
