@@ -46,3 +46,26 @@ def test_editing_a_method_recomputes_its_own_points_and_no_other(tmp_path, monke
     again = run_sweep(SPEC, cache=store).rows
     assert {r.method for r in again if not r.cached} == {"model_sensitivity"}
     assert {r.method for r in again if r.cached} >= {"subsample_aggregate"}
+
+
+def test_editing_an_accountant_or_a_sampler_rekeys_the_methods_that_import_it(monkeypatch):
+    """The key followed the methods' own modules only: halving GNMax's noise in accounting/pate.py kept its
+    key, so the old accounting's rows were served as current (an independent attack found it). Every privcore
+    module a method's modules import, at the top or inside a function, now counts; packages (whose
+    __init__ imports every method) do not, so the methods keep keys of their own."""
+    before = {name: m.code_version for name, m in REGISTRY.items()}
+    real = source._source
+
+    def edited(module_name):
+        text = real(module_name)
+        return text + b"\n# edited\n" if module_name in ("privcore.accounting.pate", "privcore.tails") else text
+
+    monkeypatch.setattr(source, "_source", edited)
+    source._of_class.cache_clear()
+    try:
+        after = {name: source._of_class(type(m)) for name, m in REGISTRY.items()}
+    finally:
+        source._of_class.cache_clear()
+    changed = {name for name in REGISTRY if after[name] != before[name]}
+    assert {"confident_gnmax", "pate_student", "subsample_aggregate", "sparse_vector"} <= changed
+    assert "model_sensitivity" not in changed and "dpsgd" not in changed
