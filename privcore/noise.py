@@ -6,6 +6,10 @@
   coordinate (SPEC "Setting and notation").
 * Gaussian noise: i.i.d. N(0, sigma^2).
 
+The normal draws behind both come from :func:`privcore.tails.normal`, whose tails are not cut off where a
+53-bit uniform's stop (about 8.6 standard deviations): an outcome the mechanism gives positive probability is
+never impossible here (docs/limits.md).
+
 torch's Gamma sampler takes no generator, so the Gamma(d, 1) radius is drawn with the
 Marsaglia-Tsang method from our own normal and uniform draws: reproducible per seed on a given
 device. (CPU and CUDA generators produce different streams, so the same seed gives different,
@@ -19,6 +23,7 @@ from typing import Any
 
 import torch
 
+from . import tails
 from .validation import check_int, check_real, fmt_value
 
 __all__ = ["sample_gamma", "sample_laplace_like", "sample_gaussian", "MAX_DRAWS"]
@@ -83,7 +88,7 @@ def sample_gamma(shape: float, size: tuple[int, ...], generator: torch.Generator
     todo = torch.arange(flat.numel(), device=device)
     while todo.numel() > 0:
         m = todo.numel()
-        x = torch.randn(m, generator=generator, dtype=dtype, device=device)
+        x = tails.normal((m,), generator).to(dtype)  # the radius's upper tail comes from x's
         u = torch.rand(m, generator=generator, dtype=dtype, device=device)
         v = (1.0 + c * x) ** 3
         ok = (v > 0) & (torch.log(u.clamp_min(1e-300)) < 0.5 * x * x + d - d * v + d * torch.log(v.clamp_min(1e-300)))
@@ -122,6 +127,6 @@ def sample_gaussian(sigma: float | torch.Tensor, count: int, dim: int, generator
     sigma = _scale("sigma", sigma, count, positive=False)
     _fits("sigma", sigma, 64.0, dtype, inverse=False)  # a standard normal draw stays below 64
     device = _generator(generator).device
-    z = torch.randn(count, dim, generator=generator, dtype=torch.float64, device=device)
+    z = tails.normal((count, dim), generator)
     sigma_t = torch.as_tensor(sigma, dtype=torch.float64, device=device).reshape(-1, 1)
     return (z * sigma_t).to(dtype)

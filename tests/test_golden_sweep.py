@@ -6,8 +6,10 @@ that moves any accuracy by more than one or two test examples (359 of them) fail
 deliberate change of results (a new calibration, say) must regenerate the file and say why.
 Regenerated 2026-11-28: the train/test split and the subsample became label-independent (drawn
 from the seed alone, tests/data/test_label_independence.py), so digits has another test split.
-Subsample-and-aggregate's four entries regenerated 2026-11-28: its Gumbel noise now comes from
-privcore.tails (tails not cut off by a 53-bit uniform), so its draws are new.
+Regenerated 2026-11-28 (all but DP-SGD's and the non-private entries): the Gumbel, Laplace and Gaussian
+draws now come from privcore.tails (tails not cut off by a 53-bit uniform), so the draws are new; twenty
+repetitions of model and prediction sensitivity at epsilon = 10 agree with the old sampler's to within
+their spread (0.791 +- 0.061 against 0.778 +- 0.065; 0.171 +- 0.016 against 0.177 +- 0.014).
 """
 
 from __future__ import annotations

@@ -172,13 +172,14 @@ class ConfidentGNMax(TeacherVoteMethod):
     def release(self, ctx: "TrainContext", scales: list[NoiseScale], repeats: int,
                 queries: torch.Tensor | None = None) -> torch.Tensor:
         import torch
+
+        from ..tails import normal  # tails not cut off (privcore.tails)
+
         votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam, queries)  # [M, C]
         m, c = votes.shape
         top = votes.max(dim=1).values
-        check = torch.stack([torch.randn(m, generator=ctx.generator(self.name, "check", r), dtype=torch.float64,
-                                         device=ctx.device) for r in range(repeats)])  # [R, M]
-        noise = torch.stack([torch.randn(m, c, generator=ctx.generator(self.name, "vote", r), dtype=torch.float64,
-                                         device=ctx.device) for r in range(repeats)])  # [R, M, C]
+        check = torch.stack([normal((m,), ctx.generator(self.name, "check", r)) for r in range(repeats)])  # [R, M]
+        noise = torch.stack([normal((m, c), ctx.generator(self.name, "vote", r)) for r in range(repeats)])  # [R, M, C]
         out = torch.empty(len(scales), repeats, m, dtype=torch.int64, device=ctx.device)
         for e, s in enumerate(scales):
             if s.noise == "none":  # the non-private limit: the plain majority, every query answered

@@ -119,8 +119,9 @@ class PateStudent(TeacherVoteMethod):
         import torch
         votes = ctx.teacher_votes(ctx.problem.teachers, ctx.problem.lam)[rows]  # [P, C]
         p, c = votes.shape
-        noise = torch.stack([torch.randn(p, c, generator=ctx.generator(self.name, "vote", fold, r), dtype=torch.float64,
-                                         device=ctx.device) for r in range(repeats)])  # [R, P, C]
+        from ..tails import normal  # tails not cut off (privcore.tails)
+
+        noise = torch.stack([normal((p, c), ctx.generator(self.name, "vote", fold, r)) for r in range(repeats)])  # [R, P, C]
         labels = []
         for s in scales:
             labels.append(votes.argmax(dim=1).expand(repeats, p) if s.noise == "none"

@@ -172,6 +172,8 @@ class PrivateKNN(Method):
                 queries: "torch.Tensor | None" = None) -> "torch.Tensor":
         import torch
 
+        from ..tails import normal
+
         x = ctx.x_test if queries is None else queries
         m, c = x.shape[0], ctx.classes
         out = torch.empty(len(scales), repeats, m, dtype=torch.int64, device=ctx.device)
@@ -179,10 +181,8 @@ class PrivateKNN(Method):
             votes = knn_votes(ctx.x_train, ctx.y_train, x, c, self.neighbours, self.sample_rate,
                               ctx.generator(self.name, "sample", r))
             top = votes.max(dim=1).values
-            check = torch.randn(m, generator=ctx.generator(self.name, "check", r), dtype=torch.float64,
-                                device=ctx.device)
-            noise = torch.randn(m, c, generator=ctx.generator(self.name, "vote", r), dtype=torch.float64,
-                                device=ctx.device)
+            check = normal((m,), ctx.generator(self.name, "check", r))  # tails not cut off (privcore.tails)
+            noise = normal((m, c), ctx.generator(self.name, "vote", r))
             for e, s in enumerate(scales):
                 if s.noise == "none":  # the non-private limit: the subsample's plain majority, all answered
                     out[e, r] = votes.argmax(dim=1)
