@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import streamlit as st
 
 from ui import controls, display, formula, setting, sidebar, state, teaching, userdata
+from ui.caption import add_caption
 from ui.export import export_buttons
 from ui.figures import format_number
 
@@ -117,6 +118,7 @@ if section == SECTIONS[0]:
     else:
         st.info("δ = 0: only the Laplace-like noise is private. Set δ > 0 to compare with the Gaussian.")
     fig = teaching.noise_figure(eps, delta, sens, dim, reference_dim=dc, reference_label=dc_name)
+    add_caption(fig, {"ε": eps, "delta": delta, "Δ": sens, "d": dim})
     display.show_figure(fig, key="learn_noise_chart")
     export_buttons(fig, teaching.noise_rows(eps, delta, sens, dim), key="learn_noise")
     st.markdown(
@@ -151,6 +153,7 @@ elif section == SECTIONS[1]:
         m[3].metric("as published β = ε/B", format_number(here[("exponential", "as published")]["value"], 4),
                     delta="2× the valid β ε/(2B): too little noise", delta_color="red", delta_arrow="off")
     fig = teaching.composition_figure(eps, delta, current_budget=budget)
+    add_caption(fig, {"ε": eps, "delta": delta, "budget": budget})
     display.show_figure(fig, key="learn_comp_chart")
     export_buttons(fig, rows, key="learn_comp")
     st.markdown(
@@ -192,6 +195,8 @@ elif section == SECTIONS[2]:
         if ("PRV (Opacus)", q_now) in by:
             m[1].metric("PRV", format_number(by[("PRV (Opacus)", q_now)], 4))
         m[2].metric("Full batch (q = 1), RDP", format_number(by[("RDP (Opacus)", 1.0)], 4))
+    add_caption(fig, {"delta": amp_delta, "noise multiplier σ": z, "steps": steps,
+                      **({"q (batch / N)": round(q_now, 4)} if q_now is not None else {})})
     display.show_figure(fig, key="learn_amp_chart")
     export_buttons(fig, rows, key="learn_amp")
     st.markdown(
@@ -213,6 +218,7 @@ elif section == SECTIONS[3]:
     if "gaussian" in adv:
         m[2].metric("Gaussian mechanism reaches", format_number(adv["gaussian"], 3))
     fig = teaching.hypothesis_figure(eps, delta)
+    add_caption(fig, {"ε": eps, "delta": delta})
     display.show_figure(fig, key="learn_hyp_chart")
     export_buttons(fig, teaching.hypothesis_rows(eps, delta), key="learn_hyp")
     st.markdown(

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import controls, display, sidebar
+from ui import controls, display, sidebar, userdata
 from ui import leakage as lk
+from ui.caption import add_caption
 from ui.export import export_buttons
+from ui.leakage_export import leakage_rows, leakage_settings
 from ui.figures import format_number
 from ui.text import clip
 
@@ -79,6 +81,7 @@ def show(results: list, *, final: bool) -> None:
     """The figure, the reading, the table (drawn again, in place, when the slow methods arrive)."""
     with view.container():
         fig = lk.roc_figure(results, attack, s.eps, s.delta)
+        add_caption(fig, leakage_settings(specs, results, lk.ATTACK_LABELS[attack], userdata.dataset_label(side)))
         display.show_figure(fig, key="fig_leakage" if final else "fig_leakage_quick")
         st.caption(lk.roc_caption(results, attack, s.eps, s.delta))  # under the chart it explains
         st.markdown(lk.describe(results, s.eps))
@@ -94,7 +97,7 @@ def show(results: list, *, final: bool) -> None:
                    "training row; the canary AUC only the inserted canaries. " + lk.no_estimate_note(results))
         display.show_warnings([n for r in results for n in r.notes])
         if final:
-            export_buttons(fig, lk.rows_for_export(results), key="export_leakage", filename="measured_leakage")
+            export_buttons(fig, leakage_rows(specs, results), key="export_leakage", filename="measured_leakage")
 
 
 # The methods that train once answer in seconds: draw them first, then add the ones that retrain for

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("streamlit")
@@ -41,6 +43,9 @@ def test_learn_every_section_runs():
         else:
             assert len(at.get("plotly_chart")) == 1, section
             assert metrics(at), section
+            # its settings in a caption row and the exports' metadata (a Learn export had none)
+            settings = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["meta"]["privcore"]
+            assert "delta" in settings and "caption" in settings, section
 
 
 def test_learn_controls_change_numbers():

@@ -43,6 +43,10 @@ def test_leakage_page_shows_roc_table_and_reading():
     # The page's own controls come from the URL and stay there.
     assert at.select_slider(key="lk_refs_w").value == 8
     assert at.query_params["lk_refs"] == "8"
+    # The chart carries its setting, as Explore's and Reproduce's do (caption row and file metadata); it had none.
+    settings = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["meta"]["privcore"]
+    assert settings["dataset"] == "synthetic" and settings["budget"] == 5 and settings["reference models"] == 8
+    assert {"n", "delta", "seed", "attack", "canaries", "audit trials", "caption"} <= set(settings)
 
 
 def test_switching_attack_and_bad_url_values():

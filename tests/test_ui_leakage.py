@@ -227,3 +227,24 @@ def test_each_methods_roc_curve_has_its_own_dash_and_marker():
     styles = [(t.line.dash, t.marker.symbol) for t in curves]
     assert len(curves) == len(results) and len(set(styles)) == len(styles), styles
     assert styles == [(method_style(r.method)[1], method_style(r.method)[0]) for r in results]
+
+
+def test_a_leakage_csv_row_carries_its_setting():
+    """The CSV had the method's result and epsilon, delta, accounting only: no data set, B, N, seed or the
+    attack's sizes. Each row now carries its spec's settings; the chart's settings name the attack."""
+    from types import SimpleNamespace
+
+    from privcore.engine.specs import DataSpec
+    from privcore.leakage import LeakageSpec
+    from ui.leakage_export import ROW_SETTINGS, leakage_rows, leakage_settings
+
+    specs = [LeakageSpec(method=m, data=DataSpec(name="digits", n=300, augment=False), epsilon=2.0, budget=7,
+                         references=8, audit_trials=a) for m, a in (("model_sensitivity", 64), ("dpsgd", 8))]
+    results = [SimpleNamespace(method=sp.method, delta=sp.delta, n_train=160, accounting=sp.accounting,
+                               summary=lambda sp=sp: {"method": sp.method, "epsilon": 2.0}) for sp in specs]
+    rows = leakage_rows(specs, results)
+    assert set(ROW_SETTINGS) <= set(rows[0]) and rows[0]["budget"] == 7 and rows[1]["audit_trials"] == 8
+    assert rows[0]["data_n"] == 300
+    meta = leakage_settings(specs, results, "LiRA", "digits")
+    assert meta["dataset"] == "digits" and meta["budget"] == 7 and meta["n"] == 160 and meta["attack"] == "LiRA"
+    assert meta["audit trials"] == "8–64" and meta["reference models"] == 8

@@ -15,7 +15,7 @@ from privcore.methods import get_method
 from .figures import PRINT_TEMPLATE, format_number, method_color, method_label, method_style, plain_log_ticks
 
 __all__ = ["ATTACK_LABELS", "specs_for", "split_quick", "was_cancelled", "roc_figure", "leakage_table",
-           "leakage_table_config", "LEAKAGE_HEADERS", "no_estimate_note", "describe", "rows_for_export",
+           "leakage_table_config", "LEAKAGE_HEADERS", "no_estimate_note", "describe",
            "run_with_progress", "REFERENCE_CHOICES", "AUDIT_CHOICES", "audit_help",
            "audit_caption", "pending_text", "roc_caption", "bound_crossings", "RETRAIN_WORDS", "QUICK_WORDS",
            "TRIAL_WORDS"]
@@ -88,7 +88,8 @@ def specs_for(side, s, *, references: int = 16, audit_trials: int = 64) -> tuple
     for m in s.methods:
         if m not in methods:
             notes.append(f"{get_method(m).label} needs δ > 0: it is left out at δ = 0.")
-    augment = bool(s.augment or (s.n is not None and side.info is not None and s.n > side.info.n_train))
+    # N beyond the rows of the classes kept is grown by augmentation (the loader's rule)
+    augment = bool(s.augment or (s.n is not None and side.info is not None and s.n > side.info.train_rows(s.classes)))
     data = side.data_spec(n=s.n, dim=s.dim, classes=s.classes, augment=augment)
     common = dict(data=data, delta=float(s.delta), budget=int(s.budget), lam=float(lam), teachers=int(s.teachers),
                   batch_size=int(s.batch_size), epochs=int(s.epochs), clip=float(s.clip), accounting=side.accounting,
@@ -334,11 +335,6 @@ def leakage_table_config(columns) -> dict[str, Any]:  # noqa: ANN001
     from .tables import headed_config
 
     return headed_config(columns, LEAKAGE_HEADERS, formats={"Measured ε ≥ (95 %)": "%.2f"})
-
-
-def rows_for_export(results: Sequence) -> list[dict[str, Any]]:
-    """Flat rows (:meth:`LeakageResult.summary`) for the CSV export."""
-    return [r.summary() for r in results]
 
 
 def _auc(r, attack: str) -> float:  # noqa: ANN001
