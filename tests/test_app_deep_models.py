@@ -93,7 +93,7 @@ def test_the_shipped_figure_7_shows_before_anyone_trains(tmp_path, monkeypatch):
         assert any(s > 0 for s in stds) and any(top > y for top, y in zip(band["y"], line["y"]))
     words = " ".join(texts(at.markdown))
     assert "only for a small number of queries B and a large ε" in words and "B = 5" in words
-    assert "Here subsample-and-aggregate leads DP-SGD at B = 1 (0.724 against 0.666 at B = 1); DP-SGD from B = 3" \
+    assert "Here subsample-and-aggregate leads DP-SGD at B = 1 (0.724 against 0.666); DP-SGD from B = 3" \
         in words, words
     assert [s.value for s in at.selectbox if s.key == "w:deep_shipped"] == [shipped.tag]
     assert not [w for w in texts(at.warning) if "deep_shipped" in w]  # a clean visit adjusts nothing

@@ -166,6 +166,8 @@ def test_leaders_text_names_who_leads_stretch_by_stretch():
     fmt = "{:g}".format
     same = rows({0.1: {"A": 0.15, "B": 0.10}, 1: {"A": 0.5, "B": 0.4}, 100: {"A": 0.84, "B": 0.8}})
     assert leaders_text(same, "epsilon", "ε", str, fmt) == "A leads from ε = 0.1 to 100 (0.15 to 0.84)"
+    flat = [{**r, "budget": r.pop("epsilon")} for r in rows({3: {"A": 0.821, "B": 0.5}, 1000: {"A": 0.819, "B": 0.6}})]
+    assert leaders_text(flat, "budget", "B", str, fmt) == "A leads from B = 3 to 1000 (0.82)"  # not "0.82 to 0.82"
     walk = rows({0.1: {"A": 0.21, "B": 0.10}, 1: {"A": 0.6, "B": 0.3}, 3: {"A": 0.8, "B": 0.56},
                  10: {"A": 0.85, "B": 0.92}, 100: {"A": 0.9, "B": 0.95}})
     walk.append({"method": BASELINE.name, "epsilon": 100, "accuracy_mean": 0.97})  # never a leader

@@ -286,3 +286,17 @@ def test_csv_errors_name_the_file_line_and_the_data_row(tmp_path, lines, where):
     with pytest.raises(DataFileError) as err:
         load_user_file(str(path))
     assert f"at {where}" in str(err.value) and "row 3" not in str(err.value)
+
+
+@pytest.mark.parametrize("sep, words", [(";", "';'"), ("\t", "a tab"), ("|", "'|'")])
+def test_a_file_separated_by_another_character_is_named_so(tmp_path, sep, words):
+    """A semicolon CSV (Excel in many locales) read as one column, and the message said it had no label column
+    and to pick one: the label list then offered one column 'f1;f2;label'. It now names the separator."""
+    path = tmp_path / "semi.csv"
+    path.write_text(sep.join(["f1", "f2", "label"]) + "\n" + "\n".join(sep.join(["0.1", "0.2", str(i % 2)])
+                                                                      for i in range(20)) + "\n")
+    with pytest.raises(DataFileError, match=f"separates its columns with {words}, not commas"):
+        load_user_file(str(path))
+    path.write_text("label\n" + "\n".join(str(i % 2) for i in range(20)) + "\n")  # one column: no separator to name
+    with pytest.raises(DataFileError, match="no feature columns"):
+        load_user_file(str(path))

@@ -201,7 +201,8 @@ def leaders_text(rows: Sequence[Mapping[str, Any]], x: str, xname: str, label, f
     def span(where: list[float], accs: list[float]) -> tuple[str, str]:
         if len(where) == 1:
             return f"at {xname} = {fmt(where[0])}", f"{accs[0]:.2f}"
-        return f"from {xname} = {fmt(where[0])} to {fmt(where[-1])}", f"{accs[0]:.2f} to {accs[-1]:.2f}"
+        ends = f"{accs[0]:.2f}" if f"{accs[0]:.2f}" == f"{accs[-1]:.2f}" else f"{accs[0]:.2f} to {accs[-1]:.2f}"
+        return f"from {xname} = {fmt(where[0])} to {fmt(where[-1])}", ends  # "0.82", not "0.82 to 0.82"
 
     parts = []
     for k, (who, where, accs) in enumerate(stretches[:MOST_STRETCHES]):

@@ -186,8 +186,9 @@ def lead_text(rows_b: list[dict]) -> str:
     if not ahead:
         return f"Here DP-SGD leads at every B from {both[0]:,} to {both[-1]:,}."
     first = ahead[0]
+    at_first = "" if len(ahead) == 1 else f" at B = {first:,}"  # one B: named already
     text = (f"Here subsample-and-aggregate leads DP-SGD at B = {', '.join(f'{b:,}' for b in ahead)} "
-            f"({acc[first]['subsample_aggregate']:.3f} against {acc[first]['dpsgd']:.3f} at B = {first:,})")
+            f"({acc[first]['subsample_aggregate']:.3f} against {acc[first]['dpsgd']:.3f}{at_first})")
     after = [b for b in both if b > ahead[-1]]
     return text + (f"; DP-SGD from B = {after[0]:,} on." if after else ".")
 

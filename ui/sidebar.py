@@ -159,7 +159,11 @@ def draw() -> SidebarSettings:
         except Exception as err:  # noqa: BLE001 - DataFileError, DataUnavailableError, ValueError...
             error = (f"Could not use your file: {server_safe(uploads.load_error_text(err, data_file))}"
                      if dataset == "file" else f"Could not load the data set {DATASET_LABELS[dataset]}: {server_safe(err)}")
-    if error:  # quotes file names and cell values: shown as text, once (on the page; the sidebar points there)
+    waiting = dataset == "file" and not data_file  # the first step of using one's own data, not a failure
+    if error and waiting:
+        sb.caption("Upload a file above to start.")
+        st.info(error)
+    elif error:  # quotes file names and cell values: shown as text, once (on the page; the sidebar points there)
         sb.caption("This data set cannot be used: the reason is on the page.")
         st.error(escape_markdown(error))
         if uploaded:  # a link must not carry a file that cannot be used; the uploader keeps it for this

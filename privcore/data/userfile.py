@@ -210,6 +210,24 @@ def _budget_rows(name: str, columns: int) -> int:
     return rows
 
 
+#: Column separators other than the comma that spreadsheets write (Excel in many locales: ';').
+OTHER_DELIMITERS = (";", "\t", "|")
+
+
+def _check_delimiter(header: list[str], name: str) -> None:
+    """A header read as one column that another separator splits into several: the file is not comma-separated
+    (the "no label column" message that followed pointed at the label, and the label list offered one column)."""
+    if len(header) != 1:
+        return
+    for sep in OTHER_DELIMITERS:
+        parts = header[0].split(sep)
+        if len(parts) > 1:
+            shown = "a tab" if sep == "\t" else repr(sep)
+            raise DataFileError(
+                f"data_file {name!r} separates its columns with {shown}, not commas (its header {_clip(header[0])!r} "
+                f"reads as one column): save it as comma-separated values (CSV), or as NPZ")
+
+
 def _read_csv(path: str, name: str, label_column: str | None = None) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     try:
         with _open_text(path) as fh:
@@ -218,6 +236,7 @@ def _read_csv(path: str, name: str, label_column: str | None = None) -> tuple[np
             if first is None:
                 raise DataFileError(f"data_file {name!r} is empty: expected a header row and data rows")
             header = [h.strip() for h in first]
+            _check_delimiter(header, name)
             if len(header) > limits.max_columns():
                 raise DataFileError(
                     f"data_file {name!r} has {len(header):,} columns, above the limit of {limits.max_columns():,} "
