@@ -152,12 +152,19 @@ def curve_spec_kwargs(axis: str, lo: float, hi: float) -> dict:
     return {"epsilons": (s.eps,), "vary": axis, "values": curve_values(axis)}
 
 
+def tab_curve(axis: str):  # noqa: ANN201 - SweepSpec | None
+    """The active tab's curve spec (None when the setting is invalid: the tab says what is wrong with it)."""
+    try:
+        return setting.make_spec(side, s, **curve_spec_kwargs(axis, state.get("eps_min"), state.get("eps_max")))
+    except (ValueError, TypeError):
+        return None
+
+
 def approve_curve_with_point(axis: str) -> None:
     """The click on the current setting's "Compute" approves the active tab's curve too (its quick part
     included): one click computes what the page shows (a walk-through needed a second click for the curve)."""
-    try:
-        curve = setting.make_spec(side, s, **curve_spec_kwargs(axis, state.get("eps_min"), state.get("eps_max")))
-    except (ValueError, TypeError):  # the tab says what is wrong with it
+    curve = tab_curve(axis)
+    if curve is None:
         return
     approved = st.session_state.setdefault("_approved", {})
     approved[f"curve_{axis}"] = curve.key
@@ -171,8 +178,13 @@ if point_spec is None:
     st.stop()
 if st.session_state.get("point_compute"):  # this run is the click on the current setting's Compute button
     approve_curve_with_point(active)
+also = None  # the point's Compute click also starts the curve: its button prices both (it said 26 s for 80 s)
+if progress.needs_click(point_spec, "point") and (curve := tab_curve(active)) is not None:
+    seconds = progress.plan_and_estimate(curve)[1]
+    if seconds:
+        also = (f"the “{TABS[active]}” curve", seconds)
 with point_status.container():  # progress (and a cancelled notice) where the recommendation will appear
-    point = progress.run_with_progress(point_spec, key="point", label="Current setting")
+    point = progress.run_with_progress(point_spec, key="point", label="Current setting", also=also)
 if point is None:  # failed, cancelled or waiting for its Compute click: the previous chart stays
     with chart_slot.container():
         progress.show_previous(f"fig_{active}")

@@ -286,6 +286,13 @@ def test_one_compute_click_computes_the_current_setting_and_the_curve(monkeypatc
     at = app(eps="2.0", lam="0.01", methods='["model_sensitivity","loss_perturbation"]').run()
     assert not at.exception, at.exception
     assert [b.key for b in at.button if b.key.endswith("_compute")] == ["point_compute"]
+    # The button prices what the click starts, the curve included (it said 26 s where 80 s followed)
+    import re
+
+    box = next(t for t in texts(at.info) if t.startswith("Current setting:"))
+    found = re.search(r"about (.+?) to compute .*the “Accuracy vs ε” curve about (.+?) more: about (.+?) in all", box)
+    assert found, box
+    assert at.button(key="point_compute").label == f"Compute (about {found.group(3)})"
     at.button(key="point_compute").click().run()
     assert not at.exception, at.exception
     assert not [b.key for b in at.button if b.key.endswith("_compute")], [b.key for b in at.button]

@@ -238,10 +238,12 @@ def _limit(on_error: Callable[[BaseException], None] | None = None) -> float:
         return THRESHOLD_SECONDS
 
 
-def compute_approved(key: str, sig: str, label: str, predicted: float | None, device: str) -> bool:
+def compute_approved(key: str, sig: str, label: str, predicted: float | None, device: str,
+                     also: tuple[str, float] | None = None) -> bool:
     """True when run ``sig`` may start: its estimate is at most the threshold, or the user clicked
     "Compute (about N s)" for it. Otherwise shows that button (with the estimate) and returns False:
-    an expensive setting waits for an explicit click instead of starting on slider release."""
+    an expensive setting waits for an explicit click instead of starting on slider release. ``also``:
+    (what, seconds) the same click starts after this run (a page's curve), priced into the button."""
     approved = st.session_state.setdefault("_approved", {})
     limit = _limit(show_error)
     if predicted is None or predicted <= limit or approved.get(key) == sig:
@@ -249,11 +251,14 @@ def compute_approved(key: str, sig: str, label: str, predicted: float | None, de
     if st.session_state.get(f"{key}_compute"):  # this run is the click on the box below: no box at all
         approved[key] = sig                      # (drawn and then emptied, it stayed for the whole run)
         return True
+    total = predicted + (also[1] if also else 0.0)
+    more = (f", then {also[0]} about {fmt_seconds(also[1])} more: about {fmt_seconds(total)} in all"
+            if also and also[1] > 0 else "")
     box = st.container(border=True)
-    box.info(f"{label}: this setting takes about {fmt_seconds(predicted)} to compute on {device}. Anything over "
-             f"{limit:g} s waits for you to click Compute; finished points are cached, so coming back to them "
+    box.info(f"{label}: this setting takes about {fmt_seconds(predicted)} to compute on {device}{more}. Anything "
+             f"over {limit:g} s waits for you to click Compute; finished points are cached, so coming back to them "
              "later is instant.")
-    if box.button(f"Compute (about {fmt_seconds(predicted)})", key=f"{key}_compute", type="primary"):
+    if box.button(f"Compute (about {fmt_seconds(total)})", key=f"{key}_compute", type="primary"):
         approved[key] = sig
         box.empty()
         return True
@@ -345,7 +350,7 @@ def wait_in_background(spec, key: str, label: str, device: str) -> None:  # noqa
 
 
 def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bool = False,  # noqa: ANN001, ANN201
-                      ask: bool = True):
+                      ask: bool = True, also: tuple[str, float] | None = None):
     """Run (or fetch) a sweep with a progress bar showing device, progress and ETA, and a Cancel button.
 
     Returns the :class:`SweepResult`, or None when the run failed (shown inline), was cancelled
@@ -355,7 +360,7 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
     :data:`privcore.engine.cost.THRESHOLD_SECONDS` starts only on that click (:func:`compute_approved`). Results are memoised per session
     and on disk, so repeating a spec is instant. Cancelling takes effect at the next redraw of
     the bar (:data:`BAR_INTERVAL_S` apart; privcore calls back every 0.25 s, also inside a batch):
-    a message to the browser is where Streamlit can stop the script.
+    a message to the browser is where Streamlit can stop the script. ``also``: see :func:`compute_approved`.
     """
     from privcore.engine.runner import run_sweep
 
@@ -380,7 +385,7 @@ def run_with_progress(spec, *, key: str, label: str = "Computing", show_done: bo
         cancellable_bar(key, sig, label, device, what="points")  # the Resume box
         return None
     plan, predicted = planned if planned is not None else plan_and_estimate(spec)
-    if ask and not compute_approved(key, sig, label, predicted, device):
+    if ask and not compute_approved(key, sig, label, predicted, device, also):
         return None
     done = run_jobs([spec], lambda sp, progress: run_sweep(sp, progress=progress, plan=plan), key=key, sig=sig,
                     label=label, device=device, what="points", predicted=predicted)
