@@ -218,3 +218,25 @@ def test_data_caveats_reach_the_chart_files(fig):
     text = export.state_guarantee(frozen, _rows(), [note])
     assert note in text and frozen.layout.meta["privcore"]["guarantee"] == text
     assert "PCA fitted" in export.figure_html(frozen).decode("utf-8")
+
+
+def test_the_guarantee_lines_keep_the_plot_height_the_legend_was_placed_for():
+    """The legend below the axis sits at a paper-unit offset made for the plot's height; the guarantee lines
+    grew the bottom margin inside the same figure height, so the plot shrank and the legend rose onto the x
+    axis's title (a walk-through's Reproduce export at paper accounting)."""
+    import plotly.graph_objects as go
+
+    from ui.export import state_guarantee
+    from ui.figures import LEGEND_BELOW, reserve_legend_rows
+
+    fig = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=f"m{i}") for i in range(6)])
+    fig.update_layout(legend=LEGEND_BELOW, height=480, margin=dict(t=60))
+    reserve_legend_rows(fig)
+
+    def plot_px(f):
+        return f.layout.height - f.layout.margin.t - f.layout.margin.b
+
+    before = plot_px(fig)
+    text = state_guarantee(fig, [], ["A data caveat long enough to take two lines of the chart's bottom margin, "
+                                     "as the paper accounting's real-epsilon note does on Reproduce."])
+    assert text and plot_px(fig) == before

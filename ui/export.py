@@ -307,7 +307,11 @@ def state_guarantee(fig: go.Figure, rows: Sequence[Mapping[str, Any]], notes: Se
     fig.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0.0, y=0.0, xanchor="left",
                        yanchor="top", yshift=-(bottom - 4), showarrow=False, align="left",
                        font=dict(size=11, color="#9a3412"), name="privcore-guarantee")
-    fig.update_layout(meta=meta, margin=dict(b=bottom + 15 * len(lines) + 6))
+    extra = 15 * len(lines) + 6
+    # The figure grows with the lines, so its plot keeps the height a legend below the axis was placed for
+    # (in paper units, ui.figures.reserve_legend_rows): a smaller plot moved the legend onto the axis title.
+    height = fig.layout.height + extra if fig.layout.height else None
+    fig.update_layout(meta=meta, margin=dict(b=bottom + extra), height=height)
     return text
 
 

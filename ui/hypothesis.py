@@ -126,7 +126,7 @@ def hypothesis_figure(epsilon: float, delta: float, points: int = 300) -> go.Fig
     fig.update_xaxes(title_text="false positive rate (say 'D′' when the data were D)", range=[0, 1], constrain="domain")
     fig.update_yaxes(title_text="true positive rate (say 'D′' when they were D′)", range=[0, 1.01],
                      scaleanchor="x", scaleratio=1)
-    return _style(fig, f"Hypothesis-testing view: an attacker guessing D or D′ from one output, (ε, δ) = ({eps:g}, {dlt:g})",
+    return _style(fig, f"Hypothesis-testing view: an attacker guessing D or D′<br>from one output, (ε, δ) = ({eps:g}, {dlt:g})",
                   height=560)
 
 

@@ -228,13 +228,15 @@ def noise_figure(epsilon: float, delta: float, sensitivity: float = 1.0, dim: in
                                  hovertemplate="d = %{x}<br>E||b|| = %{y:.4g}<extra></extra>"), row=2, col=2)
     fig.add_vline(x=int(dim), line=dict(color="#444", dash="dash", width=1), row=2, col=2)
     if reference_dim:
-        # Inside the plot, on the side of the line with more room (the axis spans _DIMS on a log scale).
+        # Inside the plot, on the side of the line with more room (the axis spans _DIMS on a log scale), at the
+        # bottom: the mean radii rise with d on log-log axes, so the top right is where the curves are (the
+        # label sat on the Laplace-like curve there).
         right = math.log10(reference_dim) > math.log10(_DIMS[-1]) / 2
         fig.add_vline(x=int(reference_dim), line=dict(color="#999", dash="dot", width=1), row=2, col=2)
-        fig.add_annotation(x=math.log10(reference_dim), y=0.97, yref="y4 domain", xref="x4",
+        fig.add_annotation(x=math.log10(reference_dim), y=0.03, yref="y4 domain", xref="x4",
                            text=f"{reference_label + ': ' if reference_label else ''}D·C = {int(reference_dim):,}",
                            showarrow=False, xanchor="right" if right else "left", xshift=-4 if right else 4,
-                           yanchor="top", bgcolor="rgba(255,255,255,0.8)", font=dict(size=11, color="#555"))
+                           yanchor="bottom", bgcolor="rgba(255,255,255,0.8)", font=dict(size=11, color="#555"))
     fig.update_xaxes(title_text="noisy answer", row=1, col=1)
     fig.update_yaxes(title_text="density", row=1, col=1)
     fig.update_xaxes(title_text="b₁", row=1, col=2)
