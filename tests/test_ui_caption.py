@@ -279,3 +279,16 @@ def test_a_tuned_chart_states_no_configured_value_for_a_tuned_knob_and_its_csv_r
     header, dp, ms = list(csv.reader(rows_csv(rows, context={"epochs": 5}).decode().splitlines()))[:3]
     assert float(dp[header.index("clip")]) == 2.0 and float(dp[header.index("learning_rate")]) == 10.0
     assert ms[header.index("clip")] == "" and ms[header.index("lam")] == "0.5"
+
+
+def test_a_two_line_title_keeps_its_first_line_above_the_caption():
+    """The leakage chart's title has two lines; the top margin held one, so its first line was cut off."""
+    import plotly.graph_objects as go
+
+    from ui.caption import CAPTION_LINE_PX, TITLE_LINE_PX, add_caption
+
+    one = add_caption(go.Figure(layout=dict(title=dict(text="One line"), margin=dict(t=60))), {"dataset": "digits"})
+    two = add_caption(go.Figure(layout=dict(title=dict(text="First<br>second"), margin=dict(t=60))), {"dataset": "digits"})
+    assert two.layout.margin.t - one.layout.margin.t == TITLE_LINE_PX
+    assert two.layout.title.pad.t - one.layout.title.pad.t == TITLE_LINE_PX  # plotly draws the other lines above the first
+    assert one.layout.margin.t >= 16 + TITLE_LINE_PX + CAPTION_LINE_PX + 10

@@ -125,6 +125,8 @@ def caption_text(meta: Mapping[str, Any]) -> str:
 
 #: Height of one caption row (11 px text, with room to spare) and the room above a title pinned to the figure's top.
 CAPTION_LINE_PX = 15
+#: Height of one title row (17 px text).
+TITLE_LINE_PX = 24
 TITLE_PAD_PX = 10
 
 
@@ -147,12 +149,17 @@ def add_caption(fig: go.Figure, meta: Mapping[str, Any]) -> go.Figure:
     meta_all["privcore"] = {**{k: v for k, v in meta.items()}, "caption": text}
     # Plotly centres an unpinned title in the top margin, so the margin grown for the caption moved the
     # title down onto the caption's first row: pin it to the figure's top edge instead.
-    new_top = max(top, 40 + CAPTION_LINE_PX * len(lines) + 10)
+    # A title of two lines (the leakage chart's) needs a second row above the caption, or its first is cut off.
+    title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else ""
+    new_top = max(top, 16 + TITLE_LINE_PX * (1 + title.count("<br>")) + CAPTION_LINE_PX * len(lines) + 10)
     # A figure of fixed height grows with its caption, so its plot keeps the size the legend's place below
     # the axis was computed for (ui.figures.reserve_legend_rows): the legend covered the axis title.
     height = fig.layout.height + new_top - top if fig.layout.height else None
     fig.update_layout(meta=meta_all, margin=dict(t=new_top), height=height,
-                      title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=TITLE_PAD_PX, l=8)))
+                      # plotly places a pinned title's first line at the top and its others above it: pad
+                      # them down into the figure (the leakage chart's first line was cut off)
+                      title=dict(yref="container", y=1.0, yanchor="top",
+                                 pad=dict(t=TITLE_PAD_PX + TITLE_LINE_PX * title.count("<br>"), l=8)))
     return fig
 
 
