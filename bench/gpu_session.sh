@@ -55,7 +55,7 @@ install > "$out/install.txt" 2>&1 || { cat "$out/install.txt"; echo "install fai
 for part in "$@"; do case "$part" in
   pytest)
     step pytest_gpu "${PYTEST_LIMIT:-100}" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_noise.py \
-      tests/deep/test_deep_gpu.py tests/test_leakage_run.py tests/test_engine.py
+      tests/deep/test_deep_gpu.py tests/deep/test_deep_teacher_independence.py tests/test_leakage_run.py tests/test_engine.py
     tail -15 "$out/pytest_gpu.txt" ;;
   deep)  # the issue's table: non-private, privcore's routes, Opacus hooks and ghost mode; batches 600 and 2,048
     if [ -n "${DRY:-}" ]; then

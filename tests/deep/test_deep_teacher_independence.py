@@ -86,3 +86,30 @@ def test_the_bitwise_check_catches_a_normalisation_shared_by_the_teachers(data):
     params2 = train_teachers(_model, _normalised_by_its_own_pixels(_replaced(data, row, "another image")), CFG,
                              TEACHERS, SEED, CPU)
     assert all(any(not torch.equal(params[k][t], params2[k][t]) for k in params) for t in range(1, TEACHERS))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "looped"])
+def test_on_cuda_too_replacing_one_image_moves_only_its_teacher(data, batched):
+    """The same property on a GPU, where vmapped convolutions and cuDNN's algorithm choices could mix the
+    teachers' arithmetic (an attack on the guarantees found it untested there)."""
+    cuda = torch.device("cuda")
+
+    def model(g: torch.Generator) -> torch.nn.Module:
+        return build_model("small-cnn", 1, 3, g, cuda, size=8)
+
+    row = int(teacher_parts(N, TEACHERS, SEED, cuda)[0, 0])
+    saved = torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False  # no run-to-run noise
+    try:
+        params = train_teachers(model, data, CFG, TEACHERS, SEED, cuda, batched=batched)
+        again = train_teachers(model, data, CFG, TEACHERS, SEED, cuda, batched=batched)
+        params2 = train_teachers(model, _replaced(data, row, "another image"), CFG, TEACHERS, SEED, cuda,
+                                 batched=batched)
+    finally:
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = saved
+    assert all(torch.equal(params[k], again[k]) for k in params), "the same data must give the same teachers"
+    assert any(not torch.equal(params[k][0], params2[k][0]) for k in params), "teacher 0 must change"
+    moved = sorted({t for k in params for t in range(1, TEACHERS) if not torch.equal(params[k][t], params2[k][t])})
+    assert not moved, f"teachers {moved} changed though only teacher 0's part did"
