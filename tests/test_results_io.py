@@ -261,3 +261,28 @@ def test_export_from_a_damaged_cache_keeps_the_previous_export(exported, tmp_pat
 def test_importing_a_folder_says_so(tmp_path, capsys):
     assert main(["results", "import", str(tmp_path), "--cache-dir", str(tmp_path / "c")]) == 2
     assert "a folder, not a results file" in capsys.readouterr().err
+
+
+def test_export_never_replaces_a_file_with_nothing_nor_writes_into_the_cache(exported, tmp_path, capsys):
+    """A bad-input hunt: `--cache-dir` naming any existing folder created an empty cache.db there and replaced a
+    25-point export with 0 points; `--out <cache>/cache.db` replaced the live cache with JSON Lines, which the
+    next command found corrupt and moved aside."""
+    cache, result, out = exported
+    keep = tmp_path / "keep.jsonl"
+    keep.write_text(out.read_text())
+    elsewhere = tmp_path / "somefolder"
+    elsewhere.mkdir()
+    assert main(["results", "export", "--out", str(keep), "--cache-dir", str(elsewhere)]) == 2
+    assert "holds no privcore results cache" in capsys.readouterr().err
+    assert keep.read_text() == out.read_text() and not any(elsewhere.iterdir())  # nothing created there
+    empty = tmp_path / "empty_cache"
+    ResultCache(empty)  # a results cache with no points
+    assert main(["results", "export", "--out", str(keep), "--cache-dir", str(empty)]) == 2
+    assert "nothing to export" in capsys.readouterr().err and keep.read_text() == out.read_text()
+    live = cache.directory / "cache.db"
+    before = live.read_bytes()
+    for target in (live, cache.directory / "export.jsonl"):
+        assert main(["results", "export", "--out", str(target), "--cache-dir", str(cache.directory)]) == 2
+        assert "inside the results cache's folder" in capsys.readouterr().err
+    assert live.read_bytes() == before and not (cache.directory / "export.jsonl").exists()
+    assert len(ResultCache(cache.directory).keys()) >= len(result.rows)  # still a working cache

@@ -29,10 +29,11 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..atomic import atomic_write
 from .cache import SCHEMA_VERSION, MAX_VALUE_CHARS, ResultCache, check_result, default_results_dir, point_key
+from .cache_faults import DB_NAME
 from .import_checks import check_against_point
 
 __all__ = ["add_results_parser", "run_results_command", "export_results", "import_results", "ImportRejected", "CacheDamaged",
@@ -78,11 +79,13 @@ class CacheDamaged(OSError):
     """The results cache was found damaged (and moved aside) while exporting: nothing was written."""
 
 
-def export_results(out: str | os.PathLike[str], cache: ResultCache | None = None) -> tuple[int, int]:
+def export_results(out: str | os.PathLike[str], cache: ResultCache | None = None, *,
+                   before_write: Callable[[int], None] | None = None) -> tuple[int, int]:
     """Write every exportable point of ``cache`` to ``out`` (atomically: a temporary file, then a rename).
 
     Returns (exported, skipped): skipped entries are those without a stored identity (computed
-    before privcore stored one, or records of another kind such as leakage results).
+    before privcore stored one, or records of another kind such as leakage results). ``before_write``
+    is called with the number of points before ``out`` is touched (it may refuse by raising).
     """
     store = cache if cache is not None else ResultCache()
     records, skipped = [], 0
@@ -95,6 +98,8 @@ def export_results(out: str | os.PathLike[str], cache: ResultCache | None = None
     if store.damaged:  # moved aside on opening or while reading: the empty rebuild must not replace a good export
         raise CacheDamaged("the results cache was damaged; nothing exported, the output file left as it was: "
                            + "; ".join(store.messages))
+    if before_write is not None:
+        before_write(len(records))
     out = Path(out)
     header = {"format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_VERSION, "count": len(records)}
 
@@ -264,8 +269,13 @@ def add_results_parser(sub) -> None:  # noqa: ANN001
 def _open_cache(directory: str | None, *, existing: bool = False) -> ResultCache:
     """The results cache; with ``existing`` (export) a ``--cache-dir`` that does not exist is an error
     (a mistyped folder exported nothing, and created an empty cache there)."""
-    if existing and directory is not None and not Path(directory).is_dir():
-        raise ValueError(f"--cache-dir {os.path.basename(str(directory)) or str(directory)!r}: no such folder")
+    if existing and directory is not None:
+        name = os.path.basename(str(directory).rstrip(os.sep)) or str(directory)
+        if not Path(directory).is_dir():
+            raise ValueError(f"--cache-dir {name!r}: no such folder")
+        if not (Path(directory) / DB_NAME).is_file():  # opening would create an empty cache, and export nothing
+            raise ValueError(f"--cache-dir {name!r} holds no privcore results cache (no {DB_NAME} in it): name the "
+                             "folder a results cache lives in (its 'results' folder)")
     store = ResultCache(directory if directory is not None else default_results_dir())
     if not store.enabled:
         raise OSError("the results cache cannot be used: " + "; ".join(store.messages))
@@ -291,13 +301,30 @@ def _check_out(out: str) -> None:
         raise ValueError(f"--out {name!r}: its folder is not writable")
 
 
+def _check_out_beside(out: str, store: ResultCache) -> None:
+    """``--out`` must not be the results cache's own database (or anything in its folder): the export replaced
+    the live cache.db with JSON Lines, which the next command found corrupt and moved aside."""
+    where = Path(out).resolve()
+    if where == store.directory.resolve() or store.directory.resolve() in where.parents:
+        raise ValueError(f"--out {os.path.basename(str(out))!r} is inside the results cache's folder; write the "
+                         "export somewhere else")
+
+
+def _keep_nonempty_out(out: str, exported: int) -> None:
+    """An export of no points does not replace an existing file (a mistyped cache emptied one)."""
+    path = Path(out)
+    if exported == 0 and path.is_file() and path.stat().st_size > 0:
+        raise ValueError(f"nothing to export (0 points in this results cache): --out {path.name!r} kept as it was")
+
+
 def run_results_command(args: argparse.Namespace) -> int:
     """Exit code 0 on success; a rejected file raises ValueError (one line, exit 2)."""
     if args.results_command == "export":
         _check_out(args.out)
         store = _open_cache(args.cache_dir, existing=True)
+        _check_out_beside(args.out, store)
         try:
-            exported, skipped = export_results(args.out, store)
+            exported, skipped = export_results(args.out, store, before_write=lambda n: _keep_nonempty_out(args.out, n))
         except CacheDamaged as err:
             raise ValueError(str(err)) from None
         except OSError as err:  # named by --out, not by the temporary file beside it
