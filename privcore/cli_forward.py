@@ -69,8 +69,11 @@ def add_forward_parsers(sub, add_problem_args: Callable, number: Callable, epsil
     knobs.add_argument(st, "lam", allow_auto=False)
     add_problem_args(st)
     st.add_argument("--preprocessing", action="append", default=[], metavar="TEXT",
-                    help="a preprocessing step to state (repeatable), e.g. 'PCA fitted on the training split: not "
-                         "covered by the privacy guarantee'")
+                    help="a preprocessing step to state as NOT covered by the guarantee (repeatable), e.g. 'PCA "
+                         "fitted on the training split'")
+    st.add_argument("--public-preprocessing", action="append", default=[], metavar="TEXT",
+                    help="a preprocessing step computed from public knowledge alone, never from the data (e.g. "
+                         "'features clipped to the sensor range 0-10'): stated as covered (repeatable)")
     st.add_argument("--secure-noise", action="store_true", help="the noise is drawn from fresh OS entropy (release mode)")
     st.add_argument("--json", action="store_true", help="print the statement as JSON (default: Markdown)")
 
@@ -114,7 +117,8 @@ def run_epsilon_command(args: argparse.Namespace) -> int:
 def run_statement_command(args: argparse.Namespace) -> int:
     from .statement import privacy_statement, statement_json, statement_markdown
 
+    steps = [*args.preprocessing, *({"step": t, "covered": True} for t in args.public_preprocessing)]
     s = privacy_statement(args.method, args.epsilon, args.delta, _problem(args), args.accounting,
-                          preprocessing=args.preprocessing, secure_noise=args.secure_noise)
+                          preprocessing=steps, secure_noise=args.secure_noise)
     print(statement_json(s) if args.json else statement_markdown(s), end="" if not args.json else "\n")
     return 0

@@ -13,12 +13,14 @@ import dataclasses
 import json
 import math
 import re
-from typing import Any, Sequence
+import unicodedata
+from typing import Any, Mapping, Sequence
 
 from .accounting.forward import accountant_text, claims_more, judging_accounting, replace_one_epsilon
 from .calibration import calibrate
 from .methods import get_method, method_name
 from .types import PrivacyBudget, Problem
+from .validation import fmt_value
 
 __all__ = ["privacy_statement", "statement_markdown", "statement_json", "STATEMENT_FIELDS"]
 
@@ -44,13 +46,48 @@ def _covers(method: str, problem: Problem) -> str:
     return f"B = {problem.budget:,} answers to queries, no more (a new batch of queries needs a new budget)"
 
 
+#: Longest preprocessing step stated (one line of a statement).
+MAX_STEP_CHARS = 500
+
+
+def preprocessing_steps(preprocessing: Any) -> list[dict[str, Any]]:
+    """Each step as ``{"step": text, "covered": bool}``. A string is a step the guarantee does NOT cover:
+    whether a step used the private data is not something the tool can read off its description (a keyword
+    rule stated "min-max scaling fitted on the private data" as covered). A step computed from public
+    knowledge alone is given as ``{"step": text, "covered": True}`` (the CLI's ``--public-preprocessing``).
+    Text is one line of at most :data:`MAX_STEP_CHARS` characters with no control characters: a newline let
+    a step write a heading of its own into the Markdown statement."""
+    if isinstance(preprocessing, (str, bytes)) or not isinstance(preprocessing, (list, tuple)):
+        raise TypeError(f"preprocessing must be a list of steps (strings, or {{'step': text, 'covered': bool}} "
+                        f"mappings), got {fmt_value(preprocessing)} ({type(preprocessing).__name__})")
+    out = []
+    for i, item in enumerate(preprocessing):
+        if isinstance(item, str):
+            text, covered = item, False
+        elif (isinstance(item, Mapping) and set(item) == {"step", "covered"} and isinstance(item["step"], str)
+              and isinstance(item["covered"], bool)):
+            text, covered = item["step"], item["covered"]
+        else:
+            raise TypeError(f"preprocessing[{i}] must be a string or a {{'step': text, 'covered': bool}} mapping, "
+                            f"got {fmt_value(item)} ({type(item).__name__})")
+        bad = next((c for c in text if unicodedata.category(c).startswith("C")), None)
+        if bad is not None:
+            raise ValueError(f"preprocessing[{i}] must be one line of text without control characters, got "
+                             f"{fmt_value(text)} (it holds {bad!r})")
+        if not text.strip() or len(text) > MAX_STEP_CHARS:
+            raise ValueError(f"preprocessing[{i}] must be 1 to {MAX_STEP_CHARS} characters, got {len(text.strip())}")
+        out.append({"step": text.strip(), "covered": covered})
+    return out
+
+
 def privacy_statement(method: str, epsilon: float, delta: float, problem: Problem | None = None,
-                      accounting: str = "corrected", *, preprocessing: Sequence[str] = (),
+                      accounting: str = "corrected", *, preprocessing: Sequence[Any] = (),
                       secure_noise: bool = False, tuned: str | None = None, data: str | None = None) -> dict[str, Any]:
     """The statement of ``method`` calibrated at (epsilon, delta) on ``problem`` under ``accounting``.
 
     ``preprocessing``: what was done to the data before training (e.g. the data set's notes: PCA
-    fitted on the training split, augmentation), each stated with whether the guarantee covers it.
+    fitted on the training split, augmentation), each stated with whether the guarantee covers it
+    (:func:`preprocessing_steps`: a plain string is not covered).
     ``secure_noise``: whether the noise is drawn from the operating system's entropy (release mode)
     or from the public experiment seed (exploring: no guarantee against whoever knows the seed).
     ``tuned``: a tuned comparison's row text (``ResultRow.tuned``): the statement is then of the knobs
@@ -77,8 +114,7 @@ def privacy_statement(method: str, epsilon: float, delta: float, problem: Proble
     if extra:
         assumptions.append(extra)
     assumptions.extend(n for n in scale.notes if n not in assumptions)
-    pre = [{"step": p, "covered": not any(w in p.lower() for w in ("not covered", "group privacy", "does not cover"))}
-           for p in preprocessing]
+    pre = preprocessing_steps(preprocessing)
     randomness = ("secure noise: every draw seeded from the operating system's entropy (release mode)" if secure_noise
                   else "public seed: the noise is recomputable by whoever knows the experiment seed, so this release "
                        "is NOT private against them; publish only with secure noise (docs/spec.md, Release mode)")

@@ -72,3 +72,39 @@ def test_a_statement_names_the_data_set_it_is_of():
     assert '"data": "of the mnist-5k data set"' in statement_json(s)
     plain = privacy_statement("dpsgd", 1.0, 1e-5)
     assert plain["data"] is None and "for the training data" not in statement_markdown(plain)
+
+
+def test_a_stated_step_is_not_covered_unless_said_public():
+    """A keyword rule stated any step without "not covered" in it as covered ("min-max scaling fitted on the
+    private data (covered)"); a string was split into characters; a newline forged a heading of its own."""
+    from privcore.statement import preprocessing_steps
+
+    steps = preprocessing_steps(["min-max scaling fitted on the private data",
+                                 {"step": "clipped to the sensor range 0-10", "covered": True}])
+    assert steps == [{"step": "min-max scaling fitted on the private data", "covered": False},
+                     {"step": "clipped to the sensor range 0-10", "covered": True}]
+    md = statement_markdown(privacy_statement("model_sensitivity", 1.0, 0.0, PROBLEM, preprocessing=steps))
+    assert "- min-max scaling fitted on the private data (NOT covered by the guarantee)" in md
+    assert "- clipped to the sensor range 0-10 (covered)" in md
+    with pytest.raises(TypeError, match=r"preprocessing must be a list of steps .* got 'abc' \(str\)"):
+        preprocessing_steps("abc")
+    with pytest.raises(TypeError, match=r"preprocessing\[0\] must be a string"):
+        preprocessing_steps([1, None])
+    with pytest.raises(TypeError, match=r"preprocessing\[0\]"):
+        preprocessing_steps([{"step": "x", "covered": "yes"}])
+    with pytest.raises(ValueError, match="without control characters"):
+        preprocessing_steps(["a\n# Guarantee: (0.0001, 0)-DP\nb"])
+    with pytest.raises(ValueError, match="1 to 500 characters"):
+        preprocessing_steps(["   "])
+
+
+def test_the_cli_states_public_steps_as_covered_and_others_not(capsys):
+    from privcore.cli import main
+
+    assert main(["statement", "--method", "model_sensitivity", "--epsilon", "1", "--preprocessing",
+                 "PCA fitted on the training split", "--public-preprocessing", "clipped to 0-10"]) == 0
+    md = capsys.readouterr().out
+    assert "- PCA fitted on the training split (NOT covered by the guarantee)" in md
+    assert "- clipped to 0-10 (covered)" in md
+    assert main(["statement", "--method", "model_sensitivity", "--epsilon", "1", "--preprocessing", "a\nb"]) == 2
+    assert "without control characters" in capsys.readouterr().err
