@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from dataclasses import replace
@@ -98,7 +99,9 @@ def add_deep_parser(sub, number: Callable, epsilon: Callable) -> None:  # noqa: 
 
 def write_rows(rows: list[DeepRow], fmt: str = "csv") -> str:
     if fmt == "json":
-        return json.dumps([r.to_dict() for r in rows]) + "\n"
+        # the reference's epsilon = inf as "inf", as sweep writes it (json.dumps would write Infinity, not JSON)
+        return json.dumps([{k: "inf" if isinstance(v, float) and math.isinf(v) else v for k, v in r.to_dict().items()}
+                           for r in rows]) + "\n"
     return csv_text([r.to_dict() for r in rows], list(DeepRow.columns()))
 
 

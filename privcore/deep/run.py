@@ -108,8 +108,9 @@ def cached_rows(spec: DeepSpec, cache: ResultCache | None = None) -> tuple[list[
 
 
 def _spread(base: DeepRow, spec: DeepSpec) -> list[DeepRow]:
-    """The non-private reference at every (epsilon, B) of ``spec``: a flat line."""
-    return [replace(base, epsilon=e, budget=b) for e in spec.epsilons for b in spec.budgets]
+    """The non-private reference at every B of ``spec`` (a flat line), with epsilon = inf as the sweeps' baseline
+    rows: at each of the spec's finite epsilons, with delta = 0, its rows read like a (1, 0)-DP result."""
+    return [replace(base, epsilon=math.inf, delta=spec.delta, budget=b) for b in spec.budgets]
 
 
 def _predictions_path(spec: DeepSpec, data: ImageData) -> Path:

@@ -221,6 +221,12 @@ def vote_numbers(method: Any, scale: Any, answered: float) -> dict[str, float | 
     return {k: v for k, v in out.items() if v is not None}
 
 
+def _baseline_name() -> str:
+    from ..methods import BASELINE
+
+    return BASELINE.name
+
+
 @dataclass(frozen=True)
 class DeepRow:
     """Test accuracy of one method at one (epsilon, B) for one deep model; plain numbers only.
@@ -264,6 +270,8 @@ class DeepRow:
                 raise ValueError(f"{name} must be a number in [0, 1], got {v!r}")
         for name in ("epsilon", "delta", "seconds", "noise_multiplier", "sigma", "beta"):
             v = getattr(self, name)
+            if name == "epsilon" and v == math.inf and self.method == _baseline_name():
+                continue  # the non-private reference's rows: epsilon = inf, as the sweeps' baseline
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
                                   or v < 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import json
 import urllib.request
 from dataclasses import replace
@@ -25,9 +27,11 @@ def test_run_rows_cache_and_reuse(fake_fashion):
     spec = DeepSpec(**SMALL)
     assert spec.methods == deep_methods() and set(dpsgd_methods()) < set(deep_methods())
     first = run_deep(spec)
-    assert len(first.rows) == (len(spec.methods) + 1) * 2 * 2 and first.computed == len(first.rows)
+    assert len(first.rows) == len(spec.methods) * 2 * 2 + 2 and first.computed == len(first.rows)
     ref = [r for r in first.rows if r.method == BASELINE.name]  # the non-private reference: one model, flat
-    assert len(ref) == 4 and len({r.accuracy_mean for r in ref}) == 1
+    assert len(ref) == 2 and len({r.accuracy_mean for r in ref}) == 1
+    # at epsilon = inf, as the sweeps' baseline: at each finite epsilon with delta = 0 it read as a (1, 0)-DP row
+    assert all(math.isinf(r.epsilon) and r.delta == spec.delta for r in ref) and [r.budget for r in ref] == [1, 10]
     by = {(r.method, r.epsilon, r.budget): r for r in first.rows}
     for m in dpsgd_methods():  # one training per epsilon serves every B
         assert by[(m, 1.0, 1)].accuracy_mean == by[(m, 1.0, 10)].accuracy_mean
@@ -75,7 +79,7 @@ def test_cancel_keeps_finished_units(fake_fashion):
         run_deep(spec, cancel=cancel)
     left = missing_units(spec)
     assert ("teachers",) not in left and ("dpsgd", dpsgd_methods()[0], 1.0) in left  # finished unit kept
-    assert len(run_deep(spec).rows) == 20
+    assert len(run_deep(spec).rows) == 18  # 4 methods x 2 epsilons x 2 B, and the reference at each B
 
 
 def test_votes_go_through_the_registry_methods():
@@ -122,6 +126,7 @@ def test_cli_rows_and_bad_inputs(fake_fashion, capsys):
     assert main(args + ["--methods", ",".join(vote_methods())]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["method"] for r in rows] == list(vote_methods()) + [BASELINE.name] and rows[0]["n_train"] == 240
+    assert rows[-1]["epsilon"] == "inf" and rows[-1]["delta"] == 1e-5  # as sweep writes its baseline (valid JSON)
     for bad, what in ((["--dataset", "svhn"], "--dataset"), (["--model", "vgg"], "--model"),
                       (["--epsilons", "-1"], "epsilon"), (["--methods", "dpsgd,nope"], "unknown method"),
                       (["--teachers", "0"], "teachers"), (["--budget", "0"], "budget")):
@@ -136,7 +141,7 @@ def test_cli_figure7_writes_both_panels(fake_fashion, tmp_path, capsys):
     assert main(args) == 0
     a = (tmp_path / "figs" / "fig7a_fashion-mnist_small-cnn.csv").read_text().splitlines()
     b = (tmp_path / "figs" / "fig7b_fashion-mnist_small-cnn.csv").read_text().splitlines()
-    assert a[0].startswith("dataset,model,method,epsilon") and len(a) == 1 + 2 * 5 and len(b) == 1 + 2 * 7
+    assert a[0].startswith("dataset,model,method,epsilon") and len(a) == 1 + 5 + 1 and len(b) == 1 + 2 * 7
     assert main(args + ["--epsilons", "1"]) == 2
     assert "leave out --epsilons" in capsys.readouterr().err
 
