@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import math
 from pathlib import Path
 
@@ -294,3 +296,26 @@ def test_a_stale_url_echo_does_not_undo_a_newer_widget_value():
     at.query_params["eps"] = "1.0"  # a value this session never wrote (a URL changed from outside) is adopted
     at.run()
     assert at.select_slider(key="w:eps").value == 1.0
+
+
+@pytest.mark.parametrize("key, raw, message", [
+    ("label_col", '"\\ud800"', "label_col must be text without unpaired surrogates"),
+    ("labels", '"a,\\ud800"', "labels must be text without unpaired surrogates"),
+    ("eps", "9" * 5000, "eps must be 0.001 to 10,000, got a number of 5,000 digits"),
+    ("label_col", "9" * 5000, "label_col must be a name or short text, got a number of 5,000 digits"),
+    ("map_eps", ",", "map_eps must be values separated by single commas"),
+    ("map_eps", "1,,2", "map_eps must be values separated by single commas"),
+    ("map_eps", "１", "map_eps must be numbers separated by commas"),
+    ("map_eps", "1_000", "map_eps must be numbers separated by commas"),
+])
+def test_hostile_url_values_are_named_with_their_key(key, raw, message):
+    """A bad-input hunt: a JSON-escaped lone surrogate was accepted (Streamlit cannot write it back to the URL),
+    a 5,000-digit number gave Python's own message naming neither key nor range, "1,,2" passed silently, and
+    float() read "1_000" and other scripts' digits. (An empty list stays a value: a multiselect left empty writes it.)"""
+    from ui.state import decode, from_params
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        decode(key, raw)
+    values, errors = from_params({key: raw})
+    assert key not in values and len(errors) == 1 and errors[0].startswith(f"URL parameter {key}=")
+    assert decode("map_eps", "1,10") == [1.0, 10.0] and decode("map_eps", "[1, 10]") == [1.0, 10.0]

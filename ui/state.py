@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
@@ -33,6 +34,10 @@ __all__ = [
 
 _V = "v:"   # store prefix
 _W = "w:"   # widget prefix
+
+
+#: A number as a URL may spell it: ASCII digits, optional sign, decimals and exponent.
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -82,13 +87,15 @@ class Field:
             return self.validator(value) if self.validator is not None else value
         if k in ("floats", "strs"):
             if isinstance(value, str) and value.strip():  # methods=dpsgd,model_sensitivity typed by hand
-                value = [v.strip() for v in value.split(",") if v.strip()]
+                value = [v.strip() for v in value.split(",")]
+                if any(not v for v in value):  # "1,,2" or a trailing comma: a value left out, said
+                    raise ValueError(f"{self.name} must be values separated by single commas, got an empty entry")
                 if k == "floats":
-                    try:
-                        value = [float(v) for v in value]
-                    except ValueError:
+                    # ASCII numbers only: float() also reads "1_000" and other scripts' digits
+                    if not all(_NUMBER.fullmatch(v) for v in value):
                         raise ValueError(f"{self.name} must be numbers separated by commas or a JSON list, "
-                                         f"e.g. [1.0, 10.0]") from None
+                                         f"e.g. [1.0, 10.0]")
+                    value = [float(v) for v in value]
             if not isinstance(value, (list, tuple)):
                 raise ValueError(f"{self.name} must be a JSON list, got {value!r}")
             if k == "strs":
@@ -256,7 +263,23 @@ def decode(name: str, text: str) -> Any:
         value = text
     except RecursionError:  # "[[[[..." a thousand deep: json gives up with RecursionError, not a ValueError
         raise ValueError(f"{name} must be a flat JSON value, got lists nested too deeply") from None
+    except ValueError:  # Python's limit on integer digits (4,300): its message named neither key nor range
+        f = FIELDS[name]
+        what = f.range_text() if f.low is not None or f.high is not None else {
+            "str": "a name or short text", "strs": "a list of names"}.get(f.kind, "a number of ordinary size")
+        raise ValueError(f"{name} must be {what}, got a number of {len(text):,} digits") from None
+    for part in value if isinstance(value, list) else [value]:
+        if isinstance(part, str) and not _utf8(part):  # "\ud800" in JSON: no URL can carry it back
+            raise ValueError(f"{name} must be text without unpaired surrogates (\\ud800-\\udfff)")
     return FIELDS[name].check(value)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _equal(a: Any, b: Any) -> bool:
