@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -256,6 +257,11 @@ def fixed_lam(lam: float | str) -> float:
 
 # ---------------------------------------------------------------- command line
 
+#: Numbers as the command line takes them: ASCII digits, sign, decimals and exponent.
+_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+
+
 def _cli_number(kind: type, *, allow_inf: bool = False):  # noqa: ANN202 - argparse type
     """argparse ``type`` for an int or a finite float (``inf`` only with ``allow_inf``); its error
     names the expected kind and quotes the text (shortened)."""
@@ -267,6 +273,12 @@ def _cli_number(kind: type, *, allow_inf: bool = False):  # noqa: ANN202 - argpa
         shown = text if len(text) <= 40 else text[:37] + "..."
         if allow_inf and text.strip().lower() in ("inf", "infinity"):
             return math.inf
+        # ASCII digits only: int() and float() also read "1_0" and other scripts' digits
+        if not (_INTEGER if kind is int else _DECIMAL).fullmatch(text.strip()):
+            if kind is float and text.strip().lower() in ("nan", "-inf", "+inf", "-infinity", "+infinity"):
+                extra = " (or 'inf' for the non-private baseline)" if allow_inf else ""
+                raise argparse.ArgumentTypeError(f"must be a finite number{extra}, got {shown!r}")
+            raise argparse.ArgumentTypeError(f"must be {what}, got {shown!r}")
         try:
             value = kind(text)
         except (ValueError, OverflowError):

@@ -183,3 +183,17 @@ def test_all_inside_a_method_list_is_explained(capsys):
     assert main(["sweep", "--methods", "all,dpsgd", "--epsilons", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert "'all' cannot be combined with method names" in err and "unknown method" not in err and "\n" not in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["calibrate", "--method", "model_sensitivity", "--epsilon", "1_0"], "must be a number, got '1_0'"),
+    (["calibrate", "--method", "model_sensitivity", "--epsilon", "١"], "must be a number, got '١'"),
+    (["calibrate", "--method", "model_sensitivity", "--epsilon", "1", "--budget", "1_000"], "must be an integer"),
+    (["sweep", "--dataset", "digits", "--epsilons", "1,,2"], "separated by single commas"),
+    (["deep", "--epsilons", "1,2,"], "separated by single commas"),
+])
+def test_numbers_are_ascii_and_lists_have_no_empty_entries(args, message, capsys):
+    """A bad-input hunt: int() and float() read "1_0" (as 10) and other scripts' digits, and "1,,2" ran as 1,2."""
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and "\n" not in err.strip(), err

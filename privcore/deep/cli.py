@@ -28,9 +28,11 @@ _OVERRIDES = ("model", "n_train", "n_test", "epochs", "batch_size", "lr", "clip"
 
 def _list(kind: Callable[[str], Any], what: str) -> Callable[[str], tuple]:
     def parse(text: str) -> tuple:
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        if not items:
+        items = [t.strip() for t in text.split(",")]
+        if not any(items):
             raise argparse.ArgumentTypeError(f"name at least one {what}")
+        if not all(items):  # "1,,2" or a trailing comma: a value left out
+            raise argparse.ArgumentTypeError(f"must be {what} separated by single commas, got {text!r}")
         return tuple(kind(t) for t in items)
     return parse
 

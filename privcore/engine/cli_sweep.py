@@ -37,9 +37,11 @@ def _method_names() -> tuple[str, ...]:
 
 def _csv_list(kind: Callable[[str], Any], what: str) -> Callable[[str], tuple]:
     def parse(text: str) -> tuple:
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        if not items:
+        items = [t.strip() for t in text.split(",")]
+        if not any(items):
             raise argparse.ArgumentTypeError(f"must be a comma-separated list of {what}, got {text!r}")
+        if not all(items):  # "1,,2" or a trailing comma: a value left out
+            raise argparse.ArgumentTypeError(f"must be {what} separated by single commas, got {text!r}")
         try:
             return tuple(kind(t) for t in items)
         except ValueError:
