@@ -111,22 +111,44 @@ def _progress(fraction: float, message: str) -> None:
     print(f"\r{fraction:6.1%}  {message[:60]:<60}", end="", file=sys.stderr, flush=True)
 
 
-def _output_folder(text: str) -> Path:
+def _output_folder(text: str, names: tuple[str, ...] = ()) -> Path:
     """``--figure7``'s folder, checked (not created: a refused run leaves nothing behind) before minutes
-    of training; ValueError naming it otherwise. A folder that does not exist yet needs a writable
-    nearest existing parent; it is created when the results are written."""
+    of training; ValueError naming it otherwise. The folder, or its parent (it is created when the results
+    are written, one level: ``/nonexistent/x/y`` made three folders), must exist and be writable; an empty
+    path (which wrote into the current folder) is refused. A file of ``names`` already there is replaced only
+    when it is a Figure 7 CSV of privcore's (its header row): other files are kept and the run refused."""
+    if not str(text).strip():
+        raise ValueError("--figure7 must name a folder, got ''")
     out = Path(text)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--figure7 must be a folder, got the file {out.name!r}")
-    probe = out
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        what = "is not writable" if probe == out else f"cannot be created ({probe.name or str(probe)!r} is not a writable folder)"
+    probe = out if out.exists() else out.parent
+    if not probe.exists():
+        raise ValueError(f"--figure7 folder {out.name!r}: its parent folder does not exist (create it first)")
+    if not probe.is_dir():
+        raise ValueError(f"--figure7 folder {out.name!r} cannot be created ({probe.name!r} is not a folder)")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        what = "is not writable" if probe == out else f"cannot be created ({probe.name or str(probe)!r} is not writable)"
         raise ValueError(f"--figure7 folder {out.name!r} {what}")
+    header = ",".join(DeepRow.columns())
+    for name in names:
+        existing = out / name
+        if existing.exists():
+            try:
+                with existing.open(encoding="utf-8") as fh:
+                    first = fh.readline().rstrip("\r\n")
+            except (OSError, UnicodeDecodeError):
+                first = ""
+            if first != header:
+                raise ValueError(f"--figure7 folder {out.name!r} holds a {name!r} that is not a privcore Figure 7 "
+                                 "file: it is kept; move it or choose another folder")
     return out
+
+
+def _figure7_names(args: argparse.Namespace) -> tuple[str, ...]:
+    """The two CSV names ``--figure7`` writes (as the run below names them)."""
+    model = args.model or PRESETS[args.preset]["model"]
+    return tuple(f"fig7{panel}_{args.dataset}_{model}.csv" for panel in ("a", "b"))
 
 
 def run_deep_command(args: argparse.Namespace) -> int:
@@ -147,7 +169,7 @@ def run_deep_command(args: argparse.Namespace) -> int:
             raise ValueError("--figure7 writes CSV files: leave out --format json")
         if args.epsilons is not None or args.budget is not None:
             raise ValueError("--figure7 uses Figure 7's epsilons and budgets: leave out --epsilons and --budget")
-        _output_folder(args.figure7)  # before minutes of training, not after
+        _output_folder(args.figure7, _figure7_names(args))  # before minutes of training, not after
     try:
         if args.figure7 is not None:
             specs = figure7_specs(args.preset, **extra)
@@ -169,12 +191,12 @@ def run_deep_command(args: argparse.Namespace) -> int:
     if args.figure7 is not None:
         from ..atomic import atomic_write
 
-        out = Path(args.figure7)
-        out.mkdir(parents=True, exist_ok=True)
+        out = _output_folder(args.figure7, _figure7_names(args))  # again: the folder may have changed meanwhile
+        out.mkdir(exist_ok=True)
         for panel, res in zip(("a", "b"), results):
             name = out / f"fig7{panel}_{specs[0].dataset}_{specs[0].model}.csv"
             text = write_rows(res.rows, "csv").encode("utf-8")
-            atomic_write(name, lambda fh, data=text: fh.write(data), suffix=".tmp")  # an interrupted write keeps the old file
+            atomic_write(name, lambda fh, data=text: fh.write(data), suffix=".tmp", shared=True)  # an interrupted write keeps the old file
             print(f"wrote {name} ({res.seconds:.1f} s)", file=sys.stderr)
         return 0
     sys.stdout.write(write_rows(results[0].rows, args.format))

@@ -108,7 +108,7 @@ def export_results(out: str | os.PathLike[str], cache: ResultCache | None = None
         for rec in records:
             fh.write((json.dumps(rec, sort_keys=True, allow_nan=False) + "\n").encode("utf-8"))
 
-    atomic_write(out, write, suffix=".tmp")
+    atomic_write(out, write, suffix=".tmp", shared=True)
     return len(records), skipped
 
 

@@ -41,3 +41,25 @@ def test_figure7_into_a_file_or_an_uncreatable_folder_is_refused_before_training
     assert "leave out --epsilons" in capsys.readouterr().err
     # a refused run leaves nothing behind (a bad-input hunt found the folders created)
     assert not (tmp_path / "figs").exists() and not (tmp_path / "figs2").exists()
+
+
+def test_figure7_refuses_an_empty_path_deep_missing_folders_and_foreign_files(no_training, tmp_path, capsys):
+    """A bad-input hunt: `--figure7 ''` wrote into the current folder, `--figure7 /nonexistent/x/y` created
+    three folders, and a file of the same name holding someone's notes was replaced without a word."""
+    from privcore.deep.spec import DeepRow
+
+    for target, fragment in (("", "--figure7 must name a folder, got ''"),
+                             (str(tmp_path / "no" / "such" / "figs"), "its parent folder does not exist")):
+        assert main(["deep", "--figure7", target]) == 2
+        assert fragment in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()
+    figs = tmp_path / "figs"
+    figs.mkdir()
+    notes = figs / "fig7a_fashion-mnist_small-cnn.csv"
+    notes.write_text("my precious notes\n")
+    assert main(["deep", "--figure7", str(figs)]) == 2
+    assert "is not a privcore Figure 7 file: it is kept" in capsys.readouterr().err
+    assert notes.read_text() == "my precious notes\n"
+    notes.write_text(",".join(DeepRow.columns()) + "\n")  # an earlier run's file: replaced by the next one
+    with pytest.raises(AssertionError, match="training started"):  # the checks passed, so the run went on
+        main(["deep", "--figure7", str(figs)])
