@@ -97,13 +97,22 @@ def run_epsilon_command(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.method} takes the noise {flags}; got {', '.join(sorted(other))}")
     if not given:
         raise ValueError(f"give the noise: {flags} (see privcore epsilon --help)")
+    if {"sigma", "beta"} <= set(given):  # a Gaussian or a Laplace-like noise: --beta was ignored but printed
+        raise ValueError("give one noise: --sigma (Gaussian) or --beta (Laplace-like), not both")
     noise = method.forward_noise(given, problem)
     judge = judging_accounting(args.method, args.accounting)
     eps = spent_epsilon(args.method, noise, problem, args.delta, judge)
+    # The accountant of the noise given: a Laplace-like --beta is pure DP at any delta (it was named the
+    # analytic Gaussian's at delta > 0)
+    laplace = "beta" in given and "sigma" not in given
     out = {"method": args.method, "epsilon": eps, "delta": args.delta, "accounting": judge,
-           "neighbouring_relation": "replace-one", "accountant": accountant_text(args.method, args.delta),
+           "neighbouring_relation": "replace-one",
+           "accountant": accountant_text(args.method, 0.0 if laplace else args.delta),
            **{k: v for k, v in noise.items() if k != "noise"}}
     notes = [f"no {i.flag}: {i.absent}" for i in inputs if i.absent and noise.get(i.name) is None]
+    if judge != args.accounting:
+        notes.append(f"{args.accounting} accounting is judged by the {judge} accountant: the epsilon this noise "
+                     "really spends under replace-one neighbours")
     if notes:
         out["note"] = "; ".join(notes)
     if args.json:

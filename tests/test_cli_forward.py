@@ -63,3 +63,16 @@ def test_epsilon_names_a_missing_knob_and_the_exact_minimiser_assumption(capsys)
     assert "loss_perturbation needs rho" in capsys.readouterr().err
     out = _json(["epsilon", "--method", "loss_perturbation", "--sigma", "30", "--rho", "10"], capsys)
     assert "exact minimiser" in out["note"] and out["epsilon"] > 0
+
+
+def test_one_noise_its_own_accountant_and_the_judge_said(capsys):
+    """A bad-input hunt: --sigma and --beta together were taken (beta ignored, but printed), --beta at delta > 0
+    was named the analytic Gaussian's accountant, and paper accounting printed "tight" without a word."""
+    assert main(["epsilon", "--method", "model_sensitivity", "--sigma", "1", "--beta", "100"]) == 2
+    assert "give one noise: --sigma (Gaussian) or --beta (Laplace-like), not both" in capsys.readouterr().err
+    assert main(["epsilon", "--method", "model_sensitivity", "--beta", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["delta"] > 0 and out["accountant"].startswith("Laplace-like")
+    assert main(["epsilon", "--method", "dpsgd", "--noise-multiplier", "1", "--accounting", "paper", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["accounting"] == "tight" and "paper accounting is judged by the tight accountant" in out["note"]
