@@ -60,3 +60,13 @@ def test_the_skip_note_names_every_method_that_needs_delta(monkeypatch, capsys):
         main(["leakage", "--epsilon", "1", "--delta", "0", "--method", "confident_gnmax,model_sensitivity", *SMALL])
     err = capsys.readouterr().err
     assert "note: confident_gnmax skipped: it needs delta > 0" in err and "dpsgd" not in err
+
+
+def test_the_audit_trials_typed_are_checked_as_the_library_checks_them(capsys):
+    """A bad-input hunt: for a method that trains once the CLI multiplied the value by 8 before the check, so
+    --audit-trials 1 ran while the library refuses it ([4, 100000])."""
+    from privcore.cli import main
+
+    assert main(["leakage", "--dataset", "digits", "--method", "model_sensitivity", "--epsilon", "1",
+                 "--audit-trials", "1"]) == 2
+    assert "audit_trials must be an integer in [4, 100000], got 1" in capsys.readouterr().err

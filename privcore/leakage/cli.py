@@ -15,6 +15,7 @@ from .. import knobs
 from ..csvtext import csv_text
 from ..data import DATASET_NAMES
 from ..knobs import DEVICE_CHOICES
+from ..validation import check_int
 from ..methods import REGISTRY, get_method
 from .spec import ATTACKS, NON_PRIVATE, QUICK_AUDIT_FACTOR, TARGETS, audit_trials_for
 
@@ -96,7 +97,8 @@ def run_leakage_command(args: argparse.Namespace) -> int:
     if not methods:  # nothing left to measure: an empty table with exit 0 read as "no leakage"
         raise ValueError(f"none of the requested methods has a guarantee at delta = {args.delta:g}: use delta > 0 "
                          "such as 1e-5, or a method with a pure-DP guarantee")
-    trials = common.pop("audit_trials")
+    # the value typed is checked (a quick method's multiplied count passed [4, 100,000] where 1 to 3 did not)
+    trials = check_int("audit_trials", common.pop("audit_trials"), low=4, high=100_000)
     specs = [LeakageSpec(method=m, epsilon=1.0 if m == NON_PRIVATE else args.epsilon,
                          audit_trials=audit_trials_for(m, trials), **common) for m in methods]
     from ..cli_jobs import run_jobs
