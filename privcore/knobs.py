@@ -115,6 +115,8 @@ class Knob:
             return v
         if self.kind == "float_or_auto" and allow_auto and isinstance(value, str) and value == "auto":
             return "auto"
+        if self.kind == "float_or_auto" and allow_auto and isinstance(value, str):  # "AUTO", "autox": name it
+            raise ValueError(f"{nm} must be a real number or 'auto', got {value!r}")
         if self.kind in ("float", "float_or_auto"):
             v = check_real(nm, value, low=self.low, high=self.high, low_open=self.low_open, high_open=self.high_open)
             return v + 0.0 if v == 0 else v  # -0.0 is 0.0 (it printed as -0.0 and keyed its own cache entry)

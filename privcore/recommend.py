@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .methods import ENTRIES, methods_of_family
 from .methods.base import WinContext
@@ -79,6 +79,9 @@ def significance_threshold(std_a: float, std_b: float, repeats: int) -> float:
     """2 * sqrt(std_a^2 + std_b^2) / sqrt(repeats): two standard errors of a difference of means."""
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
+    for name, std in (("std_a", std_a), ("std_b", std_b)):
+        if isinstance(std, bool) or not isinstance(std, (int, float)) or not math.isfinite(std) or std < 0:
+            raise ValueError(f"{name} must be a finite number >= 0, got {std!r}")
     return 2.0 * math.sqrt(float(std_a) ** 2 + float(std_b) ** 2) / math.sqrt(repeats)
 
 
@@ -102,12 +105,19 @@ def recommend(rows: Sequence[Mapping[str, Any]], *, chance: float | None = None)
     twice (the rows mix several settings: filter them first).
     chance: accuracy of random guessing (default 1/classes when the rows have ``classes``).
     """
+    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
+        raise TypeError(f"rows must be a list of result rows (mappings), got {type(rows).__name__}")
     private: dict[str, Mapping[str, Any]] = {}
     for r in rows:
+        if not isinstance(r, Mapping):
+            raise TypeError(f"rows must be a list of result rows (mappings), got an element {type(r).__name__}")
         m = r.get("method")
         entry = ENTRIES.get(m) if isinstance(m, str) else None
         if m is None or (entry is not None and entry.family == "baseline") or r.get("accuracy_mean") is None:
             continue
+        acc = r.get("accuracy_mean")
+        if isinstance(acc, bool) or not isinstance(acc, (int, float)) or not 0.0 <= acc <= 1.0:  # NaN won, margin NaN
+            raise ValueError(f"accuracy_mean of {m!r} must be a number in [0, 1], got {acc!r}")
         if m in private:
             raise ValueError(f"method {m!r} appears more than once: pass the rows of a single setting")
         private[m] = r

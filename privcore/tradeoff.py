@@ -71,5 +71,9 @@ def gaussian_tradeoff_tpr(fpr: object, mu: float) -> np.ndarray:
     """TPR of the best test against mu-GDP at each FPR: Phi(Phi^-1(FPR) + mu) (Dong, Roth, Su 2019)."""
     from scipy.special import ndtr, ndtri
 
-    f = np.clip(np.asarray(fpr, dtype=np.float64), 0.0, 1.0)
+    if isinstance(mu, bool) or not isinstance(mu, (int, float)) or not math.isfinite(mu) or mu < 0:
+        raise ValueError(f"mu must be a finite number >= 0, got {mu!r}")
+    f = np.asarray(fpr, dtype=np.float64)
+    if not np.all((f >= 0.0) & (f <= 1.0)):  # NaN included
+        raise ValueError("fpr must be rates in [0, 1]")
     return ndtr(ndtri(f) + mu)

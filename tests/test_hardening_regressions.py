@@ -485,3 +485,46 @@ def test_url_integer_too_large_for_a_float_is_reported_not_raised():
     values, errors = state.from_params({"clip": "1" * 400, "eps": "1" * 400, "n": "1" * 400})
     assert "clip" not in values and "eps" not in values
     assert any("clip" in e for e in errors) and any("eps" in e for e in errors)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: __import__("privcore.recommend", fromlist=["x"]).recommend(
+        [{"method": "dpsgd", "accuracy_mean": float("nan"), "accuracy_std": 0.0, "repeats": 2},
+         {"method": "model_sensitivity", "accuracy_mean": 0.5, "accuracy_std": 0.0, "repeats": 2}]),
+     ValueError, "accuracy_mean of 'dpsgd' must be a number in [0, 1]"),
+    (lambda: __import__("privcore.recommend", fromlist=["x"]).recommend(None), TypeError, "rows must be a list"),
+    (lambda: __import__("privcore.recommend", fromlist=["x"]).significance_threshold(float("nan"), 0, 5),
+     ValueError, "std_a must be a finite number >= 0"),
+    (lambda: __import__("privcore.recommend", fromlist=["x"]).significance_threshold(-1, 0, 5),
+     ValueError, "std_a must be a finite number >= 0"),
+    (lambda: __import__("privcore.leakage.stats", fromlist=["x"]).epsilon_from_rates(-1, 0.5),
+     ValueError, "fpr must be a number in [0, 1]"),
+    (lambda: __import__("privcore.leakage.stats", fromlist=["x"]).epsilon_from_rates(float("nan"), 0.5),
+     ValueError, "fpr must be a number in [0, 1]"),
+    (lambda: __import__("privcore.leakage.stats", fromlist=["x"]).epsilon_from_rates(0.5, 0.5, delta=1),
+     ValueError, "delta must be a number in [0, 1)"),
+    (lambda: __import__("privcore.leakage.stats", fromlist=["x"]).tpr_at_fpr([1], [0], -1),
+     ValueError, "max_fpr must be a number in [0, 1]"),
+    (lambda: __import__("privcore.leakage.stats", fromlist=["x"]).auc("ab", [1]), ValueError, "in_scores must be numbers"),
+    (lambda: __import__("privcore.leakage.stats", fromlist=["x"]).dp_region_tpr([2.0], 1), ValueError, "in [0, 1]"),
+    (lambda: __import__("privcore.tradeoff", fromlist=["x"]).gaussian_tradeoff_tpr([0.1], -1),
+     ValueError, "mu must be a finite number >= 0"),
+    (lambda: __import__("privcore.accounting.forward", fromlist=["x"]).bisect_epsilon(lambda e: float("nan"), 1.0),
+     ValueError, "is not a number"),
+    (lambda: __import__("privcore.deep.spec", fromlist=["x"]).DeepSpec(methods="dpsgd"),
+     TypeError, "methods must be a list or tuple, got 'dpsgd'"),
+    (lambda: __import__("privcore.deep.spec", fromlist=["x"]).DeepSpec(epsilons=1.0),
+     TypeError, "epsilons must be a list or tuple, got 1.0"),
+    (lambda: __import__("privcore.engine.specs", fromlist=["x"]).SweepSpec(lam="AUTO"),
+     ValueError, "lam must be a real number or 'auto', got 'AUTO'"),
+    (lambda: __import__("privcore.engine.specs", fromlist=["x"]).SweepSpec.from_json('{"data": {"zzz": 1}}'),
+     ValueError, "a data spec has no field 'zzz'"),
+])
+def test_library_calls_with_bad_values_name_them(call, error, message):
+    """A bad-input hunt of the public library: NaN accuracies won recommendations, out-of-range rates gave
+    infinite or zero epsilons, a NaN noise function returned 2e-9, and several errors came from deep inside
+    (numpy, tuple(), __init__) without the parameter's name."""
+    import re
+
+    with pytest.raises(error, match=re.escape(message)):
+        call()

@@ -151,18 +151,27 @@ def bisect_epsilon(noise_at: "Callable[[float], float]", target: float, lo: floa
     """Smallest epsilon whose calibrated noise ``noise_at(eps)`` (decreasing in eps) is <= ``target``.
 
     ``lo``: a starting guess at or below the answer. The upper end of the final bracket is returned:
-    the given noise meets it.
+    the given noise meets it. A noise function that returns NaN is an error (every comparison with NaN is
+    false, so the search ran to its bottom and returned 2e-9).
     """
+    import math
+
+    def noise(eps: float) -> float:
+        value = noise_at(eps)
+        if not isinstance(value, (int, float)) or math.isnan(value):
+            raise ValueError(f"the noise at epsilon = {eps:g} is not a number ({value!r}): no epsilon can be found")
+        return value
+
     hi = lo * 2.0
-    while noise_at(hi) > target:
+    while noise(hi) > target:
         lo, hi = hi, hi * 2.0
         if hi > 1e6:
             raise ValueError(f"noise {target:g} is too small for any epsilon up to 1e6")
-    while noise_at(lo) <= target and lo > 1e-300:
+    while noise(lo) <= target and lo > 1e-300:
         lo /= 2.0
     while hi - lo > rel_tol * hi:
         mid = 0.5 * (lo + hi)
-        if noise_at(mid) <= target:
+        if noise(mid) <= target:
             hi = mid
         else:
             lo = mid

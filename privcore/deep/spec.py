@@ -88,6 +88,11 @@ class DeepSpec:
 
         check_choice("dataset", self.dataset, DEEP_DATASETS)
         check_choice("model", self.model, MODEL_NAMES)
+        for name in ("methods", "epsilons", "budgets"):  # "dpsgd" was read letter by letter, 1.0 failed in tuple()
+            value = getattr(self, name)
+            if not (value is None and name == "methods") and (isinstance(value, (str, bytes))
+                                                                or not isinstance(value, (list, tuple))):
+                raise TypeError(f"{name} must be a list or tuple, got {value!r} ({type(value).__name__})")
         methods = deep_methods() if self.methods is None else tuple(self.methods)
         if not methods:
             raise ValueError("methods must name at least one of " + ", ".join(deep_methods()))

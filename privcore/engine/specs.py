@@ -227,6 +227,9 @@ class SweepSpec:
         unknown = sorted(set(raw) - {f.name for f in fields(cls)} - {"data"})
         if unknown:
             raise ValueError(f"a sweep spec has no field {', '.join(map(repr, unknown))}")
+        unknown = sorted(set(data) - {f.name for f in fields(DataSpec)})
+        if unknown:  # it was Python's "__init__() got an unexpected keyword argument"
+            raise ValueError(f"a data spec has no field {', '.join(map(repr, unknown))}")
         eps = raw.get("epsilons", ())
         if isinstance(eps, list):  # anything else is refused by the constructor, by name
             raw["epsilons"] = tuple(math.inf if e == "inf" else e for e in eps)

@@ -34,8 +34,21 @@ FPR_GRID: tuple[float, ...] = tuple(float(v) for v in np.unique(np.concatenate(
     [np.logspace(-4, 0, 81), [1e-3, 1e-2, 0.1, 0.5]])))
 
 
+def _rate(name: str, value: object, *, high_open: bool = False) -> float:
+    """A rate (or delta) in [0, 1] ([0, 1) with ``high_open``), as a float; ValueError naming it otherwise
+    (a negative FPR gave an infinite epsilon, a NaN one 0)."""
+    top = "1)" if high_open else "1]"
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
+            or not (0.0 <= float(value) < 1.0 if high_open else 0.0 <= float(value) <= 1.0):
+        raise ValueError(f"{name} must be a number in [0, {top}, got {value!r}")
+    return float(value)
+
+
 def _scores(name: str, a: object) -> np.ndarray:
-    arr = np.asarray(a, dtype=np.float64).ravel()
+    try:
+        arr = np.asarray(a, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numbers, got {str(a)[:40]!r}") from None
     if arr.size == 0:
         raise ValueError(f"{name} must hold at least one score")
     if not np.all(np.isfinite(arr)):
@@ -103,6 +116,7 @@ def auc(in_scores: object, out_scores: object) -> float:
 
 def tpr_at_fpr(in_scores: object, out_scores: object, max_fpr: float) -> float:
     """Largest TPR of any threshold whose FPR is at most ``max_fpr`` (Carlini et al.'s metric)."""
+    max_fpr = _rate("max_fpr", max_fpr)
     fpr, tpr = _curve(_scores("in_scores", in_scores), _scores("out_scores", out_scores))
     return float(tpr[fpr <= max_fpr + 1e-12].max())
 
@@ -134,6 +148,7 @@ def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
 
 def epsilon_from_rates(fpr: float, fnr: float, delta: float = 0.0) -> float:
     """The smallest eps consistent with a test at (FPR, FNR) under (eps, delta)-DP (0 if none is implied)."""
+    fpr, fnr, delta = _rate("fpr", fpr), _rate("fnr", fnr), _rate("delta", delta, high_open=True)
     best = 0.0
     for a, b in ((fnr, fpr), (fpr, fnr)):
         num = 1.0 - delta - a
@@ -211,5 +226,6 @@ def epsilon_lower_bound(in_scores: object, out_scores: object, delta: float = 0.
 
 def dp_region_tpr(fpr: object, epsilon: float, delta: float = 0.0) -> np.ndarray:
     """Largest TPR any test may reach at each FPR against an (eps, delta)-DP release:
-    min(1, e^eps FPR + delta, 1 - e^-eps (1 - delta - FPR)) (:func:`privcore.tradeoff.dp_region`)."""
-    return dp_max_tpr(epsilon, delta, np.clip(np.asarray(fpr, dtype=np.float64), 0.0, 1.0))
+    min(1, e^eps FPR + delta, 1 - e^-eps (1 - delta - FPR)) (:func:`privcore.tradeoff.dp_region`). An FPR
+    outside [0, 1] is an error (it was clipped into range)."""
+    return dp_max_tpr(epsilon, delta, np.asarray(fpr, dtype=np.float64))
