@@ -96,6 +96,13 @@ BAD = {
     "another version of the method's code (key recomputed)": (2, lambda rec: (
         _set(("point", "code"), "0" * 16)(rec), _set(("key",), point_key(rec["point"], rec["data"]))(rec)),
         "another version of"),
+    # a bad-input hunt: both were imported (a key no run asks for; a seed no command takes)
+    "a field privcore does not key by (key recomputed)": (2, lambda rec: (
+        _set(("point", "note"), "x" * 1000)(rec), _set(("key",), point_key(rec["point"], rec["data"]))(rec)),
+        "fields privcore does not key"),
+    "a negative seed (key recomputed)": (2, lambda rec: (
+        _set(("point", "seed"), -7)(rec), _set(("key",), point_key(rec["point"], rec["data"]))(rec)),
+        "point.seed must be an integer >= 0"),
 }
 
 
@@ -286,3 +293,16 @@ def test_export_never_replaces_a_file_with_nothing_nor_writes_into_the_cache(exp
         assert "inside the results cache's folder" in capsys.readouterr().err
     assert live.read_bytes() == before and not (cache.directory / "export.jsonl").exists()
     assert len(ResultCache(cache.directory).keys()) >= len(result.rows)  # still a working cache
+
+
+def test_lam_auto_points_of_methods_that_run_at_the_stand_in_import(tmp_path):
+    """The import check took the private choice of lambda's share out of every lam = auto point, but the methods
+    whose queries are coupled (sparse vector, the student) run at the stand-in with the whole budget: their
+    exported points were refused on import."""
+    cache = ResultCache(tmp_path / "a")
+    spec = SweepSpec(data=DataSpec(name="digits", n=400), methods=("sparse_vector", "pate_student", "model_sensitivity"),
+                     epsilons=(1.0,), delta=1e-5, repeats=2, teachers=4, device="cpu", lam="auto")
+    result = run_sweep(spec, cache=cache)
+    out = tmp_path / "auto.jsonl"
+    exported, _ = export_results(out, cache)
+    assert exported == len(result.rows) and import_results(out, ResultCache(tmp_path / "b")) == (exported, 0)

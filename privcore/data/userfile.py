@@ -44,6 +44,8 @@ def file_key(path: str | os.PathLike[str]) -> tuple[str, int, int]:
     """
     try:
         p = Path(path).expanduser().resolve()
+        if p.is_dir():  # "does not exist" was wrong for a folder
+            raise DataFileError(f"data_file {_name(path)!r} is a folder: name a CSV or NPZ file")
         if not p.is_file():
             raise DataFileError(f"data_file {_name(path)!r} does not exist or is not a regular file")
         st = p.stat()

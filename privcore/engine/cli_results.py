@@ -131,6 +131,16 @@ def _check_point(point: Any) -> str | None:
     if point.get("code") != get_method(point["method"]).code_version:
         return (f"computed by another version of {point['method']}'s code than this privcore's (recompute it "
                 "with this version)")
+    # A point names exactly what privcore keys a result by (plan.point_identity): an extra field makes a key
+    # no run ever asks for, and a negative seed is one no command takes
+    entry = BASELINE if point["method"] == BASELINE.name else get_method(point["method"])
+    known = {"method", "epsilon", "delta", "accounting", "repeats", "seed", "code", *entry.uses}
+    extra = sorted(set(point) - known)
+    if extra:
+        return f"point has fields privcore does not key {point['method']} by: {', '.join(map(repr, extra[:5]))}"
+    seed = point.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        return f"point.seed must be an integer >= 0, got {str(seed)[:20]!r}"
     return None
 
 
@@ -190,7 +200,7 @@ def _read_lines(path: Path) -> list[str]:
         raise ImportRejected([f"line 1: the file is larger than {most // 2**20:,} MB "
                               f"({limits.limit_hint('PRIVCORE_MAX_FILE_MB')})"], 1)
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) was "not a header"
     except UnicodeDecodeError as err:
         line = raw[:err.start].count(b"\n") + 1
         raise ImportRejected([f"line {line}: not UTF-8 text"], 1) from None

@@ -136,8 +136,10 @@ def check_against_point(point: dict[str, Any], value: dict[str, Any]) -> str | N
     missing = [name for name in uses if name not in point]
     if missing:
         return f"point.{missing[0]}: missing ({method} depends on it)"
-    auto = point.get("lam") == "auto" and "lam" in uses
-    if auto:  # the release gets what the private choice of λ leaves (privcore.engine.tuning)
+    # the release gets what the private choice of λ leaves (privcore.engine.tuning), as the runner splits it
+    # (engine/units.py): a method whose queries are coupled runs at the stand-in λ with the whole budget
+    auto = point.get("lam") == "auto" and "lam" in uses and not m.couples_queries
+    if auto:
         from ..types import PrivacyBudget
         from .tuning import release_budget
 
