@@ -306,3 +306,11 @@ def test_lam_auto_points_of_methods_that_run_at_the_stand_in_import(tmp_path):
     out = tmp_path / "auto.jsonl"
     exported, _ = export_results(out, cache)
     assert exported == len(result.rows) and import_results(out, ResultCache(tmp_path / "b")) == (exported, 0)
+
+
+def test_a_file_with_a_byte_order_mark_imports(exported, tmp_path):
+    """Windows editors write a byte-order mark; the header was then "not a privcore-results header"."""
+    _, result, out = exported
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + out.read_bytes())
+    assert import_results(bom, ResultCache(tmp_path / "c")) == (len(result.rows), 0)
