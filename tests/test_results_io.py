@@ -103,6 +103,10 @@ BAD = {
     "a negative seed (key recomputed)": (2, lambda rec: (
         _set(("point", "seed"), -7)(rec), _set(("key",), point_key(rec["point"], rec["data"]))(rec)),
         "point.seed must be an integer >= 0"),
+    # a bad-input hunt: all three were imported into the rows
+    "a value field no run stores": (2, _set(("value", "remark"), "x"), "fields privcore does not store"),
+    "a 500,000-character note": (3, _set(("value", "note"), "x" * 500_000), "note must be one line of at most"),
+    "a note of two lines": (2, _set(("value", "note"), "a\n# Guarantee"), "note must be one line"),
 }
 
 

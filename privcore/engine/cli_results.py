@@ -144,6 +144,30 @@ def _check_point(point: Any) -> str | None:
     return None
 
 
+#: What a stored result holds besides its method's declared result fields (units._stored).
+_VALUE_KEYS = {"accuracies", "accuracy_mean", "accuracy_std", "seconds", "device", "lam", "scale", "note",
+               "solver_grad_norm"}
+#: privcore's own notes are a sentence or two; a file's longer or multi-line note is not one of them.
+_MAX_NOTE_CHARS = 2_000
+
+
+def _value_fields(point: dict[str, Any], value: dict[str, Any]) -> str | None:
+    """Why a result holds fields no run stores (imported, a 500,000-character note went into the rows), or None."""
+    from ..methods import BASELINE, get_method
+
+    entry = BASELINE if point["method"] == BASELINE.name else get_method(point["method"])
+    known = _VALUE_KEYS | {f.name for f in entry.result_fields if not f.on_scale}
+    extra = sorted(k for k in value if k not in known and k not in _IDENTITY)
+    if extra:
+        return f"fields privcore does not store for {point['method']}: {', '.join(repr(k[:40]) for k in extra[:5])}"
+    note = value.get("note", "")
+    if len(note) > _MAX_NOTE_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in note):
+        return f"note must be one line of at most {_MAX_NOTE_CHARS:,} characters, got {len(note):,} characters"
+    if any(ord(c) < 32 or ord(c) == 127 for c in value["device"]):
+        return f"device must be one line of text, got {value['device'][:40]!r}"
+    return None
+
+
 def _check_line(number: int, text: str) -> tuple[str, dict[str, Any]] | str:
     """(key, value to store) for a good record line, else 'line N: why'."""
     where = f"line {number}"
@@ -174,7 +198,7 @@ def _check_line(number: int, text: str) -> tuple[str, dict[str, Any]] | str:
         return f"{where}: key does not match the point and data fingerprint (edited or corrupted)"
     if not isinstance(value, dict) or any(k in value for k in _IDENTITY):
         return f"{where}: value is not a result object"
-    problem = check_result(value)
+    problem = check_result(value) or _value_fields(point, value)
     if problem:
         return f"{where}: value: {problem}"
     problem = check_against_point(point, value)
