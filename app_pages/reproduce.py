@@ -59,9 +59,10 @@ with c2:
                                  help="paper: the published calibrations. corrected: sound ones. tight: exact Gaussian "
                                       "and optimal bounded-range composition, finer replace-one PLD grid for DP-SGD. "
                                       "This choice replaces the sidebar's accounting on this page.")
-    accountings = state.commit("repro_acc", list(accountings)) or ["corrected"]
+    accountings = state.commit("repro_acc", list(accountings))
     st.caption(f"This page draws a chart for each accounting chosen here; the sidebar's “{side.accounting}” applies "
-               "to the other pages.")
+               "to the other pages." + ("" if accountings else " None is chosen: the chart is drawn with “corrected”."))
+    accountings = accountings or ["corrected"]  # said above: an empty choice (or repro_acc=[] in a link) was silent
 fig_def = next(f for f in figures if f.key == key)
 # Only the controls that apply to this figure: T when one of its methods uses teachers (and the figure
 # does not vary T itself), growing N only for the figure that varies N on image data.

@@ -126,3 +126,12 @@ def test_the_figure_accountings_and_teachers_live_in_the_url():
     link = page(figure="3", repro_acc='["tight"]').run()  # as typed by hand, and as encoded
     assert link.selectbox(key="w:figure").value == "3"
     assert link.multiselect(key="w:repro_acc").value == ["tight"]
+
+
+def test_no_accounting_chosen_says_which_one_is_drawn():
+    """A bad-input hunt: repro_acc=[] in a link (or every chip removed) drew "corrected" without a word."""
+    at = page(repro_acc="[]").run()
+    assert not at.exception, at.exception
+    assert any("None is chosen: the chart is drawn with “corrected”" in c for c in texts(at.caption)), texts(at.caption)
+    chosen = page(repro_acc='["tight"]').run()
+    assert not any("None is chosen" in c for c in texts(chosen.caption))
