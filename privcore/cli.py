@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import warnings
 from typing import Callable, Sequence
@@ -155,10 +156,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv)
 
 
+#: A value argparse takes for an option because of its dash: "-inf", "-nan", "-1e5", "-1,2" (it reads only
+#: "-1" and "-1.5" as negative numbers), so "--epsilon -inf" said "expected one argument".
+_DASHED_VALUE = re.compile(r"-(?:\d|\.\d|(?:inf|infinity|nan)(?:$|,))", re.IGNORECASE)
+
+
+def _glue_dashed_values(argv: Sequence[str]) -> list[str]:
+    """``--flag -value`` as ``--flag=-value``, so the value reaches its own check and its message."""
+    out: list[str] = []
+    for tok in argv:
+        prev = out[-1] if out else ""
+        if _DASHED_VALUE.match(tok) and prev.startswith("--") and "=" not in prev and prev != "--":
+            out[-1] = f"{prev}={tok}"
+        else:
+            out.append(tok)
+    return out
+
+
 def _main(argv: Sequence[str] | None) -> int:
     warnings.filterwarnings("ignore", category=UserWarning, module="opacus")
     warnings.filterwarnings("ignore", category=RuntimeWarning, module="opacus")  # log(0) at extreme deltas
     try:
+        argv = _glue_dashed_values(sys.argv[1:] if argv is None else argv)
         args, extra = build_parser().parse_known_args(argv)
         if extra and args.command != "app":  # only the dashboard passes options on (to Streamlit)
             raise _UsageError(f"unrecognized arguments: {' '.join(extra)}")

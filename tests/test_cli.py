@@ -51,6 +51,10 @@ def _assert_one_line_error(code: int, err: str) -> str:
     (["calibrate", "--method", "model_sensitivity", "--epsilon", "1", "--lam", "1e309"], "finite number"),
     (["calibrate", "--method", "dpsgd", "--epsilon", "1", "--delta", "5e-324", "--accounting", "tight"],
      "cannot reach epsilon"),  # the PLD accountant: no multiplier reaches such a delta
+    # a bad-input hunt: argparse took these values for options ("expected one argument")
+    (["calibrate", "--method", "model_sensitivity", "--epsilon", "-inf"], "got '-inf'"),
+    (["calibrate", "--method", "model_sensitivity", "--epsilon", "-1e5"], "epsilon must be in (0, inf], got -100000"),
+    (["sweep", "--epsilons", "-1e3,2"], "epsilon must be in (0, inf], got -1000"),
 ])
 def test_expected_failures_exit_2_with_one_line(args, fragment, capsys):
     code, out, err = _run(args, capsys)
