@@ -67,7 +67,16 @@ def add_deep_parser(sub, number: Callable, epsilon: Callable) -> None:  # noqa: 
     p.add_argument("--model", choices=MODEL_NAMES, default=None)
     p.add_argument("--methods", type=_list(method, "method"), default=None,
                    help=f"comma list of {', '.join(deep_methods())} (default: all)")
-    p.add_argument("--epsilons", type=_list(number(epsilon), "epsilon"), default=None,
+    finite = number(float)
+
+    def deep_epsilon(text: str) -> float:
+        # epsilon's own parser offers 'inf' for sweep's baseline, which DeepSpec then refused
+        if text.strip().lower().lstrip("+") in ("inf", "infinity"):
+            raise argparse.ArgumentTypeError(f"must be a finite number > 0 (the non-private reference is run and "
+                                             f"written with every deep run), got {text.strip()[:40]!r}")
+        return finite(text)
+
+    p.add_argument("--epsilons", type=_list(deep_epsilon, "epsilon"), default=None,
                    help="comma list of epsilons (default: Figure 7a's)")
     p.add_argument("--budget", type=_list(number(int), "budget"), default=None,
                    help="comma list of inference budgets B (default 10)")

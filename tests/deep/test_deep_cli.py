@@ -20,11 +20,14 @@ def no_training(monkeypatch):
     (["--n-train", "-1"], "n_train must be an integer in [10,"),   # once: -1 was the stand-in for 'all'
     (["--n-test", "-1"], "n_test must be an integer in [10,"),
     (["--n-train", "abc"], "argument --n-train: must be a whole number or 'all', got 'abc'"),  # once: "invalid _size value"
+    # a bad-input hunt: the parser offered "'inf' for the non-private baseline", then DeepSpec refused inf
+    (["--epsilons", "1,inf"], "argument --epsilons: must be a finite number > 0 (the non-private reference is run"),
+    (["--epsilons", "nan"], "argument --epsilons: must be a finite number, got 'nan'"),
 ])
 def test_bad_sizes_exit_2_in_one_line(no_training, capsys, argv, fragment):
     assert main(["deep", *argv]) == 2
     err = capsys.readouterr().err.strip()
-    assert fragment in err and "\n" not in err and "_size" not in err
+    assert fragment in err and "\n" not in err and "_size" not in err and "non-private baseline" not in err
 
 
 def test_figure7_into_a_file_or_an_uncreatable_folder_is_refused_before_training(no_training, tmp_path, capsys):
