@@ -27,7 +27,7 @@ def _fpr(fpr: object, name: str) -> np.ndarray:
     x = np.asarray(fpr, dtype=np.float64)
     if x.size and (not np.all(np.isfinite(x)) or x.min() < 0.0 or x.max() > 1.0):
         bad = x[~(np.isfinite(x) & (x >= 0.0) & (x <= 1.0))].flat[0]
-        raise ValueError(f"{name} must be in [0, 1], got {bad!r}")
+        raise ValueError(f"{name} must be in [0, 1], got {float(bad)!r}")  # 2.0, not np.float64(2.0)
     return x
 
 

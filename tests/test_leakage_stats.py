@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -116,3 +117,10 @@ def test_dp_region_and_gaussian_tradeoff():
     assert g[0] == 0.0 and g[-1] == 1.0
     with pytest.raises(ValueError):
         gaussian_mu(1.0, 0.0)
+
+
+def test_an_fpr_out_of_range_is_named_by_its_parameter_with_a_plain_value():
+    """A bad-input hunt: dp_region_tpr([2.0], 1) said "false-positive rate ... got np.float64(2.0)"."""
+    with pytest.raises(ValueError, match=re.escape("fpr must be in [0, 1], got 2.0")):
+        dp_region_tpr([0.5, 2.0], 1.0)
+

@@ -228,4 +228,4 @@ def dp_region_tpr(fpr: object, epsilon: float, delta: float = 0.0) -> np.ndarray
     """Largest TPR any test may reach at each FPR against an (eps, delta)-DP release:
     min(1, e^eps FPR + delta, 1 - e^-eps (1 - delta - FPR)) (:func:`privcore.tradeoff.dp_region`). An FPR
     outside [0, 1] is an error (it was clipped into range)."""
-    return dp_max_tpr(epsilon, delta, np.asarray(fpr, dtype=np.float64))
+    return dp_max_tpr(epsilon, delta, np.asarray(fpr, dtype=np.float64), name="fpr")
