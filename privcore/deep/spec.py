@@ -103,7 +103,11 @@ class DeepSpec:
         if not eps:
             raise ValueError("epsilons must list at least one value > 0")
         for e in eps:
-            if not math.isfinite(PrivacyBudget(e, 0.0).epsilon):
+            try:  # its own type checks; its range "(0, inf]" offered inf, which a deep run refuses
+                finite = math.isfinite(PrivacyBudget(e, 0.0).epsilon)
+            except ValueError:
+                finite = False
+            if not finite:
                 raise ValueError(f"epsilon must be a finite number > 0, got {e!r}")
         object.__setattr__(self, "epsilons", tuple(dict.fromkeys(float(e) for e in eps)))
         budgets = tuple(self.budgets)

@@ -23,6 +23,7 @@ def no_training(monkeypatch):
     # a bad-input hunt: the parser offered "'inf' for the non-private baseline", then DeepSpec refused inf
     (["--epsilons", "1,inf"], "argument --epsilons: must be a finite number > 0 (the non-private reference is run"),
     (["--epsilons", "nan"], "argument --epsilons: must be a finite number, got 'nan'"),
+    (["--epsilons", "0"], "epsilon must be a finite number > 0, got 0.0"),  # it said "in (0, inf]"
 ])
 def test_bad_sizes_exit_2_in_one_line(no_training, capsys, argv, fragment):
     assert main(["deep", *argv]) == 2
