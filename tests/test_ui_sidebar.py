@@ -109,3 +109,52 @@ def test_an_unavailable_download_shows_no_server_path_or_python_wrapping(uploads
     for text in errors:
         assert "Name or service not known" in text and "in the folder <server cache>/mnist" in text, text
         assert str(uploads.parent) not in text and "urlopen error" not in text and "Errno" not in text, text
+
+
+
+_STOPS = """
+import streamlit as st
+from ui import sidebar
+side = sidebar.settings(require_data=True)   # as the pages do: stop while the data set cannot be used
+st.write("SPEC " + side.data_spec().preprocess)
+"""
+
+
+def _shown(widget):  # a streamlit.testing Radio, Checkbox or TextInput
+    """What the browser shows for a widget it holds no value for: the value sent with it, else its default."""
+    proto = widget.proto
+    if widget.type == "radio":
+        return proto.raw_value if proto.set_value else widget.options[proto.default]
+    return proto.value if proto.set_value else proto.default
+
+
+def test_declared_preprocessing_survives_a_bad_upload_replaced_by_a_good_one(uploads):
+    """A walk-through saw declared bounds and intercept come back as "As given" after a bad file was replaced by a
+    good one. The browser drops the old file first: a run without a file draws no preprocessing controls and the
+    page ends it with st.stop(), after which Streamlit keeps the server's values of undrawn widgets while the
+    browser forgets its own. The controls came back at their defaults, without their values being sent, and the
+    browser's next rerun sent those defaults, dropping prep from the URL and from the data set."""
+    from ui.userdata import MODE_LABELS
+
+    def csv(label) -> bytes:
+        return ("f1,f2,label\n" + "".join(f"{i % 7}.5,{i % 5}.25,{label(i)}\n" for i in range(40))).encode()
+
+    at = AppTest.from_string(_STOPS, default_timeout=120)
+    at.query_params.update(dataset="file", prep="bounds:0:10+intercept")
+    at.run()
+    at.sidebar.file_uploader[0].set_value(("bad.csv", csv(lambda i: 1), "text/csv")).run()  # one class only
+    assert any("only one class" in e.value for e in at.error), [e.value for e in at.error]
+    at.sidebar.file_uploader[0].clear().run()
+    at.sidebar.file_uploader[0].set_value(("good.csv", csv(lambda i: i % 2), "text/csv")).run()
+    assert not at.exception, at.exception
+    mode, intercept, bounds = (at.sidebar.radio(key="ud:mode"), at.sidebar.checkbox(key="ud:intercept"),
+                               at.sidebar.text_input(key="ud:bounds"))
+    shown = (_shown(mode), _shown(intercept), _shown(bounds))
+    assert shown == (MODE_LABELS["bounds"], True, "0:10"), shown
+    # the browser's next rerun sends what it shows: the declared preprocessing stays in force
+    mode.set_value({v: k for k, v in MODE_LABELS.items()}[shown[0]])
+    intercept.set_value(shown[1])
+    bounds.set_value(shown[2])
+    at.run()
+    assert at.query_params.get("prep") in ("bounds:0:10+intercept", ["bounds:0:10+intercept"]), at.query_params
+    assert "SPEC bounds:0:10+intercept" in " ".join(m.value for m in at.markdown)

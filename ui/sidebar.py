@@ -28,6 +28,13 @@ ACCOUNTING_LABELS = {"corrected": "corrected (sound; default)", "paper": "paper 
                      "tight": "tight (exact/optimal composition)"}
 _THIS_RUN = "_shared_sidebar"  # Session State key holding the choices while app.py runs the page
 _PENDING = "_shared_sidebar_pending"  # set by shared() until the page's first settings() call draws it
+#: The user-file controls' widget keys and the marks of what they were seeded from (ui/userdata.py). A run that
+#: does not draw them (no file yet, or the browser dropping a bad file before sending the next) drops them, so the
+#: next run that draws them seeds them from the store and sends the browser their values. Streamlit drops the state
+#: of undrawn widgets only after a run that ends normally: after one a page ends with st.stop() the server kept the
+#: declared preprocessing while the browser drew the controls at their defaults, and sent those back.
+_USERDATA_KEYS = ("ud:mode", "ud:bounds", "ud:norm", "ud:intercept", "ud:label", "ud:labels",
+                  "ud:prep_seen", "ud:label_seen", "ud:labels_seen")
 
 
 @st.cache_resource(show_spinner="Loading the data set...", max_entries=16)
@@ -127,6 +134,9 @@ def draw() -> SidebarSettings:
             prep, label_column, labels = userdata.draw_controls(sb, data_file)
             if too_big is None:
                 userdata.show_preview(sb, data_file, label_column)
+    if not (dataset == "file" and data_file):  # the controls are not drawn: forget them (see _USERDATA_KEYS)
+        for key in _USERDATA_KEYS:
+            st.session_state.pop(key, None)
     uploads.use_upload(data_file)  # an upload this session left, and no other uses, leaves memory now
     k = knob("repeats")
     repeats = state.commit("repeats", sb.select_slider(
