@@ -112,6 +112,12 @@ def _calibrate(args: argparse.Namespace) -> int:
                 print(f"{key:>18}: {out[key]}")
         for note in out["notes"]:
             print(f"{'note':>18}: {note}")
+    from .methods import get_method
+
+    # what the dashboard warns of at this setting (Private-kNN's k above its subsample at N = 1), on stderr
+    setting = {"teachers": problem.teachers, "budget": problem.budget, "epsilon": args.epsilon, "delta": args.delta}
+    for warning in get_method(args.method).setting_warnings(setting, problem.n):
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

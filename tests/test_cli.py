@@ -201,3 +201,14 @@ def test_numbers_are_ascii_and_lists_have_no_empty_entries(args, message, capsys
     assert main(args) == 2
     err = capsys.readouterr().err
     assert message in err and "\n" not in err.strip(), err
+
+
+def test_calibrate_says_what_the_dashboard_warns_of_at_the_setting(capsys):
+    """A bad-input hunt: Private-kNN was calibrated with k = 25 neighbours at N = 1 without a word (the dashboard
+    warns of a subsample smaller than k); the same warnings now go to stderr."""
+    assert main(["calibrate", "--method", "private_knn", "--epsilon", "1", "--n", "5"]) == 0
+    assert "warning: A subsample of γ N = 0 rows has fewer than k = 25" in capsys.readouterr().err
+    assert main(["calibrate", "--method", "subsample_aggregate", "--epsilon", "1", "--n", "50", "--teachers", "16"]) == 0
+    assert "only ⌊N/T⌋ = 3 examples" in capsys.readouterr().err
+    assert main(["calibrate", "--method", "private_knn", "--epsilon", "1", "--n", "5000"]) == 0
+    assert "warning" not in capsys.readouterr().err
