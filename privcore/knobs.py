@@ -259,9 +259,9 @@ def fixed_lam(lam: float | str) -> float:
 
 # ---------------------------------------------------------------- command line
 
-#: Numbers as the command line takes them: ASCII digits, sign, decimals and exponent.
-_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
-_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+#: Numbers as the command line and the URL take them: ASCII digits, sign, decimals and exponent.
+INTEGER_TEXT = re.compile(r"[+-]?\d+", re.ASCII)
+DECIMAL_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 
 def _cli_number(kind: type, *, allow_inf: bool = False):  # noqa: ANN202 - argparse type
@@ -276,7 +276,7 @@ def _cli_number(kind: type, *, allow_inf: bool = False):  # noqa: ANN202 - argpa
         if allow_inf and text.strip().lower() in ("inf", "infinity"):
             return math.inf
         # ASCII digits only: int() and float() also read "1_0" and other scripts' digits
-        if not (_INTEGER if kind is int else _DECIMAL).fullmatch(text.strip()):
+        if not (INTEGER_TEXT if kind is int else DECIMAL_TEXT).fullmatch(text.strip()):
             if kind is float and text.strip().lower() in ("nan", "-inf", "+inf", "-infinity", "+infinity"):
                 extra = " (or 'inf' for the non-private baseline)" if allow_inf else ""
                 raise argparse.ArgumentTypeError(f"must be a finite number{extra}, got {shown!r}")

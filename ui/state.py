@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
+from privcore.knobs import DECIMAL_TEXT
 from privcore.validation import format_value
 
 __all__ = [
@@ -34,10 +34,6 @@ __all__ = [
 
 _V = "v:"   # store prefix
 _W = "w:"   # widget prefix
-
-
-#: A number as a URL may spell it: ASCII digits, optional sign, decimals and exponent.
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -92,7 +88,7 @@ class Field:
                     raise ValueError(f"{self.name} must be values separated by single commas, got an empty entry")
                 if k == "floats":
                     # ASCII numbers only: float() also reads "1_000" and other scripts' digits
-                    if not all(_NUMBER.fullmatch(v) for v in value):
+                    if not all(DECIMAL_TEXT.fullmatch(v) for v in value):
                         raise ValueError(f"{self.name} must be numbers separated by commas or a JSON list, "
                                          f"e.g. [1.0, 10.0]")
                     value = [float(v) for v in value]
