@@ -73,7 +73,10 @@ for part in "$@"; do case "$part" in
     else
       step deep_steps "${STEPS_LIMIT:-90}" python3 bench/bench_deep_steps.py --device cuda
     fi
-    tail -5 "$out/deep_steps.txt" ;;
+    tail -5 "$out/deep_steps.txt"
+    # DP-SGD's exact-tailed noise against torch.randn on the card (one host read-back per draw)
+    step dpsgd_noise 60 python3 bench/bench_dpsgd_noise.py --device "$dev" --rounds "${NOISE_ROUNDS:-15}"
+    tail -6 "$out/dpsgd_noise.txt" ;;
   fig7)
     if [ -d .fig7cache ]; then mkdir -p "$PRIVCORE_CACHE" && cp -r .fig7cache/. "$PRIVCORE_CACHE/"; fi
     if [ -n "${DRY:-}" ]; then

@@ -117,3 +117,17 @@ def test_the_clipped_sum_is_taken_in_full_float32(ctx, monkeypatch):
     again = m.release(ctx, [scale], 1)
     assert seen == ["cpu"]
     assert torch.equal(plain, again)
+
+
+def test_the_unit_noise_tails_are_not_cut_off(monkeypatch):
+    """The linear DP-SGD's unit noise comes from privcore.tails.gaussian_noise: forced into the exact tail
+    branch with that branch's Exp(1) at 5000, it reaches about 100 deviations (torch.randn stops at 5.77)."""
+    from privcore import tails
+
+    monkeypatch.setattr(tails, "_BULK_BITS", 0)
+    monkeypatch.setattr(tails, "exponential", lambda shape, generator: torch.full(shape, 5000.0,
+                                                                                          dtype=torch.float64))
+    gens = [torch.Generator().manual_seed(s) for s in (1, 2)]
+    _, _, unit = _draw_chunk(gens, 3, 20, 0.2, 5, 4, torch.device("cpu"))
+    assert unit.shape == (2, 3, 5, 4) and unit.dtype == torch.float32
+    assert float(unit.abs().max()) > 50

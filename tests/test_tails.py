@@ -90,3 +90,57 @@ def test_laplace_is_finite_where_the_inverse_cdf_drew_minus_infinity():
     x = _unit_laplace(50_000, _gen(3), "cpu")
     assert bool(torch.isfinite(x).all()) and abs(float(x.mean())) < 0.03
     assert math.isinf(float(-torch.sign(torch.tensor(-0.5)) * torch.log1p(torch.tensor(-1.0))))  # u = 0, the old way
+
+
+@pytest.mark.parametrize("bulk_bits", [20, 2, 0])
+def test_gaussian_noise_is_standard_normal_in_both_branches(monkeypatch, bulk_bits):
+    """The radius from U where U > 2^-b and 20 ln 2 + exact Exp(1) beyond: with b = 2 a quarter of the radii,
+    with b = 0 all of them, come from the exact branch, and the law is still N(0, 1) (memorylessness)."""
+    monkeypatch.setattr(tails, "_BULK_BITS", bulk_bits)
+    z = tails.gaussian_noise(100_001, _gen(3), torch.float64)
+    assert z.shape == (100_001,) and z.dtype == torch.float64 and bool(torch.isfinite(z).all())
+    assert st.kstest(z.numpy(), "norm").pvalue > 1e-3
+    tail = z.abs() > math.sqrt(2 * bulk_bits * math.log(2))  # beyond the split: the exact branch's law
+    if bulk_bits == 2:  # the exact branch's share, 1/4 of the radii
+        assert float(tail.double().mean()) == pytest.approx(2 * st.norm.sf(math.sqrt(2 * bulk_bits * math.log(2))),
+                                                            rel=0.05)
+
+
+def test_gaussian_noise_comes_from_the_generator_alone():
+    a = tails.gaussian_noise(7, _gen(5))
+    assert a.dtype == torch.float32 and a.shape == (7,)
+    assert torch.equal(a, tails.gaussian_noise(7, _gen(5)))
+    assert not torch.equal(a, tails.gaussian_noise(7, _gen(6)))
+    assert tails.gaussian_noise(0, _gen(5)).shape == (0,)
+    with pytest.raises(ValueError, match="size must be an integer >= 0, got -1"):
+        tails.gaussian_noise(-1, _gen(5))
+
+
+def test_the_exact_branch_reaches_far_beyond_torch_randn(monkeypatch):
+    """torch.randn's float32 normals stop at sqrt(2 * 24 ln 2) = 5.768 (a 24-bit uniform); the exact
+    branch's radius is sqrt(2 (20 ln 2 + E)) for any E the bits give."""
+    monkeypatch.setattr(tails, "_BULK_BITS", 0)
+    monkeypatch.setattr(tails, "exponential", lambda shape, generator: torch.full(shape, 5000.0,
+                                                                                          dtype=torch.float64))
+    z = tails.gaussian_noise(1000, _gen(1), torch.float64)
+    assert float(z.abs().max()) == pytest.approx(math.sqrt(2 * 5000), rel=1e-3)
+    assert math.sqrt(2 * 24 * math.log(2)) < 5.77
+
+
+def test_bernoulli_never_exceeds_its_rate(monkeypatch):
+    """Poisson sampling is accounted at rate p: the 2^53 equally likely uniforms k 2^-53 give True for
+    floor(p 2^53) of them. Checked at the edge: with u forced to the largest k below p 2^53 - 1 it is True, at
+    the next it is False; torch.rand(n) < p on float32 (the known-bad variant) admits ceil(p 2^24) of 2^24."""
+    p = 0.0128
+    k = math.floor(p * 2.0 ** 53)  # k = 0 .. k - 1 must be True
+    for value, want in ((k - 1, True), (k, False)):
+        monkeypatch.setattr(torch, "rand", lambda *a, value=value, **kw: torch.full(a[0], value * 2.0 ** -53,
+                                                                                      dtype=torch.float64))
+        assert bool(tails.bernoulli((3,), p, _gen(0)).all()) is want
+    monkeypatch.undo()
+    assert math.ceil(float(torch.tensor(p, dtype=torch.float32)) * 2 ** 24) / 2 ** 24 > p  # the overshoot
+    rate = float(tails.bernoulli((400_000,), 0.3, _gen(1)).double().mean())
+    assert rate == pytest.approx(0.3, abs=4 * math.sqrt(0.3 * 0.7 / 400_000))
+    assert not bool(tails.bernoulli((100,), 0.0, _gen(1)).any()) and bool(tails.bernoulli((100,), 1.0, _gen(1)).all())
+    with pytest.raises(ValueError, match=r"p must be a probability in \[0, 1\], got 1.5"):
+        tails.bernoulli((3,), 1.5, _gen(1))

@@ -125,6 +125,7 @@ def test_noisy_max_noise_is_laplace_of_twice_the_sensitivity_over_epsilon(monkey
     import numpy as np
     import torch
 
+    from privcore import tails
     from privcore.data import load_dataset
     from privcore.device import make_generator
 
@@ -132,9 +133,8 @@ def test_noisy_max_noise_is_laplace_of_twice_the_sensitivity_over_epsilon(monkey
     spec = dataclasses.replace(_spec("model_sensitivity", eps), seed=5)
     _, n_val = tuning._split(ds, spec.seed)
     k = len(LAM_AUTO_GRID)
-    e = torch.empty(2, k, dtype=torch.float64).exponential_(
-        generator=make_generator(tuning.selection_seed(spec.seed), "lam_auto_noisy_max", "model_sensitivity",
-                                 repr(float(eps)))).numpy()
+    e = tails.exponential((2, k), make_generator(tuning.selection_seed(spec.seed), "lam_auto_noisy_max",
+                                                 "model_sensitivity", repr(float(eps)))).numpy()
     v = e[0] - e[1]
     j = next(i for i in range(k) if i not in (int(np.argmax(v)), int(np.argmin(v))))
     s_true = 2.0 / (n_val * eps * tuning.SELECTION_FRACTION)
@@ -226,3 +226,41 @@ def test_the_selection_and_the_release_draw_independent_noise(monkeypatch):
         selection3, release3, chosen3 = _draws(monkeypatch, dataclasses.replace(spec, repeats=3))
         assert selection3 == selection and chosen3 == chosen, method
         assert len(release3) > len(release)
+
+
+def test_a_candidate_trailing_beyond_torchs_exponential_cap_can_still_win(monkeypatch):
+    """torch's exponential_ stops at 36.7, so a candidate trailing by more than 2 x 36.7 noise scales never
+    won (probability 0, against e^-73 or so at a neighbour): a pure-DP claim fails. The selection's
+    Exp(1) draws come from privcore.tails: a draw of 100 lifts the last candidate over a gap of 80 scales."""
+    import numpy as np
+    import torch
+
+    from privcore import tails
+    from privcore.data import load_dataset
+
+    ds = load_dataset("digits", seed=3)
+    spec = _spec("model_sensitivity", 1.0)
+    k = len(LAM_AUTO_GRID)
+    _, n_val = tuning._split(ds, spec.seed)
+    s = 2.0 / (n_val * 1.0 * tuning.SELECTION_FRACTION)
+    scores = np.zeros(k)
+    scores[:-1] = 80 * s  # the last candidate trails every other by 80 noise scales
+    m = REGISTRY["model_sensitivity"]
+
+    def fake_evaluate(self, ctx, scales, repeats):
+        return torch.full((len(scales), repeats), float(scores[LAM_AUTO_GRID.index(ctx.problem.lam)]), dtype=torch.float64)
+
+    def draws(shape, generator):
+        e = torch.ones(shape, dtype=torch.float64)
+        e[0, -1] = 100.0  # beyond what exponential_ can draw
+        return e
+
+    monkeypatch.setattr(type(m), "evaluate", fake_evaluate)
+    monkeypatch.setattr(tails, "exponential", draws)
+
+    def mk(d, lam):
+        return Problem(n=d.n, dim=d.dim, classes=d.classes, lam=lam, budget=10, teachers=8, batch_size=64, epochs=1)
+
+    assert tuning.choose_lams("model_sensitivity", ds, spec, [PrivacyBudget(1.0)], "cpu", mk) == [LAM_AUTO_GRID[-1]]
+    u = torch.tensor([2.0 ** -53], dtype=torch.float64)  # exponential_'s largest draw, -log of its smallest uniform
+    assert float(-torch.log(u)) < 36.8

@@ -32,6 +32,7 @@ from torch.func import functional_call, grad, vmap
 from torch.nn import functional as F
 
 from ..device import make_generator
+from .. import tails
 from .ghost import ghost_clip_and_sum, supports_ghost
 from .images import ImageData, augment_batch, to_float
 from ..precision import clip_factors, exact_fp32
@@ -39,7 +40,7 @@ from .models import ResNet20, SmallCNN
 from .loop import (generator_states, load_checkpoint, lr_at, momentum_step, restore_generators,
                    save_checkpoint)
 
-__all__ = ["SGDConfig", "CLIPPING_METHODS", "per_sample_grads", "clip_and_sum", "clipped_sum", "add_noise", "scale",
+__all__ = ["SGDConfig", "CLIPPING_METHODS", "per_sample_grads", "clip_and_sum", "clipped_sum", "draw_noise", "add_noise", "scale",
            "dpsgd_step", "train_dpsgd", "channels_last",
            "evaluate_model"]
 
@@ -151,23 +152,37 @@ def _std_up(std: float, dtype: torch.dtype) -> float:
     return float(low)
 
 
-def add_noise(summed: dict[str, torch.Tensor], std: float, generator: torch.Generator) -> dict[str, torch.Tensor]:
-    """summed + N(0, std^2) per coordinate, drawn from ``generator`` (on the tensors' device); the
-    std is rounded up to each tensor's dtype, never below ``std``.
+def draw_noise(like: dict[str, torch.Tensor], std: float, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """N(0, std^2) per coordinate, shaped as ``like``, drawn from ``generator`` (on the tensors' device);
+    the std is rounded up to each tensor's dtype, never below ``std``.
 
-    The noise of all tensors of one dtype is one draw of their total size, split in the order of
-    ``summed`` (one kernel, not one per parameter: a GPU step of the small models is bound by
-    launches); every coordinate is still an independent N(0, std^2)."""
+    The noise of all tensors of one dtype is one draw of their total size, split in the order of ``like``
+    (one draw, not one per parameter: a GPU step of the small models is bound by launches); every
+    coordinate is still an independent N(0, std^2), from :func:`privcore.tails.gaussian_noise` (torch.randn's
+    tails stop at 5.77 in float32). It reads its far radii's positions back to the host, so a step draws it
+    before launching the clipping."""
     groups: dict[tuple[torch.device, torch.dtype], list[str]] = {}
-    for k, v in summed.items():
+    for k, v in like.items():
         groups.setdefault((v.device, v.dtype), []).append(k)
     out: dict[str, torch.Tensor] = {}
     for (device, dtype), keys in groups.items():
-        sizes = [summed[k].numel() for k in keys]
-        unit = torch.randn(sum(sizes), generator=generator, device=device, dtype=dtype)
-        noise = [n.view(summed[k].shape) for n, k in zip(unit.mul_(_std_up(std, dtype)).split(sizes), keys)]
-        out.update(zip(keys, torch._foreach_add([summed[k] for k in keys], noise)))
-    return {k: out[k] for k in summed}
+        sizes = [like[k].numel() for k in keys]
+        if device != generator.device:
+            raise ValueError(f"generator must be on the tensors' device {device}, got {generator.device}")
+        unit = tails.gaussian_noise(sum(sizes), generator, dtype)
+        out.update((k, n.view(like[k].shape)) for n, k in zip(unit.mul_(_std_up(std, dtype)).split(sizes), keys))
+    return {k: out[k] for k in like}
+
+
+def add_noise(summed: dict[str, torch.Tensor], std: float, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """summed + :func:`draw_noise` (N(0, std^2) per coordinate, never below ``std``)."""
+    return add(summed, draw_noise(summed, std, generator))
+
+
+def add(summed: dict[str, torch.Tensor], noise: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """summed + noise, key by key (one foreach kernel per dtype and device)."""
+    keys = list(summed)
+    return dict(zip(keys, torch._foreach_add([summed[k] for k in keys], [noise[k] for k in keys]))) if keys else {}
 
 
 def scale(noisy: dict[str, torch.Tensor], expected_batch: float) -> dict[str, torch.Tensor]:
@@ -182,8 +197,9 @@ def dpsgd_step(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[
     """The privatised gradient of one step: sample, clip and sum, noise, scale."""
     n = y.shape[0]
     q = cfg.batch_size / n
-    chosen = torch.nonzero(torch.rand(n, generator=gens["sample"], device=y.device) < q).flatten()
+    chosen = torch.nonzero(tails.bernoulli((n,), q, gens["sample"])).flatten()  # rate at most q
     total = {k: torch.zeros_like(v) for k, v in params.items()}
+    noise = draw_noise(total, sigma, gens["noise"])  # independent of the data; its read-back precedes the clipping
     for part in chosen.split(cfg.physical_batch):
         xb = to_float(x_u8[part], data.mean, data.std)
         if cfg.augment:
@@ -193,7 +209,7 @@ def dpsgd_step(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[
         summed, _ = clipped_sum(model, params, buffers, xb, y[part], clip, cfg.clipping, cfg.amp)
         for k in total:
             total[k] += summed[k]
-    return scale(add_noise(total, sigma, gens["noise"]), q * n)
+    return scale(add(total, noise), q * n)
 
 
 def train_dpsgd(model: nn.Module, data: ImageData, cfg: SGDConfig, clip: float, noise_multiplier: float,

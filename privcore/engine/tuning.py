@@ -40,6 +40,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from .. import tails
 from ..data import Dataset
 from ..device import derive_seed, make_generator
 from ..methods import Method, get_method
@@ -199,8 +200,9 @@ def private_choice(candidates: list[tuple[Method, Callable[[Dataset], Problem]]]
     for i, b in enumerate(budgets):
         eps_s = b.epsilon * SELECTION_FRACTION
         gen = make_generator(noise_seed, max_label[0], max_label[1], repr(float(b.epsilon)))
-        # Laplace(scale) as the difference of two exponentials, drawn from the explicit generator.
-        e = torch.empty(2, k, dtype=torch.float64).exponential_(generator=gen).numpy()
+        # Laplace(scale) as the difference of two exponentials, drawn from the explicit generator; tails.exponential
+        # reaches any tail (torch's exponential_ stops at 36.7: a candidate trailing further could never win).
+        e = tails.exponential((2, k), gen).numpy()
         noisy = scores[i] + noisy_max_scale(n_val, eps_s) * (e[0] - e[1])
         chosen.append(int(np.argmax(noisy)))
     return chosen

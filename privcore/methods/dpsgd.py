@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .. import limits
+from .. import limits, tails
 from ..accounting.dpsgd import dpsgd_epsilon_replace_one, dpsgd_noise_multiplier
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from ..validation import epsilon_up
@@ -256,8 +256,8 @@ def _draw_chunk(gens: list[torch.Generator], chunk: int, n: int, q: float, d: in
     import torch
     masks, units = [], []
     for g in gens:
-        masks.append(torch.rand(chunk, n, generator=g, device=device) < q)
-        units.append(torch.randn(chunk, d, c, generator=g, device=device))
+        masks.append(tails.bernoulli((chunk, n), q, g))  # rate at most q (float32 uniforms overshot it)
+        units.append(tails.gaussian_noise(chunk * d * c, g).view(chunk, d, c))  # tails not cut off
     mask = torch.stack(masks)  # [R, chunk, N]
     counts = mask.sum(dim=2)  # [R, chunk]
     size = max(1, int(counts.max()))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .. import tails
 from ..accounting.private_knn import KNN_THRESHOLD_FRACTION, knn_sigmas
 from ..types import NoiseScale, PrivacyBudget, Problem
 from ..validation import check_int, check_real, epsilon_up
@@ -80,7 +81,7 @@ def knn_votes(x_train: "torch.Tensor", y_train: "torch.Tensor", queries: "torch.
         q = xq[lo:lo + block]
         # Entry (m, n) is a function of query m and row n alone (a dot product): no other row enters.
         dist = sq.unsqueeze(0) - 2.0 * (q @ xt.T)
-        sampled = torch.rand(q.shape[0], n, generator=generator, dtype=torch.float64, device=xt.device) < sample_rate
+        sampled = tails.bernoulli((q.shape[0], n), sample_rate, generator).to(xt.device)  # rate at most sample_rate
         dist = dist.masked_fill(~sampled, float("inf"))
         order = torch.sort(dist, dim=1, stable=True).indices[:, :kk]
         near = torch.gather(sampled, 1, order)  # False: fewer than k rows were sampled

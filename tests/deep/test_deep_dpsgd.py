@@ -10,6 +10,7 @@ import torch
 from torch.nn import functional as F
 
 from privcore.accounting import dpsgd_noise_multiplier
+from privcore import tails
 from privcore.deep.dpsgd import SGDConfig, add_noise, clip_and_sum, per_sample_grads, scale, train_dpsgd
 from privcore.deep.images import ImageData
 from privcore.deep.loop import load_checkpoint, lr_at
@@ -180,13 +181,13 @@ def test_one_step_is_poisson_sampled_clipped_noised_and_scaled_by_the_expected_b
     gens = {"sample": _gen(11), "noise": _gen(12), "augment": _gen(13)}
     got = dpsgd_step(model, params, {}, x_u8, y, data, cfg, clip, sigma, gens)
     q = cfg.batch_size / n
-    chosen = torch.nonzero(torch.rand(n, generator=_gen(11)) < q).flatten()
+    chosen = torch.nonzero(tails.bernoulli((n,), q, _gen(11))).flatten()
     assert chosen.numel() != cfg.batch_size  # the drawn batch differs from the expected one here
     from privcore.deep.images import to_float
     xb = to_float(x_u8[chosen], data.mean, data.std)
     summed, _ = clip_and_sum(per_sample_grads(model, params, {}, xb, y[chosen]), clip)
     sizes = [v.numel() for v in params.values()]  # one draw, split in the parameters' order
-    unit = torch.randn(sum(sizes), generator=_gen(12)).split(sizes)
+    unit = tails.gaussian_noise(sum(sizes), _gen(12)).split(sizes)
     for k, u in zip(params, unit):
         want = (summed[k] + sigma * u.view(summed[k].shape)) / (q * n)
         assert torch.allclose(got[k], want, atol=1e-6, rtol=1e-4), k
@@ -198,11 +199,23 @@ def test_sampling_rate_and_noise_scale_over_many_steps():
     dpsgd_step, model, params, cfg, data, x_u8, y = _step_setup(n=200, batch=20)
     n, q, sigma = 200, 0.1, 2.0
     gens = {"sample": _gen(21), "noise": _gen(22), "augment": _gen(23)}
-    sizes = [int((torch.rand(n, generator=_gen(100 + s)) < q).sum()) for s in range(300)]
+    sizes = [int(tails.bernoulli((n,), q, _gen(100 + s)).sum()) for s in range(300)]
     assert abs(np.mean(sizes) - q * n) < 1.0 and np.std(sizes) == pytest.approx(math.sqrt(n * q * (1 - q)), rel=0.2)
     out = [dpsgd_step(model, params, {}, x_u8, y, data, cfg, 1e-9, sigma, gens) for _ in range(3)]
     flat = torch.cat([torch.cat([v.flatten() for v in o.values()]) for o in out])
     assert float(flat.std()) == pytest.approx(sigma / (q * n), rel=0.05)
+
+
+def test_noise_tails_are_not_cut_off(monkeypatch):
+    """torch.randn's float32 normals stop at 5.77 (a 24-bit uniform): a step whose sensitivity is two
+    noise deviations then had an outcome of probability 8e-5 under one neighbour and 0 under the other.
+    With every radius forced into the exact tail branch and that branch's Exp(1) forced to 5000, the
+    noise reaches about 100 deviations; torch.randn could not."""
+    monkeypatch.setattr(tails, "_BULK_BITS", 0)  # U <= 1 always: every radius from the exact Exp(1)
+    monkeypatch.setattr(tails, "exponential", lambda shape, generator: torch.full(shape, 5000.0,
+                                                                                          dtype=torch.float64))
+    noisy = add_noise({"w": torch.zeros(400)}, 1.0, _gen(3))["w"]
+    assert float(noisy.abs().max()) > 50
 
 
 def test_noise_std_is_rounded_up_to_float32():
@@ -210,7 +223,7 @@ def test_noise_std_is_rounded_up_to_float32():
     std = 0.7
     assert float(torch.tensor(std, dtype=torch.float32)) < std
     noisy = add_noise({"w": torch.zeros(2000)}, std, _gen(3))["w"]
-    unit = torch.randn(2000, generator=_gen(3))
+    unit = tails.gaussian_noise(2000, _gen(3))
     up = torch.nextafter(torch.tensor(std, dtype=torch.float32), torch.tensor(float("inf")))
     assert float(up) >= std
     assert torch.equal(noisy, up * unit)  # the std used is the float32 just above 0.7, never below

@@ -214,3 +214,19 @@ def test_the_mixed_clipped_sum_never_waits_for_the_gpu(name, channels, size):
         ghost_clip_and_sum(model, params, {}, x, y, 1.0, conv_route="cost")
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+@pytest.mark.parametrize("bulk_bits", [20, 2])
+def test_dpsgd_noise_on_the_gpu_is_standard_normal_in_both_branches(monkeypatch, bulk_bits):
+    """privcore.tails.gaussian_noise on CUDA: the CUDA generator, both branches of the radius (with the split at
+    2^-2 a quarter of the radii take the exact Exp(1) branch), and add_noise's draw on the device."""
+    import scipy.stats as st
+
+    from privcore import tails
+
+    monkeypatch.setattr(tails, "_BULK_BITS", bulk_bits)
+    z = tails.gaussian_noise(200_001, _gen(3, "cuda"), torch.float64)
+    assert z.device.type == "cuda" and bool(torch.isfinite(z).all())
+    assert st.kstest(z.cpu().numpy(), "norm").pvalue > 1e-3
+    noisy = add_noise({"w": torch.zeros(1000, device="cuda")}, 2.0, _gen(4, "cuda"))["w"]
+    assert noisy.device.type == "cuda" and float(noisy.std()) == pytest.approx(2.0, rel=0.15)
