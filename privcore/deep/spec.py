@@ -25,11 +25,15 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Names accepted by :func:`privcore.deep.models.build_model` (and the CLI's ``--model``).
 MODEL_NAMES: tuple[str, ...] = ("small-cnn", "resnet20")
 
-__all__ = ["DeepSpec", "DeepRow", "PRESETS", "FIG7_EPSILONS", "FIG7_BUDGETS", "DEEP_SCHEMA", "figure7_specs",
+__all__ = ["DeepSpec", "DeepRow", "PRESETS", "FIG7_EPSILONS", "FIG7_BUDGETS", "DEEP_SCHEMA", "NOISE_SAMPLER", "figure7_specs",
            "row_fields", "vote_numbers", "SECURE_FORMULA"]
 
 #: Bump when a change alters what a stored deep result means.
 DEEP_SCHEMA = 1
+#: The samplers of the private points (DP-SGD trainings and votes): 2 is privcore.tails (noise whose tails are not
+#: cut off, Poisson batches at a rate never above q); points without it came from torch's samplers and are not
+#: served (nor is a checkpoint of theirs resumed). The teachers and the reference add no noise: their keys stay.
+NOISE_SAMPLER = 2
 #: Figure 7 of the paper: (a) accuracy against epsilon at B = 10, (b) against B at epsilon = 1; delta = 1e-5.
 FIG7_EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0, 10.0)
 FIG7_BUDGETS: tuple[int, ...] = (1, 3, 10, 30, 100, 300, 1000)
@@ -156,7 +160,7 @@ class DeepSpec:
         """Identity of one DP-SGD training (no B: the released model serves every prediction)."""
         return {**self.common_point(), "kind": "dpsgd", "method": method, "epsilon": epsilon, "delta": self.delta,
                 "accounting": self.accounting, "epochs": self.epochs, "batch_size": self.batch_size, "lr": self.lr,
-                "clip": self.clip}
+                "clip": self.clip, "sampler": NOISE_SAMPLER}
 
     def teacher_point(self) -> dict[str, Any]:
         """Identity of the T teachers (non-private training, shared by every vote method)."""
@@ -169,7 +173,7 @@ class DeepSpec:
 
     def vote_point(self, method: str, epsilon: float, budget: int) -> dict[str, Any]:
         return {**self.teacher_point(), "kind": "votes", "method": method, "epsilon": epsilon, "delta": self.delta,
-                "budget": budget, "accounting": self.accounting, "repeats": self.repeats}
+                "budget": budget, "accounting": self.accounting, "repeats": self.repeats, "sampler": NOISE_SAMPLER}
 
     def stated(self, formula: str) -> str:
         """A private row's formula, with :data:`SECURE_FORMULA` when its noise is secure."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .. import limits, tails
+from .. import limits
 from ..accounting.dpsgd import dpsgd_epsilon_replace_one, dpsgd_noise_multiplier
 from ..types import CalibrationError, NoiseScale, PrivacyBudget, Problem
 from ..validation import epsilon_up
@@ -254,6 +254,8 @@ def _draw_chunk(gens: list[torch.Generator], chunk: int, n: int, q: float, d: in
     Gaussian noise [R, chunk, D, C].
     """
     import torch
+
+    from .. import tails  # torch at import: not for a calibration
     masks, units = [], []
     for g in gens:
         masks.append(tails.bernoulli((chunk, n), q, g))  # rate at most q (float32 uniforms overshot it)

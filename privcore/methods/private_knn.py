@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .. import tails
 from ..accounting.private_knn import KNN_THRESHOLD_FRACTION, knn_sigmas
 from ..types import NoiseScale, PrivacyBudget, Problem
 from ..validation import check_int, check_real, epsilon_up
@@ -69,6 +68,8 @@ def knn_votes(x_train: "torch.Tensor", y_train: "torch.Tensor", queries: "torch.
     replaced row changes its own key only. Fewer than k sampled rows: all of them vote.
     """
     import torch
+
+    from .. import tails  # torch at import: not for a calibration
 
     xt = x_train.to(torch.float64)
     xq = queries.to(device=xt.device, dtype=torch.float64)

@@ -146,3 +146,27 @@ def test_gamma_upper_quantile_rounds_up_at_many_classes(classes, delta):
         sf = lambda v: mpmath.gammainc(classes, mpmath.mpf(v), mpmath.inf, regularized=True)  # noqa: E731
         assert sf(x) <= delta  # the float64 Poisson sum alone ended 3.5e-12 (relative tail) short at 5,000
         assert sf(x * (1 - 1e-9)) > delta
+
+
+@pytest.mark.parametrize("eps, delta", [(1e-8, 1e-100), (1e-8, 1e-20), (1e-7, 1e-100), (1e-6, 1e-200),
+                                        (3e-6, 1e-12), (1e-5, 1e-100)])
+def test_sigma_and_epsilon_stay_safe_where_the_two_terms_cancel(eps, delta):
+    """At tiny epsilon and delta the two Phi terms of Theorem 8 agree to many digits and float64 misjudged
+    delta: without the rounding allowance sigma was 4.8e-6 relative too small at (1e-8, 1e-100) (delta
+    reached 1.0019e-100; an independent attack). The allowance costs at most 0.2 % of noise there."""
+    from privcore.accounting.gaussian import _delta_upper, analytic_gaussian_epsilon, gaussian_delta
+
+    with mpmath.workdps(80):
+        sigma = analytic_gaussian_sigma(eps, delta)
+        assert meets(sigma, eps, delta)
+        assert not meets(sigma * (1 - 2e-3), eps, delta)
+        e = analytic_gaussian_epsilon(sigma * 1.001, delta)
+        assert meets(sigma * 1.001, e, delta)
+    # The check can fail: the old calibration (bisection on the float64 estimate alone, 1e-8 margin) is caught.
+    if (eps, delta) == (1e-8, 1e-100):
+        from privcore.accounting.gaussian import _bisect_decreasing
+
+        f = lambda x: gaussian_delta(x, eps)  # noqa: E731
+        old = _bisect_decreasing(f, delta, 1.0, 2.0 ** 40) * (1.0 + 1e-8)
+        assert not meets(old, eps, delta) and meets(sigma, eps, delta)
+        assert _delta_upper(old, eps) > delta

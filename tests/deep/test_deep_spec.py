@@ -70,3 +70,15 @@ def test_rows_carry_the_declared_fields_and_read_the_shipped_figure_7():
     finally:
         unregister("toy_vote")
     assert "toy_vote_level" not in DeepRow.columns()
+
+
+def test_private_points_name_their_sampler_and_the_teachers_keep_their_keys():
+    """DP-SGD trainings and votes made with torch's samplers (tails cut off, rates above q) are neither served
+    nor resumed: their points carry NOISE_SAMPLER. The teachers and the reference add no noise, so their keys
+    (and the trained teachers a cache holds) stay."""
+    from privcore.deep.spec import NOISE_SAMPLER
+
+    spec = DeepSpec(**PRESETS["cpu-small"])
+    assert spec.dpsgd_point("dpsgd", 1.0)["sampler"] == NOISE_SAMPLER == 2
+    assert spec.vote_point("subsample_aggregate", 1.0, 10)["sampler"] == NOISE_SAMPLER
+    assert "sampler" not in spec.teacher_point() and "sampler" not in spec.baseline_point()
