@@ -98,6 +98,8 @@ def test_the_shipped_figure_7_shows_before_anyone_trains(tmp_path, monkeypatch):
     assert [s.value for s in at.selectbox if s.key == "w:deep_shipped"] == [shipped.tag]
     assert not [w for w in texts(at.warning) if "deep_shipped" in w]  # a clean visit adjusts nothing
     assert sum("deep_shipped_export_a_csv" in k for k in _exports(at, "deep_shipped_export")) == 1
+    # the shipped run predates the exact-tailed samplers: the page says what its epsilon then meant
+    assert any("samplers whose tails stop" in t for t in texts(at.caption))
 
 
 def test_the_shipped_panels_are_full_width(tmp_path, monkeypatch):
@@ -275,3 +277,17 @@ def test_a_bad_or_unknown_url_value_is_said_here_too(tmp_path, monkeypatch):
     assert not at.exception, at.exception
     said = " ".join(texts(at.warning))
     assert "dataset=bogus ignored" in said and "eps=abc ignored" in said and "batchsize" in said, said
+
+
+def test_only_rows_drawn_with_the_old_samplers_are_flagged():
+    """A private row carries SAMPLER_FORMULA once its noise comes from privcore.tails (DeepSpec.stated); the
+    reference adds no noise and never needs it."""
+    from privcore.deep.shipped import drawn_before_exact_tails
+    from privcore.deep.spec import PRESETS, SAMPLER_FORMULA, SECURE_FORMULA, DeepSpec
+
+    spec = DeepSpec(**PRESETS["cpu-small"])
+    new = {"method": "dpsgd", "formula": spec.stated("noise multiplier: z")}
+    assert SAMPLER_FORMULA in new["formula"] and not drawn_before_exact_tails([new, {"method": "non_private"}])
+    assert drawn_before_exact_tails([new, {"method": "subsample_aggregate", "formula": "beta = 1"}])
+    secure = DeepSpec(**{**PRESETS["cpu-small"], "secure_noise": True}).stated("f")
+    assert secure.endswith(SECURE_FORMULA) and SAMPLER_FORMULA in secure

@@ -144,6 +144,20 @@ PAPER_FINDINGS = (
     "teacher-vote answer spends privacy, so those curves fall as B grows.")
 
 
+#: Under a shipped run drawn before DP-SGD's and the votes' noise had exact tails.
+OLD_SAMPLERS_NOTE = ("These runs drew their noise with samplers whose tails stop (DP-SGD's float32 normals at 5.77 "
+                     "standard deviations), so their ε held for the ideal mechanism only; the accuracies are what the "
+                     "exact samplers give, up to the randomness. Training here uses the exact samplers "
+                     "(docs/limits.md, \"Floating-point noise\").")
+
+
+def drawn_before_exact_tails(rows: list[dict]) -> bool:
+    """:func:`privcore.deep.shipped.drawn_before_exact_tails`."""
+    from privcore.deep.shipped import drawn_before_exact_tails as before
+
+    return before(rows)
+
+
 def shipped() -> list:
     """The Figure 7 runs shipped in docs/figures (:mod:`privcore.deep.shipped`), the paper's epochs first."""
     from privcore.deep.shipped import shipped_runs

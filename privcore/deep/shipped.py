@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from .data import DEEP_DATASETS
-from .spec import MODEL_NAMES, PRESETS, DeepRow, row_fields
+from .spec import MODEL_NAMES, PRESETS, SAMPLER_FORMULA, DeepRow, row_fields
 
-__all__ = ["ShippedRun", "figures_dir", "shipped_runs", "read_rows", "FIGURES_ENV"]
+__all__ = ["ShippedRun", "figures_dir", "shipped_runs", "read_rows", "FIGURES_ENV", "drawn_before_exact_tails"]
 
 #: Another folder of shipped CSVs (default: the checkout's docs/figures).
 FIGURES_ENV = "PRIVCORE_FIGURES_DIR"
@@ -114,3 +114,9 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     except (OSError, TypeError, ValueError) as err:
         raise ValueError(f"{path.name} does not read as Figure 7 rows: {err}") from None
     return [dict(r, classes=10) for r in rows]
+
+
+def drawn_before_exact_tails(rows: list[dict[str, Any]]) -> bool:
+    """Whether any private row (DP-SGD, votes) of a shipped run was drawn with torch's samplers, whose noise
+    tails stop (float32 normals at 5.77 deviations): its formula lacks :data:`SAMPLER_FORMULA`."""
+    return any(r.get("method") != "non_private" and SAMPLER_FORMULA not in str(r.get("formula", "")) for r in rows)

@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
 MODEL_NAMES: tuple[str, ...] = ("small-cnn", "resnet20")
 
 __all__ = ["DeepSpec", "DeepRow", "PRESETS", "FIG7_EPSILONS", "FIG7_BUDGETS", "DEEP_SCHEMA", "NOISE_SAMPLER", "figure7_specs",
-           "row_fields", "vote_numbers", "SECURE_FORMULA"]
+           "row_fields", "vote_numbers", "SECURE_FORMULA",
+           "SAMPLER_FORMULA"]
 
 #: Bump when a change alters what a stored deep result means.
 DEEP_SCHEMA = 1
@@ -39,6 +40,9 @@ FIG7_EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0, 10.0)
 FIG7_BUDGETS: tuple[int, ...] = (1, 3, 10, 30, 100, 300, 1000)
 FIG7_B, FIG7_EPS = 10, 1.0
 #: The end of a secure row's formula (``DeepSpec.secure_noise``): its numbers cannot be reproduced.
+#: Part of every private row's formula since its noise comes from privcore.tails (:data:`NOISE_SAMPLER`): a
+#: shipped row without it was drawn with torch's samplers (tails cut off; docs/limits.md).
+SAMPLER_FORMULA = "; noise: privcore.tails (tails not cut off)"
 SECURE_FORMULA = ("; secure noise: drawn from a fresh secret seed of the operating system's entropy, never shown "
                   "or stored (the seed fixed only the data, the teachers and the initialisation)")
 
@@ -176,8 +180,9 @@ class DeepSpec:
                 "budget": budget, "accounting": self.accounting, "repeats": self.repeats, "sampler": NOISE_SAMPLER}
 
     def stated(self, formula: str) -> str:
-        """A private row's formula, with :data:`SECURE_FORMULA` when its noise is secure."""
-        return formula + SECURE_FORMULA if self.secure_noise else formula
+        """A private row's formula, with :data:`SAMPLER_FORMULA`, and :data:`SECURE_FORMULA` when its noise is
+        secure."""
+        return formula + SAMPLER_FORMULA + (SECURE_FORMULA if self.secure_noise else "")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
