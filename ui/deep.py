@@ -146,9 +146,8 @@ PAPER_FINDINGS = (
 
 #: Under a shipped run drawn before DP-SGD's and the votes' noise had exact tails.
 OLD_SAMPLERS_NOTE = ("These runs drew their noise with samplers whose tails stop (DP-SGD's float32 normals at 5.77 "
-                     "standard deviations), so their ε held for the ideal mechanism only; the accuracies are what the "
-                     "exact samplers give, up to the randomness. Training here uses the exact samplers "
-                     "(docs/limits.md, \"Floating-point noise\").")
+                     "standard deviations), so their ε held for the ideal mechanism, not for the samplers used. "
+                     "Training here uses samplers with exact tails (docs/limits.md, \"Floating-point noise\").")
 
 
 def drawn_before_exact_tails(rows: list[dict]) -> bool:
