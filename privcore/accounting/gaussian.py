@@ -93,8 +93,8 @@ def _delta_upper(sigma: float, epsilon: float, sensitivity: float = 1.0) -> floa
     Each term exp(l) (l = log Phi(a), or epsilon + log Phi(b)) is off by a few ulp of l and by the rounding of
     its argument times d log Phi / dx (about |x| in the lower tail), relative to the term; the difference of
     two nearly equal terms (tiny epsilon) keeps their absolute errors. So the allowance is 64 u (1 + |l| + x^2)
-    per term, u = 2^-53. Without it sigma came out up to 4.8e-6 relative too small at epsilon = 1e-8, delta =
-    1e-100 (the delta reached was 1.0019e-100, against 60-digit arithmetic; an independent attack found it)."""
+    per term, u = 2^-53. Without it sigma came out up to about 5e-6 relative too small at epsilon = 1e-8, delta =
+    1e-100 (the delta reached was 1.002e-100, against 80-digit arithmetic, bench/bench_agm_rounding.py; an independent attack found it)."""
     if sigma == 0:
         return 1.0
     ratio = sensitivity / sigma

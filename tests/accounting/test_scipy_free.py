@@ -152,8 +152,8 @@ def test_gamma_upper_quantile_rounds_up_at_many_classes(classes, delta):
                                         (3e-6, 1e-12), (1e-5, 1e-100)])
 def test_sigma_and_epsilon_stay_safe_where_the_two_terms_cancel(eps, delta):
     """At tiny epsilon and delta the two Phi terms of Theorem 8 agree to many digits and float64 misjudged
-    delta: without the rounding allowance sigma was 4.8e-6 relative too small at (1e-8, 1e-100) (delta
-    reached 1.0019e-100; an independent attack). The allowance costs at most 0.2 % of noise there."""
+    delta: without the rounding allowance sigma was about 5e-6 relative too small at (1e-8, 1e-100) (delta
+    reached 1.002e-100; an independent attack). The allowance costs at most 0.2 % of noise there."""
     from privcore.accounting.gaussian import _delta_upper, analytic_gaussian_epsilon, gaussian_delta
 
     with mpmath.workdps(80):
