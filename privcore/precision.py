@@ -95,26 +95,33 @@ def exact_fp32(device: torch.device | str = "cuda") -> Iterator[None]:
                 _saved = None
 
 
-#: Units in the last place a computed per-example norm may fall short of the true one. The squared norm
-#: is a torch reduction (blocked or tree summation: relative error about log2(n) + a few rounding units
-#: for n terms, under 24 for a model of 16 million parameters a layer) summed over the layers (one unit
-#: per layer, under 64 for the project's models), and the square root and the scaling add a few more:
-#: 2 x 64 units of the squared norm is over twice what they need.
+#: Units in the last place (of the working precision) by which the clip is tightened. The norms are float32
+#: block sums of at most 64 squares added in float64 (:func:`privcore.roundoff.squared_norms`): short of the
+#: true squared norm by at most gamma_65 = 3.9e-6 in float32 (1.95e-6 in the norm) plus float64's gamma_{K+3}
+#: for K terms (added below for any K, for float64 models), and the factor's rounding to float32 adds one
+#: unit: 64 units (7.6e-6) cover them, the margin earlier versions used.
 _MARGIN_EPS = 64
 
 
-def clip_margin(dtype: torch.dtype) -> float:
+def clip_margin(dtype: torch.dtype, terms: int = 0) -> float:
     """The fraction of ``clip`` an example is scaled to, so that rounding never lets it exceed ``clip``.
 
     DP-SGD's sensitivity is the clip only if every scaled example has norm at most the clip *as a real
-    number*; a float32 norm a few units in the last place short of the true one gives min(1, C / norm)
-    a factor a little too large (an independent audit measured norms of C (1 + 2.2e-7) after clipping).
-    Scaling to C (1 - 64 eps) instead (7.6e-6 relative in float32, 1.4e-14 in float64) keeps every
-    example inside the ball; the accountant still charges C.
+    number*; a computed norm short of the true one gives min(1, C / norm) a factor a little too large
+    (an independent audit measured norms of C (1 + 2.2e-7) after clipping with float32 norms).
+    Scaling to C (1 - 64 eps - 2 gamma_{terms+3}) instead (eps of ``dtype``, gamma in float64 for the
+    ``terms`` squares summed: 7.6e-6 relative in float32) keeps every example inside the ball; the
+    accountant still charges C.
     """
-    return 1.0 - _MARGIN_EPS * torch.finfo(dtype).eps
+    from .roundoff import gamma
+    return 1.0 - _MARGIN_EPS * torch.finfo(dtype).eps - 2 * gamma(terms + 3, torch.float64)
 
 
-def clip_factors(norms: torch.Tensor, clip: float) -> torch.Tensor:
-    """min(1, C' / norm) per example for the computed ``norms``, with C' = clip x :func:`clip_margin`."""
-    return torch.clamp(clip * clip_margin(norms.dtype) / norms.clamp_min(1e-12), max=1.0)
+def clip_factors(norms: torch.Tensor, clip: float | torch.Tensor, dtype: torch.dtype | None = None,
+                 terms: int = 0) -> torch.Tensor:
+    """min(1, C' / norm) per example for the computed ``norms`` (float64 from
+    :func:`privcore.roundoff.squared_norms`, or any dtype), with C' = clip x :func:`clip_margin` of the
+    working ``dtype`` (default: the norms') and ``terms`` squares; returned in ``dtype``. ``clip`` may be a
+    tensor broadcasting against ``norms`` (one clip per repetition)."""
+    dtype = dtype or norms.dtype
+    return torch.clamp(clip * clip_margin(dtype, terms) / norms.clamp_min(1e-12), max=1.0).to(dtype)

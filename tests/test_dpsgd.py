@@ -15,7 +15,8 @@ import torch
 from privcore.context import TrainContext
 from privcore.data import load_dataset
 from privcore.methods import REGISTRY
-from privcore.methods.dpsgd import _chunks, _draw_chunk
+from privcore.methods.dpsgd import _chunks, _draw_chunk, sum_chunk
+from privcore.roundoff import step_clip
 from privcore.types import PrivacyBudget, Problem
 
 
@@ -38,7 +39,7 @@ def _reference(ctx: TrainContext, multipliers: list[float], repeats: int) -> tor
     for e, mult in enumerate(multipliers):
         for r in range(repeats):
             theta = torch.zeros(d, c, dtype=torch.float64)
-            for idx_chunk, _, unit_chunk in draws:
+            for idx_chunk, _, _, unit_chunk in draws:
                 for s in range(idx_chunk.shape[1]):
                     rows = idx_chunk[r, s]
                     rows = rows[rows < n]  # drop the padding
@@ -46,7 +47,8 @@ def _reference(ctx: TrainContext, multipliers: list[float], repeats: int) -> tor
                     resid = torch.softmax(xb @ theta, dim=1) - torch.nn.functional.one_hot(yb, c).double()
                     per_example = xb.unsqueeze(2) * resid.unsqueeze(1)  # [b, D, C]
                     norms = per_example.flatten(1).norm(dim=1)
-                    factor = torch.clamp(pb.clip / norms.clamp_min(1e-12), max=1.0)
+                    # the clip of a step of b examples (privcore.roundoff: rounding included, the sum moves by <= 2 clip)
+                    factor = torch.clamp(step_clip(pb.clip, len(rows), chunk=sum_chunk(pb.batch_size)) / norms.clamp_min(1e-12), max=1.0)
                     total = (per_example * factor.view(-1, 1, 1)).sum(dim=0)
                     noise = mult * pb.clip * unit_chunk[r, s].double()
                     theta = theta - pb.learning_rate * (total + noise) / (pb.sample_rate * n)
@@ -74,6 +76,36 @@ def test_reference_catches_a_wrong_noise_scale(ctx):
     got = m.release(ctx, [scale], 2).double()
     wrong = _reference(ctx, [2.0 * scale.noise_multiplier], 2)
     assert not torch.allclose(got, wrong, atol=1e-4 * float(wrong.abs().max()), rtol=0)
+
+
+def test_each_repetition_clips_to_the_step_clip_of_its_own_batch(ctx, monkeypatch):
+    """The release asks for the step clip with each repetition's drawn batch size (not the padded size,
+    which depends on the other repetitions), and uses it: with C / 3 instead the models change."""
+    from privcore import roundoff
+
+    m = REGISTRY["dpsgd"]
+    pb = ctx.problem
+    n, d = ctx.x_train.shape
+    scale = m.calibrate(PrivacyBudget(1.0, 1e-5), pb)
+    plain = m.release(ctx, [scale], 2)
+    gens = [ctx.generator("dpsgd", "run", r) for r in range(2)]
+    counts = torch.cat([_draw_chunk(gens, chunk, n, pb.sample_rate, d, ctx.classes, ctx.device)[2]
+                        for chunk in _chunks(pb.steps, n, d * ctx.classes)], dim=1)  # [R, steps]
+    asked = []
+    real = roundoff.step_clip
+    monkeypatch.setattr(roundoff, "step_clip", lambda c, b, chunk: asked.append(b) or real(c, b, chunk=chunk))
+    assert torch.equal(m.release(ctx, [scale], 2), plain)
+    assert asked == counts.t().flatten().tolist()  # step by step, repetition by repetition
+    monkeypatch.setattr(roundoff, "step_clip", lambda c, b, chunk: c / 3)
+    assert not torch.allclose(m.release(ctx, [scale], 2), plain, atol=1e-3)
+
+
+def test_the_partial_sum_size_follows_the_public_batch_size():
+    from privcore import roundoff
+    from privcore.methods import dpsgd
+
+    assert sum_chunk(256) == dpsgd.SUM_CHUNK == 128 and sum_chunk(4096) == roundoff.SUM_CHUNK == 32
+    assert 1 - roundoff.step_clip(1.0, 4096, chunk=sum_chunk(4096)) < 0.01  # under 1 % of the clip
 
 
 def test_the_float32_noise_std_is_never_below_the_calibrated_one():
@@ -128,6 +160,6 @@ def test_the_unit_noise_tails_are_not_cut_off(monkeypatch):
     monkeypatch.setattr(tails, "exponential", lambda shape, generator: torch.full(shape, 5000.0,
                                                                                           dtype=torch.float64))
     gens = [torch.Generator().manual_seed(s) for s in (1, 2)]
-    _, _, unit = _draw_chunk(gens, 3, 20, 0.2, 5, 4, torch.device("cpu"))
+    _, _, _, unit = _draw_chunk(gens, 3, 20, 0.2, 5, 4, torch.device("cpu"))
     assert unit.shape == (2, 3, 5, 4) and unit.dtype == torch.float32
     assert float(unit.abs().max()) > 50

@@ -36,6 +36,7 @@ from .. import tails
 from .ghost import ghost_clip_and_sum, supports_ghost
 from .images import ImageData, augment_batch, to_float
 from ..precision import clip_factors, exact_fp32
+from ..roundoff import squared_norms, step_clip, weighted_sum
 from .models import ResNet20, SmallCNN
 from .loop import (generator_states, load_checkpoint, lr_at, momentum_step, restore_generators,
                    save_checkpoint)
@@ -99,17 +100,21 @@ def clip_and_sum(grads: dict[str, torch.Tensor], clip: float) -> tuple[dict[str,
     An example whose gradient is not finite (NaN or inf, e.g. an overflow under autocast)
     contributes zero: otherwise one example could turn the released sum into NaN, an influence that
     no clipping bounds. Zeroing is a fixed per-example map, so each contribution keeps norm <= clip.
+    The norms are float64 sums and the sum is formed from float32 partial sums added in float64
+    (:mod:`privcore.roundoff`); :func:`dpsgd_step` passes the step clip that makes the rounding safe.
     """
-    sq = sum(g.reshape(g.shape[0], -1).pow(2).sum(dim=1) for g in grads.values())  # elementwise: no TF32
+    dtype = next(iter(grads.values())).dtype
+    sq = sum(squared_norms(g) for g in grads.values())  # float64: see privcore.roundoff
     norms = sq.sqrt()
     finite = torch.isfinite(norms)
-    factor = torch.where(finite, clip_factors(norms, clip), torch.zeros_like(norms))
+    factor = clip_factors(norms, clip, dtype, sum(g[0].numel() for g in grads.values()))
+    factor = torch.where(finite, factor, torch.zeros_like(factor))
 
     def kept(g: torch.Tensor) -> torch.Tensor:
         return torch.where(finite.view(-1, *([1] * (g.dim() - 1))), g, torch.zeros_like(g))
 
     with exact_fp32(norms.device):  # the weighted sum in full float32 (no TF32): see privcore.precision
-        return {k: torch.einsum("b,b...->...", factor, kept(g)) for k, g in grads.items()}, norms
+        return {k: weighted_sum(factor, kept(g)).to(g.dtype) for k, g in grads.items()}, norms.to(dtype)
 
 
 def clipped_sum(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor],
@@ -194,22 +199,28 @@ def scale(noisy: dict[str, torch.Tensor], expected_batch: float) -> dict[str, to
 def dpsgd_step(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor],
                x_u8: torch.Tensor, y: torch.Tensor, data: ImageData, cfg: SGDConfig, clip: float, sigma: float,
                gens: dict[str, torch.Generator]) -> dict[str, torch.Tensor]:
-    """The privatised gradient of one step: sample, clip and sum, noise, scale."""
+    """The privatised gradient of one step: sample, clip and sum, noise, scale.
+
+    Each example is clipped to :func:`privcore.roundoff.step_clip` of the step's batch size, so that the
+    computed sum, rounding included, moves by at most 2 ``clip`` (the sensitivity the accountant charges);
+    the physical batches' sums and the noise are added in float64."""
     n = y.shape[0]
     q = cfg.batch_size / n
     chosen = torch.nonzero(tails.bernoulli((n,), q, gens["sample"])).flatten()  # rate at most q
-    total = {k: torch.zeros_like(v) for k, v in params.items()}
-    noise = draw_noise(total, sigma, gens["noise"])  # independent of the data; its read-back precedes the clipping
+    noise = draw_noise(params, sigma, gens["noise"])  # independent of the data; its read-back precedes the clipping
+    total = {k: torch.zeros_like(v, dtype=torch.float64) for k, v in params.items()}
+    inner = step_clip(clip, chosen.numel())  # the batch size is a draw of the sampling, not of the data
     for part in chosen.split(cfg.physical_batch):
         xb = to_float(x_u8[part], data.mean, data.std)
         if cfg.augment:
             xb = augment_batch(xb, gens["augment"], 4 if data.shape[1] >= 32 else 2)
         if cfg.channels_last:
             xb = xb.contiguous(memory_format=torch.channels_last)
-        summed, _ = clipped_sum(model, params, buffers, xb, y[part], clip, cfg.clipping, cfg.amp)
+        summed, _ = clipped_sum(model, params, buffers, xb, y[part], inner, cfg.clipping, cfg.amp)
         for k in total:
             total[k] += summed[k]
-    return scale(add(total, noise), q * n)
+    noisy = add(total, {k: v.to(torch.float64) for k, v in noise.items()})  # then rounding is post-processing
+    return scale({k: v.to(params[k].dtype) for k, v in noisy.items()}, q * n)
 
 
 def train_dpsgd(model: nn.Module, data: ImageData, cfg: SGDConfig, clip: float, noise_multiplier: float,

@@ -15,8 +15,9 @@ function of (a_i, b_i) only:
 - ``GroupNorm`` affine parameters: g_i = sum over positions of xhat_i * b_i (weight) and of b_i (bias),
   per example (cheap: [batch, C]).
 
-The squared norms of all layers add up to ||g_i||^2, the factors c_i = min(1, C / ||g_i||) are those
-of ``clip_and_sum`` (zero for an example whose norm is not finite), and each layer's clipped sum is
+The squared norms of all layers (float64, :mod:`privcore.roundoff`) add up to ||g_i||^2, the factors
+c_i = min(1, C / ||g_i||) are those of ``clip_and_sum`` (zero for an example whose norm is not finite; on the
+Gram route also at most GRAM_CAP C / M_i, which bounds that route's rounding), and each layer's clipped sum is
 its ordinary weight gradient with b_i scaled by c_i (for convolutions on the Gram route, PyTorch's
 own convolution weight backward) or the c-weighted sum of the per-example g_i just formed, so no
 second backward pass and no per-example gradient of the whole model is formed (Bu et al.,
@@ -40,6 +41,7 @@ from torch.nn import functional as F
 from torch.nn.grad import conv2d_weight
 
 from ..precision import clip_factors, exact_fp32
+from ..roundoff import GRAM_CAP, GRAM_SUM_POSITIONS, gamma, outer_sum, squared_norms, weighted_sum
 from .routes import GRAM_CHUNK_ELEMENTS, conv_route as cost_route
 
 __all__ = ["supports_ghost", "ghost_clip_and_sum", "CONV_ROUTES"]
@@ -50,8 +52,9 @@ __all__ = ["supports_ghost", "ghost_clip_and_sum", "CONV_ROUTES"]
 #: "gram" (the ghost norm everywhere) or "per-example" (per-example weight gradients everywhere). On the
 #: last three the per-example weight gradients are formed before the clipping arithmetic, with the
 #: forward's precision (TF32 on CUDA may round them, as torch.func's per-example gradients): their norms
-#: and the clipped sum are then computed from those same tensors in full float32, so each example still
-#: adds at most the clip. The Gram route's norm and sum come from different kernels and stay in full float32.
+#: and the clipped sum are then computed from those same tensors (float64 norms, float32 partial sums added in
+#: float64: privcore.roundoff), so each example still adds at most the clip. The Gram route's norm and sum come
+#: from different kernels and are computed in float64, the norm as an upper bound (see ``_gram_norms``).
 CONV_ROUTES = ("device", "cost", "gram", "per-example")
 
 _LAYERS = (nn.Linear, nn.Conv2d, nn.GroupNorm)
@@ -113,38 +116,67 @@ def _per_example_conv(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor, weigh
                          module.dilation, n).reshape(n, *weight_shape)
 
 
-def _gram_norms(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Squared per-example norms <a_i^T a_i, b_i^T b_i>, in chunks of examples holding at most
-    GRAM_CHUNK_ELEMENTS Gram entries each (memory bounded whatever the batch)."""
+def _gram_norms(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Upper bounds on the squared per-example norms <a_i^T a_i, b_i^T b_i> [n], and the masses
+    M_i = sum_s ||a_is|| ||b_is|| over output positions s [n], in float64, in chunks of examples holding
+    at most GRAM_CHUNK_ELEMENTS Gram entries each (memory bounded whatever the batch).
+
+    The Gram entries can cancel, so the computed norm's error is bounded against M_i^2, not against
+    the norm: |computed - exact| <= gamma_{d+p+L^2+2} M_i^2 (each Gram entry is off by gamma_d
+    ||a_s|| ||a_t||, resp. gamma_p ||b_s|| ||b_t||; their L^2 products add gamma_{L^2}); four times that
+    is added, so that the bound holds with M_i itself computed in float64."""
     n, cout = b.shape[0], b.shape[1]
     L = b[0, 0].numel()
+    d = a.shape[1] * module.kernel_size[0] * module.kernel_size[1]
+    slack = 4 * gamma(d + cout + L * L + L + 8, torch.float64)
     chunk = max(1, GRAM_CHUNK_ELEMENTS // (L * L))
-    out = []
+    sq, mass = [], []
     for lo in range(0, n, chunk):
-        unfolded = F.unfold(a[lo:lo + chunk], module.kernel_size, module.dilation, module.padding, module.stride)
-        bl = b[lo:lo + chunk].reshape(-1, cout, L)
-        out.append((torch.bmm(unfolded.transpose(1, 2), unfolded) * torch.bmm(bl.transpose(1, 2), bl)).sum(dim=(1, 2)))
-    return torch.cat(out)
+        unfolded = F.unfold(a[lo:lo + chunk].double(), module.kernel_size, module.dilation, module.padding,
+                            module.stride)
+        bl = b[lo:lo + chunk].double().reshape(-1, cout, L)
+        m = (unfolded.pow(2).sum(1).sqrt() * bl.pow(2).sum(1).sqrt()).sum(1)
+        exact = (torch.bmm(unfolded.transpose(1, 2), unfolded) * torch.bmm(bl.transpose(1, 2), bl)).sum(dim=(1, 2))
+        sq.append(exact + slack * m * m)
+        mass.append(m)
+    return torch.cat(sq), torch.cat(mass)
+
+
+def _gram_weighted(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor, weight_shape: torch.Size,
+                   c: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+    """sum_i c_i g_i on the Gram route, in float64: one weight backward per chunk of at most
+    GRAM_SUM_POSITIONS (example, position) pairs, the chunks added in float64 (its rounding is bounded
+    by gamma sum_i c_i M_i, :func:`privcore.roundoff.sum_error`)."""
+    n = a.shape[0]
+    per = max(1, GRAM_SUM_POSITIONS // b[0, 0].numel())
+    total = None
+    for lo in range(0, n, per):
+        sl = slice(lo, lo + per)
+        k = None if keep is None else keep[sl]
+        part = conv2d_weight(_kept(a[sl], k).double(), weight_shape,
+                             _kept(b[sl], k).double() * c[sl].double().view(-1, 1, 1, 1),
+                             module.stride, module.padding, module.dilation, module.groups)
+        total = part if total is None else total + part
+    return total
 
 
 def _conv_terms(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor, weight: torch.Tensor,
-                route: str = "device", per: torch.Tensor | None = None) -> tuple[torch.Tensor, object]:
-    """Squared per-example norm of the weight gradient, and either the per-example weight gradients
-    [n, ...] (``per`` when formed already, or formed here on the per-example route) or a closure for the
-    clipped sum (the Gram route)."""
+                route: str = "device", per: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, object, torch.Tensor | None]:
+    """Squared per-example norm of the weight gradient (float64; on the Gram route an upper bound),
+    either the per-example weight gradients [n, ...] (``per`` when formed already, or formed here on the
+    per-example route) or a closure for the clipped sum (the Gram route), and the Gram route's masses M_i
+    (None on the per-example route)."""
     if per is None and _takes_per_example(module, a, b, route):
         per = _per_example_conv(module, a, b, weight.shape)
     if per is not None:
-        return per.flatten(1).pow(2).sum(1), per
-    # Ghost norm: <a_i^T a_i, b_i^T b_i> with two L x L Gram matrices per example.
-    sq = _gram_norms(module, a, b)
+        return squared_norms(per), per, None
+    sq, mass = _gram_norms(module, a, b)
 
     def weighted(c: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
-        return conv2d_weight(_kept(a, keep), weight.shape, _kept(b, keep) * c.view(-1, 1, 1, 1), module.stride,
-                             module.padding,
-                             module.dilation, module.groups)
+        return _gram_weighted(module, a, b, weight.shape, c, keep)
 
-    return sq, weighted
+    return sq, weighted, mass
 
 
 def ghost_clip_and_sum(model: nn.Module, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor],
@@ -212,6 +244,7 @@ def _clip_records(records: list, grads: tuple, names: dict, live: dict, params: 
     small: list[tuple[str, torch.Tensor]] = []  # (parameter name, per-example gradient [n, ...]), side by side
     # (parameter name, per-example tensor [n, ...] or closure (factors, finite rows or None) -> sum)
     large: list[tuple[str, object]] = []
+    masses: list[torch.Tensor] = []  # [n] the Gram route's M_i, per layer taking it
     formed = formed or {}
     for i, ((module, a, _), b) in enumerate(zip(records, grads)):
         prefix = names[module] + "." if names[module] else ""
@@ -219,15 +252,17 @@ def _clip_records(records: list, grads: tuple, names: dict, live: dict, params: 
         if isinstance(module, nn.Linear):
             if a.dim() != 2:
                 raise ValueError("ghost clipping supports Linear layers on [batch, features] inputs only")
-            sq_parts.append(a.pow(2).sum(1) * b.pow(2).sum(1))
-            large.append((prefix + "weight", lambda c, keep, a=a, b=b: (_kept(b, keep) * c[:, None]).t()
-                          @ _kept(a, keep)))
+            sq_parts.append(squared_norms(a) * squared_norms(b))
+            large.append((prefix + "weight", lambda c, keep, a=a, b=b: outer_sum(_kept(b, keep) * c[:, None],
+                                                                                 _kept(a, keep))))
             if module.bias is not None:
                 small.append((prefix + "bias", b))
         elif isinstance(module, nn.Conv2d):
-            w_sq, weighted = _conv_terms(module, a, b, live[prefix + "weight"].to(acc), conv_route,
-                                         formed.get(i))
+            w_sq, weighted, mass = _conv_terms(module, a, b, live[prefix + "weight"].to(acc), conv_route,
+                                               formed.get(i))
             sq_parts.append(w_sq)
+            if mass is not None:
+                masses.append(mass)
             large.append((prefix + "weight", weighted))
             if module.bias is not None:
                 small.append((prefix + "bias", b.sum(dim=(2, 3))))
@@ -240,25 +275,27 @@ def _clip_records(records: list, grads: tuple, names: dict, live: dict, params: 
         raise ValueError(f"ghost clipping saw no forward call of the layers holding {', '.join(sorted(missing))}")
     side = torch.cat([t.reshape(n, -1) for _, t in small], dim=1) if small else None
     if side is not None:
-        sq_parts.append(side.pow(2).sum(1))
-    sq = torch.stack(sq_parts).sum(0)
+        sq_parts.append(squared_norms(side))
+    sq = torch.stack(sq_parts).sum(0)  # float64: see privcore.roundoff
     # As in clip_and_sum: an example whose gradient is not finite (e.g. an overflow under autocast)
     # contributes zero; its activations and output gradients are zeroed too, since 0 * inf is NaN.
     norms = sq.sqrt()
     finite = torch.isfinite(norms)
-    factor = torch.where(finite, clip_factors(norms, clip), torch.zeros_like(norms))
+    factor = clip_factors(norms, clip, acc, sum(p.numel() for p in params.values()))
+    if masses:  # c_i M_i <= GRAM_CAP clip bounds the Gram route's summation error (privcore.roundoff)
+        factor = torch.minimum(factor, (GRAM_CAP * clip / torch.stack(masses).sum(0).clamp_min(1e-300))
+                               .clamp(max=1.0).to(acc))
+    factor = torch.where(finite, factor, torch.zeros_like(factor))
     # On CUDA the mask is always applied (the same values when every example is finite): asking the
     # host whether all are finite would wait for the GPU in the middle of every step.
     keep = finite if device.type in SYNC_FREE_DEVICES or not bool(finite.all()) else None
     summed = {}
     for name, term in large:
-        if callable(term):
-            value = term(factor, keep)
-        else:
-            value = (factor @ _kept(term, keep).flatten(1)).view(term.shape[1:])
+        # float64 sums of float32 partial sums (privcore.roundoff): their rounding is bounded by sum_error
+        value = term(factor, keep) if callable(term) else weighted_sum(factor, _kept(term, keep))
         summed[name] = value.to(params[name].dtype)
     if side is not None:
-        pieces = (factor @ _kept(side, keep)).split([math.prod(t.shape[1:]) for _, t in small])
+        pieces = weighted_sum(factor, _kept(side, keep)).split([math.prod(t.shape[1:]) for _, t in small])
         for (name, t), piece in zip(small, pieces):
             summed[name] = piece.view(t.shape[1:]).to(params[name].dtype)
-    return {k: summed[k] for k in params}, norms
+    return {k: summed[k] for k in params}, norms.to(acc)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Names accepted by :func:`privcore.deep.models.build_model` (and the CLI's ``--model``).
 MODEL_NAMES: tuple[str, ...] = ("small-cnn", "resnet20")
 
-__all__ = ["DeepSpec", "DeepRow", "PRESETS", "FIG7_EPSILONS", "FIG7_BUDGETS", "DEEP_SCHEMA", "NOISE_SAMPLER", "figure7_specs",
+__all__ = ["DeepSpec", "DeepRow", "PRESETS", "FIG7_EPSILONS", "FIG7_BUDGETS", "DEEP_SCHEMA", "NOISE_SAMPLER", "CLIPPED_SUM", "figure7_specs",
            "row_fields", "vote_numbers", "SECURE_FORMULA",
            "SAMPLER_FORMULA"]
 
@@ -35,6 +35,10 @@ DEEP_SCHEMA = 1
 #: cut off, Poisson batches at a rate never above q); points without it came from torch's samplers and are not
 #: served (nor is a checkpoint of theirs resumed). The teachers and the reference add no noise: their keys stay.
 NOISE_SAMPLER = 2
+#: DP-SGD's clipped sum: 2 is the sum whose rounding is bounded (privcore.roundoff: float64 norms, float32 partial
+#: sums of at most SUM_CHUNK examples added in float64, each step clipped to C / (1 + eta b)). Trainings without
+#: it are not served nor resumed.
+CLIPPED_SUM = 2
 #: Figure 7 of the paper: (a) accuracy against epsilon at B = 10, (b) against B at epsilon = 1; delta = 1e-5.
 FIG7_EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0, 10.0)
 FIG7_BUDGETS: tuple[int, ...] = (1, 3, 10, 30, 100, 300, 1000)
@@ -164,7 +168,7 @@ class DeepSpec:
         """Identity of one DP-SGD training (no B: the released model serves every prediction)."""
         return {**self.common_point(), "kind": "dpsgd", "method": method, "epsilon": epsilon, "delta": self.delta,
                 "accounting": self.accounting, "epochs": self.epochs, "batch_size": self.batch_size, "lr": self.lr,
-                "clip": self.clip, "sampler": NOISE_SAMPLER}
+                "clip": self.clip, "sampler": NOISE_SAMPLER, "clipped_sum": CLIPPED_SUM}
 
     def teacher_point(self) -> dict[str, Any]:
         """Identity of the T teachers (non-private training, shared by every vote method)."""

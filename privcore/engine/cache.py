@@ -45,7 +45,7 @@ from .cache_schema import check_result
 __all__ = ["SCHEMA_VERSION", "ResultCache", "point_key", "default_results_dir", "check_result",
            "MAX_VALUE_CHARS"]
 
-SCHEMA_VERSION = 9  # 9: DP-SGD's noise and Poisson batches and the auto-lambda noisy max from privcore.tails (tails not cut off, rates never above q); 8: lam = auto makes no private choice for sparse vector and the PATE student (their answers couple queries); 7: teachers solved in per-part bases (each a function of its own part); 6: PATE data-dependent epsilon (beta-smooth published cost), answered-only spread; 5: certified solver residual in every sensitivity, replace-one DP-SGD, approximate minima perturbation
+SCHEMA_VERSION = 10  # 10: DP-SGD's clipped sum with bounded rounding (privcore.roundoff: step clip C / (1 + eta b)); 9: DP-SGD's noise and Poisson batches and the auto-lambda noisy max from privcore.tails (tails not cut off, rates never above q); 8: lam = auto makes no private choice for sparse vector and the PATE student (their answers couple queries); 7: teachers solved in per-part bases (each a function of its own part); 6: PATE data-dependent epsilon (beta-smooth published cost), answered-only spread; 5: certified solver residual in every sensitivity, replace-one DP-SGD, approximate minima perturbation
 # 4: JSON-only disk, validated reads (entries of 3 are not trusted)
 # 3: DP-SGD draws batches and noise per chunk of steps; solves in the data eigenbasis
 # 2: Gaussian loss perturbation calibrated on ||P b|| ~ sigma chi_2C; L-BFGS memory 5

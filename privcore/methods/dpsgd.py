@@ -50,6 +50,20 @@ def per_example_grad_norms(x: torch.Tensor, probs: torch.Tensor, y: torch.Tensor
     return x.norm(dim=-1).unsqueeze(-1) * resid.norm(dim=-1)
 
 
+#: Examples per float32 partial sum of the clipped gradients (privcore.roundoff). Each partial sum writes a whole
+#: gradient per model, so small chunks cost time (at Explore's defaults 32 took 3.5x a plain product, 128 1.8x;
+#: docs/benchmarks.md); the step clip it needs, C / (1 + eta b), is 0.2 % below C at the default batch of 256.
+SUM_CHUNK = 128
+#: Above this expected batch the chunk is privcore.roundoff.SUM_CHUNK (32): eta b grows with b, and 128 would cost
+#: 3 % of the clip at 4,096 (32: 0.8 %).
+LARGE_BATCH = 1024
+
+
+def sum_chunk(batch_size: int) -> int:
+    """The partial-sum size for an expected (public) batch size: never a function of a drawn batch, so a
+    repetition's arithmetic does not depend on the others'."""
+    from ..roundoff import SUM_CHUNK as SMALL
+    return SUM_CHUNK if batch_size <= LARGE_BATCH else SMALL
 #: Seconds the replace-one accountant's import (dp_accounting's PLD) takes once per process (bench/bench_startup.py).
 ACCOUNTANT_IMPORT_S = 1.4
 #: Share of a repetition each further epsilon of a run adds (its own noise and update on shared batches;
@@ -172,14 +186,18 @@ class DPSGD(Method):
         import torch
 
         from ..precision import clip_factors, exact_fp32
+        from ..roundoff import step_clip
         pb = ctx.problem
         n, d = ctx.x_train.shape
         c, e_count = ctx.classes, len(scales)
         q, clip, lr = pb.sample_rate, pb.clip, pb.learning_rate
+        part_size = sum_chunk(pb.batch_size)  # examples per float32 partial sum
         # theta is kept transposed, [R, E C, D]: both products per step then run as bmm with the
         # long D axis contiguous in both operands (faster on a CPU than [R, D, E C]: bench/bench_method_times.py
         # times it; same arithmetic up to the order of the sums).
         theta = torch.zeros(repeats, e_count * c, d, device=ctx.device)
+        sum64 = torch.zeros(repeats, e_count * c, d, dtype=torch.float64, device=ctx.device)  # the clipped sums
+        part32 = torch.empty(repeats, e_count * c, d, device=ctx.device)  # one partial sum of SUM_CHUNK examples
         noise_scale = noise_std_float32(scales, clip, ctx.device).view(1, e_count, 1, 1)
         step_scale = -lr / (q * n)
         gens = [ctx.generator(self.name, "run", r) for r in range(repeats)]
@@ -187,14 +205,14 @@ class DPSGD(Method):
         # zero gradient. Row norms are computed once.
         x_ext = torch.cat([ctx.x_train, torch.zeros(1, d, device=ctx.device)])
         y_ext = torch.cat([ctx.y_train, torch.zeros(1, dtype=torch.int64, device=ctx.device)])
-        xnorm_ext = x_ext.norm(dim=1)
+        xnorm_ext = x_ext.to(torch.float64).norm(dim=1)  # float64 norms: see privcore.roundoff
         minus_one = torch.full((1, 1, 1, 1), -1.0, device=ctx.device)
         done = 0
         # The clipped sums in full float32, no TF32 even if the user turned it on (privcore/precision.py);
         # entered once for the whole training, not per step.
         with exact_fp32(ctx.device):
             for chunk in _chunks(pb.steps, n, d * c):
-                idx_chunk, sizes, unit_chunk = _draw_chunk(gens, chunk, n, q, d, c, ctx.device)
+                idx_chunk, sizes, counts, unit_chunk = _draw_chunk(gens, chunk, n, q, d, c, ctx.device)
                 unit_t = unit_chunk.transpose(2, 3).contiguous()  # [R, chunk, C, D]: the draws of [R, chunk, D, C]
                 for s in range(chunk):
                     ctx.checkpoint(done / pb.steps)
@@ -208,13 +226,18 @@ class DPSGD(Method):
                     probs.scatter_add_(3, yb.view(repeats, size, 1, 1).expand(repeats, size, e_count, 1),
                                        minus_one.expand(repeats, size, e_count, 1))
                     resid = probs  # p - y, in place
-                    # Per-example gradient norms [R, b, E]: ||x_n|| ||p_n - y_n||.
-                    norms = torch.index_select(xnorm_ext, 0, flat).view(repeats, size, 1) * resid.norm(dim=3)
-                    factor = clip_factors(norms, clip)  # inside the clip after rounding
+                    # Per-example gradient norms [R, b, E] in float64: ||x_n|| ||p_n - y_n||.
+                    norms = (torch.index_select(xnorm_ext, 0, flat).view(repeats, size, 1)
+                             * resid.to(torch.float64).norm(dim=3))
+                    # Each repetition clips to its own step clip C / (1 + eta(b) b), b its batch size (a draw
+                    # of the sampling), so that the computed sum moves by at most 2 clip (privcore.roundoff).
+                    inner = torch.tensor([step_clip(clip, int(b), chunk=part_size) for b in counts[:, s].tolist()],
+                                         dtype=torch.float64, device=ctx.device).view(repeats, 1, 1)
+                    factor = clip_factors(norms, inner, torch.float32, d * c)
                     clipped = (resid * factor.unsqueeze(3)).view(repeats, size, e_count * c)
-                    clipped = clipped.transpose(1, 2).contiguous()
-                    grad_sum = torch.bmm(clipped, xb)  # [R, E C, D]: sum of the clipped per-example gradients
+                    grad_sum = _clipped_sum(clipped, xb, part_size, sum64, part32)  # [R, E C, D] float64
                     noise = unit_t[:, s].unsqueeze(1) * noise_scale  # [R, E, C, D]
+                    # The noise added to the computed sum, then every rounding is post-processing.
                     theta.add_(grad_sum.add_(noise.view(repeats, e_count * c, d)), alpha=step_scale)
         return theta.view(repeats, e_count, c, d).permute(1, 0, 3, 2).contiguous()  # [E, R, D, C]
 
@@ -244,14 +267,29 @@ def _chunks(steps: int, n: int, params: int, per_run: int = 1 << 18) -> list[int
     return [size] * (steps // size) + ([steps % size] if steps % size else [])
 
 
+def _clipped_sum(clipped: torch.Tensor, xb: torch.Tensor, chunk: int, out: torch.Tensor,
+                 buf: torch.Tensor) -> torch.Tensor:
+    """sum_i clipped_i^T x_i into ``out`` [R, E C, D] (float64) for clipped [R, b, E C] and xb [R, b, D]:
+    float32 partial sums of ``chunk`` examples (into ``buf`` [R, E C, D], float32), each added to ``out``
+    (the rounding bound of :func:`privcore.roundoff.sum_error`; padding rows are zero and add nothing).
+    ``out`` and ``buf`` are allocated once per training: a step allocates nothing this size."""
+    import torch
+
+    out.zero_()
+    for lo in range(0, clipped.shape[1], chunk):
+        torch.bmm(clipped[:, lo:lo + chunk].transpose(1, 2), xb[:, lo:lo + chunk], out=buf)
+        out.add_(buf)
+    return out
+
+
 def _draw_chunk(gens: list[torch.Generator], chunk: int, n: int, q: float, d: int, c: int,
-                device: torch.device) -> tuple[torch.Tensor, list[int], torch.Tensor]:
+                device: torch.device) -> tuple[torch.Tensor, list[int], torch.Tensor, torch.Tensor]:
     """Batches and unit noise of ``chunk`` steps for every repetition, each from its own generator.
 
     Poisson sampling: example i joins the batch of step s with probability q, independently.
     Returns idx [R, chunk, b] (selected rows in order, padded with row n to the largest batch of
-    the chunk), the largest batch of each step (step s needs only idx[:, s, :sizes[s]]) and unit
-    Gaussian noise [R, chunk, D, C].
+    the chunk), the largest batch of each step (step s needs only idx[:, s, :sizes[s]]), each
+    repetition's batch size [R, chunk] and unit Gaussian noise [R, chunk, D, C].
     """
     import torch
 
@@ -268,4 +306,4 @@ def _draw_chunk(gens: list[torch.Generator], chunk: int, n: int, q: float, d: in
     slot = torch.arange(where.shape[0], device=device) - starts
     idx = torch.full((len(gens), chunk, size), n, dtype=torch.int64, device=device)
     idx[where[:, 0], where[:, 1], slot] = where[:, 2]
-    return idx, [max(1, int(v)) for v in counts.max(dim=0).values.tolist()], torch.stack(units)
+    return idx, [max(1, int(v)) for v in counts.max(dim=0).values.tolist()], counts, torch.stack(units)

@@ -16,6 +16,7 @@ from privcore.deep.images import ImageData
 from privcore.deep.loop import load_checkpoint, lr_at
 from privcore.deep.models import build_model
 from privcore.methods import get_method
+from privcore.roundoff import step_clip
 from privcore.types import PrivacyBudget, Problem
 
 
@@ -185,12 +186,33 @@ def test_one_step_is_poisson_sampled_clipped_noised_and_scaled_by_the_expected_b
     assert chosen.numel() != cfg.batch_size  # the drawn batch differs from the expected one here
     from privcore.deep.images import to_float
     xb = to_float(x_u8[chosen], data.mean, data.std)
-    summed, _ = clip_and_sum(per_sample_grads(model, params, {}, xb, y[chosen]), clip)
+    # each example clipped to the step clip of the drawn batch (privcore.roundoff)
+    summed, _ = clip_and_sum(per_sample_grads(model, params, {}, xb, y[chosen]), step_clip(clip, chosen.numel()))
     sizes = [v.numel() for v in params.values()]  # one draw, split in the parameters' order
     unit = tails.gaussian_noise(sum(sizes), _gen(12)).split(sizes)
     for k, u in zip(params, unit):
         want = (summed[k] + sigma * u.view(summed[k].shape)) / (q * n)
         assert torch.allclose(got[k], want, atol=1e-6, rtol=1e-4), k
+
+
+def test_each_step_clips_to_the_step_clip_of_its_drawn_batch(monkeypatch):
+    """The step clip C / (1 + eta(b) b) is asked for with the drawn batch size b and is the clip every
+    physical batch uses: with it replaced by C / 3 the step equals the re-computation at C / 3."""
+    from privcore.deep import dpsgd as dpsgd_module
+    from privcore.deep.images import to_float
+
+    dpsgd_step, model, params, cfg, data, x_u8, y = _step_setup()
+    n, clip, sigma = y.shape[0], 0.1, 0.0
+    calls = []
+    monkeypatch.setattr(dpsgd_module, "step_clip", lambda c, b: calls.append((c, b)) or c / 3)
+    got = dpsgd_step(model, params, {}, x_u8, y, data, cfg, clip, sigma,
+                     {"sample": _gen(11), "noise": _gen(12), "augment": _gen(13)})
+    chosen = torch.nonzero(tails.bernoulli((n,), cfg.batch_size / n, _gen(11))).flatten()
+    assert calls == [(clip, chosen.numel())]
+    xb = to_float(x_u8[chosen], data.mean, data.std)
+    summed, _ = clip_and_sum(per_sample_grads(model, params, {}, xb, y[chosen]), clip / 3)
+    for k in params:
+        assert torch.allclose(got[k], summed[k] / cfg.batch_size, atol=1e-7, rtol=1e-4), k
 
 
 def test_sampling_rate_and_noise_scale_over_many_steps():

@@ -70,7 +70,8 @@ def test_ghost_clipped_sum_equals_naive_loop_and_torch_func(name, factor, route,
     assert set(ghost) == set(expect)
     for k in expect:
         assert torch.allclose(ghost[k], expect[k], rtol=1e-6, atol=1e-6), k
-        assert torch.allclose(ghost[k], func[k], rtol=1e-9, atol=1e-12), k
+        # The Gram route's norms are upper bounds (privcore.roundoff: + 4 gamma M^2, ~1e-11 relative here).
+        assert torch.allclose(ghost[k], func[k], rtol=1e-9, atol=1e-10 * float(func[k].abs().max())), k
 
 
 def test_ghost_float32_agrees_with_torch_func_to_float_tolerance():
