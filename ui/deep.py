@@ -146,8 +146,10 @@ PAPER_FINDINGS = (
 
 #: Under a shipped run drawn before DP-SGD's and the votes' noise had exact tails.
 OLD_SAMPLERS_NOTE = ("These runs drew their noise with samplers whose tails stop (DP-SGD's float32 normals at 5.77 "
-                     "standard deviations), so their ε held for the ideal mechanism, not for the samplers used. "
-                     "Training here uses samplers with exact tails (docs/limits.md, \"Floating-point noise\").")
+                     "standard deviations), and DP-SGD summed its clipped gradients with no bound on float32 "
+                     "rounding, so their ε held for the ideal mechanism, not for the arithmetic used. Training here "
+                     "uses samplers with exact tails and sums whose rounding is accounted (docs/limits.md, "
+                     "\"Floating-point noise\" and \"Floating-point sums\").")
 
 
 def drawn_before_exact_tails(rows: list[dict]) -> bool:

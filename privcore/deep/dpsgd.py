@@ -258,21 +258,28 @@ def train_dpsgd(model: nn.Module, data: ImageData, cfg: SGDConfig, clip: float, 
 
     last = time.perf_counter()
     step = start
+    # False while the generators, the parameters and the momentum are between steps (an interrupt there, e.g.
+    # inside momentum_step's in-place updates, leaves them out of step with ``step``): such a state is never
+    # saved, since resuming it would draw a step's noise anew on parameters that already hold an update, one
+    # noisy step more than the accountant composed. The last periodic checkpoint is resumed instead.
+    settled = True
     try:
         while step < steps:
             if stop_after is not None and step - start >= stop_after:
                 save(step)
                 return params
+            settled = False
             g = dpsgd_step(model, params, buffers, x_u8, y, data, cfg, clip, noise_multiplier * clip, gens)
             momentum_step(params, g, buf, lr_at(step, steps, cfg.lr, cfg.lr_drops), cfg.momentum)
             step += 1
+            settled = True
             if checkpoint is not None and time.perf_counter() - last >= checkpoint_every:
                 save(step)
                 last = time.perf_counter()
             if poll is not None:
                 poll(step / steps)
-    except BaseException:  # cancelled (or Streamlit stopped the script): keep what was done
-        if step > start:
+    except BaseException:  # cancelled (or Streamlit stopped the script): keep what was done, if consistent
+        if step > start and settled:
             save(step)
         raise
     return params

@@ -144,6 +144,38 @@ def test_cancel_checkpoints_then_resumes(tmp_path):
     assert all(torch.equal(full[k], resumed[k]) for k in full)
 
 
+def test_an_interrupt_inside_an_update_is_not_saved(tmp_path, monkeypatch):
+    """An interrupt (Ctrl-C) inside momentum_step, after it has updated some parameters in place: saving that
+    state would resume with the step's noise drawn anew on parameters that hold part of its update (one noisy
+    step more than accounted). Nothing is saved then; the periodic checkpoint before it is resumed, and the
+    result equals an uninterrupted run."""
+    from privcore.deep import dpsgd as dpsgd_module
+
+    data = _tiny_data()
+    full = _train(data, tmp_path, name="full.pt")
+    real = dpsgd_module.momentum_step
+    calls = {"n": 0}
+
+    def interrupted(params, grads, buf, lr, momentum):
+        calls["n"] += 1
+        if calls["n"] == 6:  # half of the parameters updated, then the interrupt
+            keys = list(params)[: len(params) // 2]
+            real({k: params[k] for k in keys}, {k: grads[k] for k in keys}, {k: buf[k] for k in keys}, lr, momentum)
+            raise KeyboardInterrupt
+        real(params, grads, buf, lr, momentum)
+
+    monkeypatch.setattr(dpsgd_module, "momentum_step", interrupted)
+    model = build_model("small-cnn", 1, 3, _gen(), size=8)
+    cfg = SGDConfig(epochs=3, batch_size=12, lr=0.5, augment=True, physical_batch=5)
+    with pytest.raises(KeyboardInterrupt):
+        train_dpsgd(model, data, cfg, 1.0, 1.3, 0, torch.device("cpu"), checkpoint=tmp_path / "a.pt", tag="t",
+                    checkpoint_every=0.0)  # a checkpoint after every step
+    assert load_checkpoint(tmp_path / "a.pt", "t", torch.device("cpu"))["step"] == 5  # the last settled step
+    monkeypatch.setattr(dpsgd_module, "momentum_step", real)
+    resumed = _train(data, tmp_path)
+    assert all(torch.equal(full[k], resumed[k]) for k in full)
+
+
 # ---------------------------------------------------------------- review: one step, end to end
 
 
