@@ -174,7 +174,9 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
     _K("epochs", "int", 5, "DP-SGD passes over the data", low=1, log=True, url="epochs", url_low=1, url_high=200,
        label="DP-SGD epochs", limit="check_epochs",
        ui_help="Passes over the data; more steps need a larger noise multiplier for the same ε.", grid=(1, 2, 3, 5, 10, 20, 30, 50)),
-    _K("clip", "float", 0.5, "DP-SGD per-example clipping norm nu", low=0.0, low_open=True, log=True, url="clip",
+    # Bounded so that float32 arithmetic stays in range: below 1e-8 underflowed squares could matter, above
+    # 1e6 a batch's clipped sum could overflow (privcore.roundoff).
+    _K("clip", "float", 0.5, "DP-SGD per-example clipping norm nu", low=1e-8, high=1e6, log=True, url="clip",
        url_low=1e-4, url_high=100.0, label="DP-SGD clip ν",
        ui_help="Per-example gradient norm bound. Noise std = noise multiplier × ν.",
        grid=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)),

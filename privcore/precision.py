@@ -124,4 +124,7 @@ def clip_factors(norms: torch.Tensor, clip: float | torch.Tensor, dtype: torch.d
     working ``dtype`` (default: the norms') and ``terms`` squares; returned in ``dtype``. ``clip`` may be a
     tensor broadcasting against ``norms`` (one clip per repetition)."""
     dtype = dtype or norms.dtype
-    return torch.clamp(clip * clip_margin(dtype, terms) / norms.clamp_min(1e-12), max=1.0).to(dtype)
+    exact = torch.clamp(clip * clip_margin(dtype, terms) / norms.clamp_min(1e-12), max=1.0)
+    # A factor below dtype's smallest normal number would round with an absolute error (2^-150 in float32), not
+    # the relative one the margin allows: such an example contributes nothing (a per-example map, still sound).
+    return torch.where(exact < torch.finfo(dtype).tiny, torch.zeros_like(exact), exact).to(dtype)

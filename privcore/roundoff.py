@@ -67,8 +67,9 @@ def sum_error(batch: int, dtype: torch.dtype = torch.float32, chunk: int = SUM_C
     The terms: a float32 partial sum of k <= chunk products, one more rounding where the factor
     multiplies before the product (:func:`outer_sum`) and the rounding of the layer's sum to ``dtype``
     (gamma_{k+2}); the partial sums of all physical batches added in float64 (gamma_{b+2}, twice for good
-    measure); the Gram route's float64 weight backward, at most GRAM_CAP gamma per example after the cap
-    (3e-8: counted whether or not a layer takes that route, so that eta depends on b alone)."""
+    measure); the Gram route's float64 weight backward, at most GRAM_CAP gamma C' per example after the cap
+    (3e-8 C': a bound against b C' rather than sum_i ||c_i g_i||, which is what the 2C argument uses; counted
+    whether or not a layer takes that route, so that eta depends on b alone)."""
     if batch < 0:
         raise ValueError(f"batch must be >= 0, got {batch}")
     if chunk < 1:
@@ -92,10 +93,12 @@ def squared_norms(t: torch.Tensor) -> torch.Tensor:
     margin), the block sums added in float64. No copy of ``t`` in float64 (a layer's per-example gradients
     can be most of the memory a step uses).
 
-    A square below float32's smallest subnormal counts as 0: the sum may miss K 2^-149 in all, which only a
-    clip below 1e-30 could notice."""
+    A square below float32's smallest subnormal counts as 0: the sum may miss K 2^-149 in all, far below
+    the clip's margin for any clip the knobs accept (at least 1e-8). A norm that is a product of two such
+    sums (ghost clipping's Linear layers) must not use this: an underflow there is multiplied by the other
+    factor (``privcore.deep.ghost`` squares those in float64)."""
     n = t.shape[0]
-    sq = t.reshape(n, -1).pow(2)
+    sq = t.reshape(n, -1).pow(2).contiguous()  # row-major, whatever t's strides: the blocks below are a view
     k = sq.shape[1]
     full = k - k % NORM_BLOCK
     parts = []

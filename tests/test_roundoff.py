@@ -2,8 +2,9 @@
 
 The known-bad variants are the summation orders a library is free to use: a float32 running sum over the
 batch, or over a layer's squares. The constructions below make every rounding of such a sum go the
-adversary's way; they are checked against exact rational arithmetic (fractions), never against
-another float computation.
+adversary's way; they are checked against exact rational arithmetic (fractions), or against float64 where
+the float32 bound under test is 2^29 times wider than float64's rounding. The last tests are an independent
+review's reproducers (an underflowed norm, a subnormal factor, transposed storage).
 """
 
 from __future__ import annotations
@@ -197,3 +198,56 @@ def test_sum_error_and_step_clip():
     with pytest.raises(ValueError, match="batch"):
         sum_error(-1)
     assert roundoff.GRAM_CAP * gamma(roundoff.GRAM_SUM_POSITIONS + 602, torch.float64) < 1e-7
+
+
+def _exact_sq(summed: dict) -> Fraction:
+    return sum((Fraction(float(v)) ** 2 for t in summed.values() for v in t.flatten().tolist()), Fraction(0))
+
+
+def test_a_linear_layers_norm_cannot_underflow_to_zero():
+    """Review: ghost clipping's Linear norm is ||a||^2 ||b||^2; with b's float32 squares underflowing (output
+    gradients of 1.6e-23) and ||a||^2 about 1.6e40, the norm came out 0, the factor 1, and the example entered
+    the sum at 6 C. The squares are float64 now: the example is clipped."""
+    from torch import nn
+
+    from privcore.deep.ghost import ghost_clip_and_sum
+
+    h, clip = 4096, 1e-3
+    model = nn.Sequential(nn.Linear(1, h, bias=False), nn.Linear(h, 10, bias=False))
+    with torch.no_grad():
+        model[0].weight.fill_(2e18)
+        model[1].weight.zero_()
+        model[1].weight[0].fill_(52.5 / (h * 2e18))  # logit 0 = 52.5: the softmax saturates
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    summed, norms = ghost_clip_and_sum(model, params, {}, torch.ones(1, 1), torch.zeros(1, dtype=torch.long), clip)
+    assert float(norms[0]) > 0
+    assert _exact_sq(summed) <= Fraction(clip) ** 2
+
+
+def test_a_subnormal_factor_is_zero():
+    """Review: a factor below float32's smallest normal rounds with an absolute error of 2^-150, which scaled an
+    example to 1.67 C; clip_factors now gives 0 there (and normal factors as before)."""
+    tiny = torch.finfo(torch.float32).tiny
+    norms = torch.tensor([1.0, 1e30, 0.5 / (0.6 * 2.0 ** -149)], dtype=torch.float64)
+    f = clip_factors(norms, 0.5, torch.float32)
+    assert f[0] == 0.5 * clip_margin(torch.float32) or abs(float(f[0]) - 0.5) < 1e-5
+    assert float(f[1]) >= tiny or float(f[1]) == 0.0
+    assert float(f[2]) == 0.0
+    assert all(Fraction(float(v)) * Fraction(float(n)) <= Fraction(0.5) for v, n in zip(f, norms))
+
+
+def test_squared_norms_of_a_transposed_view():
+    """Review: the block view assumed row-major storage; a transposed [n, K] view gave wrong norms."""
+    gen = torch.Generator().manual_seed(9)
+    t = torch.randn(200, 3, generator=gen).t()  # [3, 200], column-major
+    exact = t.double().pow(2).sum(1)
+    assert torch.allclose(squared_norms(t), exact, rtol=1e-5)
+
+
+def test_the_clip_is_bounded_where_float32_stays_in_range():
+    from privcore import knobs
+
+    for bad in (1e-9, 1e7):
+        with pytest.raises(ValueError, match=r"clip must be in \[1e-08, 1e\+06\]"):
+            knobs.check("clip", bad)
+    assert knobs.check("clip", 1e-8) == 1e-8 and knobs.check("clip", 1e6) == 1e6

@@ -95,6 +95,8 @@ def _kept(t: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
 def _takes_per_example(module: nn.Conv2d, a: torch.Tensor, b: torch.Tensor, route: str) -> bool:
     """Whether this layer's norm comes from its per-example weight gradients (else the Gram route)."""
     L = b[0, 0].numel()
+    if L > GRAM_SUM_POSITIONS:  # one example's positions alone would exceed the Gram route's summation bound
+        return True
     cin_kk = module.in_channels * module.kernel_size[0] * module.kernel_size[1]
     if route == "device":
         return L * L * GHOST_FACTOR.get(a.device.type, 1.0) > module.out_channels * cin_kk
@@ -252,7 +254,8 @@ def _clip_records(records: list, grads: tuple, names: dict, live: dict, params: 
         if isinstance(module, nn.Linear):
             if a.dim() != 2:
                 raise ValueError("ghost clipping supports Linear layers on [batch, features] inputs only")
-            sq_parts.append(squared_norms(a) * squared_norms(b))
+            # float64 squares: a float32 square that underflows would be multiplied by the other factor
+            sq_parts.append(a.double().pow(2).sum(1) * b.double().pow(2).sum(1))
             large.append((prefix + "weight", lambda c, keep, a=a, b=b: outer_sum(_kept(b, keep) * c[:, None],
                                                                                  _kept(a, keep))))
             if module.bias is not None:

@@ -145,8 +145,9 @@ class DeepSpec:
                             f"{len(self.methods)} method(s) x {len(self.epsilons)} epsilon(s) x {len(self.budgets)} "
                             "budget(s)")
         self._keep("seed", check_int("seed", self.seed, low=0))
-        for name in ("lr", "clip", "teacher_lr"):
+        for name in ("lr", "teacher_lr"):
             self._keep(name, check_real(name, getattr(self, name), low=0.0, low_open=True))
+        self._keep("clip", knobs.check("clip", self.clip))  # 1e-8 to 1e6: float32 stays in range (roundoff)
         self._keep("momentum", check_real("momentum", self.momentum, low=0.0, high=1.0, high_open=True))
         knobs.check("device", self.device)
         for name in ("augment", "amp", "baseline", "secure_noise"):

@@ -122,7 +122,8 @@ class DPSGD(Method):
         eps, dlt, q, k = budget.epsilon, budget.delta, problem.sample_rate, problem.steps
         limits.check_compositions("DP-SGD's composition (ceil(epochs x N / batch))", k,
                                   "use fewer epochs, a larger batch or a smaller N")
-        where = f"q = {q:.4g}, steps = {k}; noise std = multiplier * clip"
+        where = (f"q = {q:.4g}, steps = {k}; noise std = multiplier * clip; each step clips to "
+                 "clip / (1 + eta b) so that float rounding keeps the sum's sensitivity (privcore.roundoff)")
         if accounting == "paper":
             z = dpsgd_noise_multiplier(eps, dlt, q, k, "rdp", relation="add_remove")
             real = dpsgd_epsilon_replace_one(z, q, k, dlt)
