@@ -230,3 +230,26 @@ def test_dpsgd_noise_on_the_gpu_is_standard_normal_in_both_branches(monkeypatch,
     assert st.kstest(z.cpu().numpy(), "norm").pvalue > 1e-3
     noisy = add_noise({"w": torch.zeros(1000, device="cuda")}, 2.0, _gen(4, "cuda"))["w"]
     assert noisy.device.type == "cuda" and float(noisy.std()) == pytest.approx(2.0, rel=0.15)
+
+
+def test_the_chunked_sums_meet_their_rounding_bound_on_cuda():
+    """privcore.roundoff on the card (cuBLAS sums in its own order): ||computed - exact|| <= eta(b) sum ||x_i||
+    against float64 on the CPU, with TF32 off as DP-SGD runs it, and the norms within their block bound."""
+    from privcore.roundoff import NORM_BLOCK, gamma, outer_sum, squared_norms, sum_error, weighted_sum
+
+    gen = torch.Generator().manual_seed(3)
+    for b in (1, 33, 600):
+        x = torch.randn(b, 4096, generator=gen) * torch.logspace(-3, 3, b).unsqueeze(1)
+        f = torch.rand(b, generator=gen)
+        exact = (f.double().unsqueeze(1) * x.double()).sum(0)
+        mass = float((f.double().unsqueeze(1) * x.double()).norm(dim=1).sum())
+        with exact_fp32("cuda"):
+            got = weighted_sum(f.cuda(), x.cuda()).cpu()
+            u, v = torch.randn(b, 64, generator=gen), torch.randn(b, 128, generator=gen)
+            outer = outer_sum(u.cuda(), v.cuda()).cpu()
+        assert float((got - exact).norm()) <= sum_error(b) * mass
+        outer_mass = float((u.double().norm(dim=1) * v.double().norm(dim=1)).sum())
+        assert float((outer - u.double().t() @ v.double()).norm()) <= sum_error(b) * outer_mass
+        sq = squared_norms(x.cuda()).cpu()
+        assert torch.all((sq - x.double().pow(2).sum(1)).abs() <= 2 * gamma(NORM_BLOCK + 1, torch.float32)
+                         * x.double().pow(2).sum(1))
