@@ -56,10 +56,10 @@ else:
     got = deep.shipped_rows(run)
     if got is not None:
         extra = {**deep.epochs_settings(run.epochs, run.teacher_epochs), "run": run.tag}
+        if deep.drawn_before_exact_tails(got[0] + got[1]):  # above the charts: a reader of the charts sees it
+            st.warning(deep.OLD_SAMPLERS_NOTE)
         draw_panels(got[0], got[1], {"dataset": deep.DATASET_LABELS.get(run.dataset, run.dataset), "extra": extra},
                     "deep_shipped_fig7", "deep_shipped_export", run.tag)
-        if deep.drawn_before_exact_tails(got[0] + got[1]):
-            st.caption(deep.OLD_SAMPLERS_NOTE)
     st.markdown(deep.PAPER_FINDINGS)
     if got is not None and (lead := deep.lead_text(got[1])):
         st.markdown(f"**{run.label()}.** {lead}")

@@ -86,7 +86,15 @@ def show_point(rows: list[dict]) -> None:
             box.warning("No private method produced a result at this setting.")
             return
         acc, std = rec.accuracies[rec.winner]
-        if not rec.useful:  # an honest verdict: no green box for a method at chance
+        winner_row = next((r for r in rows if r.get("method") == rec.winner), {})
+        real = winner_row.get("real_epsilon")
+        overspent = real is not None and float(real) > float(s.eps) * (1 + 1e-9)
+        if overspent:  # paper mode: the best row's noise does not meet the header's ε, so no green box
+            box.warning(f"**Not a recommendation at ε = {format_number(s.eps)}:** {method_label(rec.winner)} is the "
+                        f"most accurate at the paper's published calibration (accuracy {acc:.3f} ± {std:.3f}), "
+                        f"but its noise really guarantees ε = {format_number(epsilon_up(real))}, over your budget: "
+                        "set Accounting to “corrected” for a choice that meets it.")
+        elif not rec.useful:  # an honest verdict: no green box for a method at chance
             box.warning(f"**No method is useful at this setting** · best: {method_label(rec.winner)}, accuracy "
                         f"{acc:.3f} ± {std:.3f}")
         else:
@@ -99,11 +107,9 @@ def show_point(rows: list[dict]) -> None:
                          f"threshold ±{rec.threshold:.3f} = 2 standard errors over R = {side.repeats})")
             (box.success if rec.significant or rec.runner_up is None else box.info)(head)
         box.markdown(rec.reason)
-        winner_row = next((r for r in rows if r.get("method") == rec.winner), {})
         if side.tuning != "configured":  # what the comparison is, and the knobs the winner was run at
             box.caption(setting.TUNING_NOTES[side.tuning] + f" {method_label(rec.winner)}'s: "
                         + (knobs_picked(winner_row.get("tuned")) or "as configured") + ".")
-        real = winner_row.get("real_epsilon")
         # The attacker sentence speaks of what is really guaranteed (the header's ε where that holds).
         box.caption(inverse.risk_caption(s.eps if real is None else float(real), s.delta)
                     + ("" if real is None else f" (at the real ε = {format_number(epsilon_up(real))} of "

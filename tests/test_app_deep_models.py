@@ -99,7 +99,7 @@ def test_the_shipped_figure_7_shows_before_anyone_trains(tmp_path, monkeypatch):
     assert not [w for w in texts(at.warning) if "deep_shipped" in w]  # a clean visit adjusts nothing
     assert sum("deep_shipped_export_a_csv" in k for k in _exports(at, "deep_shipped_export")) == 1
     # the shipped run predates the exact-tailed samplers: the page says what its epsilon then meant
-    assert any("samplers whose tails stop" in t for t in texts(at.caption))
+    assert any("samplers whose tails stop" in t for t in texts(at.warning))
 
 
 def test_the_shipped_panels_are_full_width(tmp_path, monkeypatch):

@@ -267,6 +267,10 @@ def test_paper_accounting_states_the_real_epsilon_in_the_box_the_table_and_the_r
     rec = [t for t in texts(at.markdown) if "really guarantees ε" in t]
     assert rec, "the recommendation's reason does not state the real epsilon"
     assert any("real ε" in t and "not the stated 3" in t for t in texts(at.caption))  # the attacker sentence
+    # A walk-through read the green "Recommended" box alone: a winner whose noise overspends gets none.
+    assert not any(t.startswith("**Recommended") for t in texts(at.success) + texts(at.info))
+    assert any(t.startswith("**Not a recommendation at ε = 3:** Subsample-and-aggregate") and "ε = 6" in t
+               for t in texts(at.warning))
     assert at.selectbox(key="statement_method").value == "subsample_aggregate"  # the winner's statement first
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Statement (Markdown)" in labels and "Statement (JSON)" in labels

@@ -145,10 +145,11 @@ PAPER_FINDINGS = (
 
 
 #: Under a shipped run drawn before DP-SGD's and the votes' noise had exact tails.
-OLD_SAMPLERS_NOTE = ("These runs drew their noise with samplers whose tails stop (DP-SGD's float32 normals at 5.77 "
-                     "standard deviations), and DP-SGD summed its clipped gradients with no bound on float32 "
-                     "rounding, so their ε held for the ideal mechanism, not for the arithmetic used. Training here "
-                     "uses samplers with exact tails and sums whose rounding is accounted (docs/limits.md, "
+OLD_SAMPLERS_NOTE = ("**Cite these curves as accuracies of the methods, not as ε-DP releases of this code.** The "
+                     "runs predate two fixes: they drew noise with samplers whose tails stop (DP-SGD's float32 "
+                     "normals at 5.77 standard deviations), and DP-SGD summed its clipped gradients with no bound on "
+                     "float32 rounding, so their ε held for the ideal mechanisms, not for the arithmetic used. "
+                     "Training below uses exact tails and bounded sums (Limits in the project's docs: "
                      "\"Floating-point noise\" and \"Floating-point sums\").")
 
 
