@@ -215,6 +215,12 @@ class DPSGD(Method):
             for chunk in _chunks(pb.steps, n, d * c):
                 idx_chunk, sizes, counts, unit_chunk = _draw_chunk(gens, chunk, n, q, d, c, ctx.device)
                 unit_t = unit_chunk.transpose(2, 3).contiguous()  # [R, chunk, C, D]: the draws of [R, chunk, D, C]
+                # Each repetition clips to its own step clip C / (1 + eta(b) b), b its batch size (a draw of the
+                # sampling), so that the computed sum moves by at most 2 clip (privcore.roundoff); [chunk, R, 1, 1],
+                # read back once per chunk of steps, not per step.
+                inner_chunk = torch.tensor([[step_clip(clip, int(b), chunk=part_size) for b in row]
+                                            for row in counts.t().tolist()],
+                                           dtype=torch.float64, device=ctx.device).view(chunk, repeats, 1, 1)
                 for s in range(chunk):
                     ctx.checkpoint(done / pb.steps)
                     done += 1
@@ -230,11 +236,7 @@ class DPSGD(Method):
                     # Per-example gradient norms [R, b, E] in float64: ||x_n|| ||p_n - y_n||.
                     norms = (torch.index_select(xnorm_ext, 0, flat).view(repeats, size, 1)
                              * resid.to(torch.float64).norm(dim=3))
-                    # Each repetition clips to its own step clip C / (1 + eta(b) b), b its batch size (a draw
-                    # of the sampling), so that the computed sum moves by at most 2 clip (privcore.roundoff).
-                    inner = torch.tensor([step_clip(clip, int(b), chunk=part_size) for b in counts[:, s].tolist()],
-                                         dtype=torch.float64, device=ctx.device).view(repeats, 1, 1)
-                    factor = clip_factors(norms, inner, torch.float32, d * c)
+                    factor = clip_factors(norms, inner_chunk[s], torch.float32, d * c)
                     clipped = (resid * factor.unsqueeze(3)).view(repeats, size, e_count * c)
                     grad_sum = _clipped_sum(clipped, xb, part_size, sum64, part32)  # [R, E C, D] float64
                     noise = unit_t[:, s].unsqueeze(1) * noise_scale  # [R, E, C, D]
