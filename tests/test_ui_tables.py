@@ -52,7 +52,7 @@ def test_noise_table_cells_are_short_values():
     shown = [c for c in noise_table_order(table.columns) if c not in ("Method", "Accuracy")]
     assert max(len(str(v)) for c in shown for v in table[c]) <= 12, table[shown].to_dict("records")
     config = noise_table_config(table.columns)
-    assert config["ε to publish the data-dependent ε"]["label"] == "ε if publ." and "publishing" in \
+    assert config["ε to publish the data-dependent ε"]["label"] == "ε publ." and "publishing" in \
         config["ε to publish the data-dependent ε"]["help"]
     assert all(config[c].get("help") for c in shown if c in noise_table_headers())
 

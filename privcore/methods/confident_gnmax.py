@@ -65,7 +65,7 @@ EPSILON_DATA_DEPENDENT = ResultField(
     "PATE's data-dependent epsilon: a function of the private votes, not the guarantee; showing it is itself a "
     "release of private information")
 EPSILON_DD_PUBLISHED = ResultField(
-    "epsilon_dd_published", "ε to publish the data-dependent ε", "ε if publ.",
+    "epsilon_dd_published", "ε to publish the data-dependent ε", "ε publ.",
     "what publishing the data-dependent epsilon itself would cost (smooth sensitivity), if it were published; not "
     "spent: the guarantee stays the ε "
     "above")
